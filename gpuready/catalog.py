@@ -1,0 +1,327 @@
+"""The model catalogue: TOML data files, validated on load with errors that name file and key.
+
+Built-in files live in ``catalog/`` at the repository root (shipped inside the wheel as
+``gpuready/catalog``). A user catalogue directory adds entries or overrides built-in ones
+by id: ``$GPUREADY_CATALOG_DIR``, else ``$XDG_CONFIG_HOME/gpuready/catalog`` (Linux),
+``~/Library/Application Support/gpuready/catalog`` (macOS), ``%APPDATA%\\gpuready\\catalog``
+(Windows).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from gpuready.tomlcompat import tomllib
+
+TASKS = ("text-generation", "image-generation", "speech", "document-search")
+_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class CatalogError(ValueError):
+    """A catalogue file is malformed; the message names the file and the key."""
+
+
+def builtin_catalog_dir() -> Path:
+    """The catalogue shipped with gpuready: inside the package (wheel) or at the repo root (source)."""
+    packaged = Path(__file__).resolve().parent / "catalog"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "catalog"
+
+
+def user_catalog_dir(environ: Mapping[str, str] = os.environ, platform: str = sys.platform) -> Path:
+    """Where a user keeps their own catalogue entries on this platform."""
+    if environ.get("GPUREADY_CATALOG_DIR"):
+        return Path(environ["GPUREADY_CATALOG_DIR"])
+    home = Path(environ.get("HOME") or environ.get("USERPROFILE") or "~").expanduser()
+    if platform.startswith("win"):
+        base = Path(environ.get("APPDATA") or home / "AppData" / "Roaming")
+    elif platform == "darwin":
+        base = home / "Library" / "Application Support"
+    else:
+        base = Path(environ.get("XDG_CONFIG_HOME") or home / ".config")
+    return base / "gpuready" / "catalog"
+
+
+# --- field validation --------------------------------------------------------
+
+
+class Entry:
+    """Reads typed fields from one TOML table, raising CatalogError that names file and key."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if not isinstance(data, dict):
+            raise CatalogError(f"{where}: expected a table")
+        self.data = data
+        self.where = where
+
+    def _fail(self, key: str, expected: str) -> CatalogError:
+        return CatalogError(f"{self.where}: '{key}' {expected} (got {self.data.get(key)!r})")
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def text(self, key: str, default: str | None = None, required: bool = True) -> str | None:
+        if key not in self.data:
+            if required and default is None:
+                raise CatalogError(f"{self.where}: missing '{key}'")
+            return default
+        value = self.data[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self._fail(key, "must be a non-empty string")
+        return value
+
+    def number(self, key: str, required: bool = True, minimum: float = 0.0, positive: bool = True) -> float | None:
+        if key not in self.data:
+            if required:
+                raise CatalogError(f"{self.where}: missing '{key}'")
+            return None
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._fail(key, "must be a number")
+        if (positive and value <= 0) or value < minimum:
+            raise self._fail(key, "must be positive" if positive else f"must be at least {minimum}")
+        return float(value)
+
+    def integer(self, key: str, required: bool = True, positive: bool = True) -> int | None:
+        if key not in self.data:
+            if required:
+                raise CatalogError(f"{self.where}: missing '{key}'")
+            return None
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, int) or (positive and value <= 0) or value < 0:
+            raise self._fail(key, "must be a positive integer" if positive else "must be a non-negative integer")
+        return value
+
+    def strings(self, key: str, required: bool = False) -> tuple[str, ...]:
+        if key not in self.data:
+            if required:
+                raise CatalogError(f"{self.where}: missing '{key}'")
+            return ()
+        value = self.data[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._fail(key, "must be a list of strings")
+        return tuple(value)
+
+    def numbers(self, key: str) -> tuple[float, ...]:
+        if key not in self.data:
+            return ()
+        value = self.data[key]
+        if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in value):
+            raise self._fail(key, "must be a list of positive numbers")
+        return tuple(float(v) for v in value)
+
+    def mapping(self, key: str) -> dict[str, float]:
+        if key not in self.data:
+            return {}
+        value = self.data[key]
+        if not isinstance(value, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in value.values()
+        ):
+            raise self._fail(key, "must be a table of positive numbers")
+        return {str(k): float(v) for k, v in value.items()}
+
+    def ident(self) -> str:
+        value = self.text("id")
+        if not _ID.match(value):
+            raise self._fail("id", "must be lowercase letters, digits, '.', '_' or '-'")
+        return value
+
+
+# --- entries -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Quant:
+    id: str
+    format: str
+    bits_per_weight: float
+    quality: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class LanguageModel:
+    """A text-generation model's architecture, as its config.json gives it."""
+
+    id: str
+    name: str
+    params: float
+    active_params: float
+    layers: int
+    hidden_size: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    context_length: int
+    quants: tuple[str, ...]
+    source: str
+    family: str | None = None
+    publisher: str | None = None
+    released: str | None = None
+    license: str | None = None
+    hf_repo: str | None = None
+    vocab_size: int | None = None
+    sliding_window: int | None = None
+    sliding_window_layers: int = 0
+    experts: int | None = None
+    experts_per_token: int | None = None
+    gguf_sizes: Mapping[str, float] = field(default_factory=dict)
+    gguf_source: str | None = None
+    mlx: bool = False
+    notes: str | None = None
+    origin: str = ""
+    task: str = "text-generation"
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_params < self.params
+
+
+def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageModel:
+    params = entry.number("params")
+    active = entry.number("active_params", required=False) or params
+    if active > params:
+        raise CatalogError(f"{entry.where}: 'active_params' must not exceed 'params'")
+    layers = entry.integer("layers")
+    attention_heads = entry.integer("attention_heads")
+    kv_heads = entry.integer("kv_heads")
+    if kv_heads > attention_heads:
+        raise CatalogError(f"{entry.where}: 'kv_heads' must not exceed 'attention_heads'")
+    hidden = entry.integer("hidden_size")
+    head_dim = entry.integer("head_dim", required=False) or hidden // attention_heads
+    model_quants = entry.strings("quants", required=True)
+    for quant in model_quants:
+        if quant not in quants:
+            raise CatalogError(f"{entry.where}: 'quants' names unknown quantisation '{quant}' (known: {', '.join(sorted(quants))})")
+    window_layers = entry.integer("sliding_window_layers", required=False, positive=False) or 0
+    if window_layers > layers:
+        raise CatalogError(f"{entry.where}: 'sliding_window_layers' must not exceed 'layers'")
+    window = entry.integer("sliding_window", required=False)
+    if window_layers and not window:
+        raise CatalogError(f"{entry.where}: 'sliding_window_layers' needs 'sliding_window'")
+    mlx = entry.data.get("mlx", False)
+    if not isinstance(mlx, bool):
+        raise CatalogError(f"{entry.where}: 'mlx' must be true or false")
+    return LanguageModel(
+        id=entry.ident(),
+        name=entry.text("name"),
+        params=params,
+        active_params=active,
+        layers=layers,
+        hidden_size=hidden,
+        attention_heads=attention_heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        context_length=entry.integer("context_length"),
+        quants=model_quants,
+        source=entry.text("source"),
+        family=entry.text("family", required=False),
+        publisher=entry.text("publisher", required=False),
+        released=entry.text("released", required=False),
+        license=entry.text("license", required=False),
+        hf_repo=entry.text("hf_repo", required=False),
+        vocab_size=entry.integer("vocab_size", required=False),
+        sliding_window=window,
+        sliding_window_layers=window_layers,
+        experts=entry.integer("experts", required=False),
+        experts_per_token=entry.integer("experts_per_token", required=False),
+        gguf_sizes=entry.mapping("gguf_sizes"),
+        gguf_source=entry.text("gguf_source", required=False),
+        mlx=mlx,
+        notes=entry.text("notes", required=False),
+        origin=entry.where,
+    )
+
+
+def parse_quant(entry: Entry) -> Quant:
+    return Quant(
+        id=entry.text("id"),
+        format=entry.text("format"),
+        bits_per_weight=entry.number("bits_per_weight"),
+        quality=entry.text("quality", required=False),
+        source=entry.text("source"),
+    )
+
+
+# --- loading --------------------------------------------------------------------
+
+
+def read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise CatalogError(f"{path}: not valid TOML: {error}") from None
+    except OSError as error:
+        raise CatalogError(f"{path}: cannot read: {error.strerror}") from None
+
+
+def _tables(data: dict, key: str, path: Path) -> list:
+    tables = data.get(key, [])
+    if not isinstance(tables, list):
+        raise CatalogError(f"{path}: '{key}' must be an array of tables ([[{key}]])")
+    return tables
+
+
+@dataclass
+class Catalog:
+    models: dict[str, Any]
+    quants: dict[str, Quant]
+    files: list[Path]
+
+    def for_task(self, task: str) -> list[Any]:
+        return [model for model in self.models.values() if model.task == task]
+
+    def get(self, model_id: str):
+        """A model by id (case-insensitive), or None."""
+        return self.models.get(model_id.lower())
+
+    def closest(self, model_id: str, limit: int = 3) -> list[str]:
+        import difflib
+
+        return difflib.get_close_matches(model_id.lower(), list(self.models), n=limit, cutoff=0.5)
+
+
+MODEL_PARSERS = {"text-generation": parse_language_model}
+
+
+def _task_of(data: dict, path: Path) -> str:
+    task = data.get("task", path.stem)
+    if task not in MODEL_PARSERS:
+        raise CatalogError(
+            f"{path}: 'task' must be one of {', '.join(MODEL_PARSERS)} (or name the file after the task), got {task!r}"
+        )
+    return task
+
+
+def load_catalog(builtin: Path | None = None, user: Path | None = None) -> Catalog:
+    """Load the built-in catalogue, then the user's files on top (same id replaces)."""
+    builtin = builtin or builtin_catalog_dir()
+    quants_path = builtin / "quants.toml"
+    quants: dict[str, Quant] = {}
+    for index, table in enumerate(_tables(read_toml(quants_path), "quants", quants_path)):
+        quant = parse_quant(Entry(table, f"{quants_path}: quants[{index}]"))
+        quants[quant.id] = quant
+    models: dict[str, Any] = {}
+    files = [quants_path]
+    sources = [builtin / f"{task}.toml" for task in MODEL_PARSERS if (builtin / f"{task}.toml").exists()]
+    if user is not None and user.is_dir():
+        sources += sorted(user.glob("*.toml"))
+    for path in sources:
+        data = read_toml(path)
+        task = _task_of(data, path)
+        files.append(path)
+        for index, table in enumerate(_tables(data, "models", path)):
+            label = f"{path}: models[{index}]"
+            if isinstance(table, dict) and isinstance(table.get("id"), str):
+                label += f" (id '{table['id']}')"
+            model = MODEL_PARSERS[task](Entry(table, label), quants)
+            if model.id in models and path.parent == builtin:
+                raise CatalogError(f"{label}: duplicate id '{model.id}'")
+            models[model.id] = model
+    return Catalog(models=models, quants=quants, files=files)

@@ -1,0 +1,354 @@
+"""Command-line interface: `gpuready [report|check|models|estimate|schema|record]`.
+
+stdout carries data (text or JSON); diagnostics and hints go to stderr. Exit codes are
+those of :class:`gpuready.check.ExitCode`. Neither `report` nor `check` imports Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from gpuready import __version__
+from gpuready.check import ExitCode, UsageError
+
+
+def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    # Subcommands repeat these options without defaults, so `gpuready --machine X report`
+    # and `gpuready report --machine X` both work.
+    default = None if top else argparse.SUPPRESS
+    group = parser.add_argument_group("machine")
+    group.add_argument("--machine", metavar="DIR", default=default, help="replay a recorded machine (also GPUREADY_MACHINE)")
+    group.add_argument("--hardware", metavar="FILE", default=default, help="what-if: a hardware description (the report's 'hardware' JSON)")
+    group.add_argument("--memory", metavar="SIZE", default=default, help="what-if: this much system memory, e.g. 64GB")
+    group.add_argument("--catalog-dir", metavar="DIR", default=default, help="user catalogue directory (default: platform config dir)")
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--context", type=int, metavar="TOKENS", help="context length to judge at (default 8192, capped at the model's maximum)")
+    parser.add_argument("--quant", metavar="Q", help="judge only this quantisation, e.g. Q4_K_M")
+    parser.add_argument(
+        "--placement",
+        choices=("gpu", "split", "cpu"),
+        default="cpu",
+        help="weakest placement accepted: gpu (GPU only), split (GPU or GPU+CPU), cpu (anything; default)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpuready",
+        description="Which AI work can this machine do locally, and how well?",
+        epilog="Exit codes: 0 ready, 1 not ready, 2 usage or bad input, 3 could not tell.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpuready {__version__}")
+    parser.add_argument("--plain", action="store_true", help="print the text summary instead of starting the terminal UI")
+    _common(parser, top=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    report = commands.add_parser("report", help="the machine and every model's verdict (text, or --json)")
+    report.add_argument("--json", action="store_true", help="print the versioned JSON report")
+    report.add_argument("--task", help="only this task")
+    _model_options(report)
+    _common(report)
+
+    check = commands.add_parser("check", help="preflight: exit 0 when every requirement is met")
+    check.add_argument("--task", help="a task must be feasible, e.g. text-generation")
+    check.add_argument("--model", help="this catalogue model must run")
+    check.add_argument("--min-speed", type=float, metavar="TOKENS_PER_S", help="minimum generation speed")
+    check.add_argument("--min-memory", metavar="SIZE", help="minimum usable system memory, e.g. 16GB")
+    check.add_argument("--min-gpu-memory", metavar="SIZE", help="minimum usable GPU memory, e.g. 12GB")
+    check.add_argument("--requirements", metavar="FILE", help="a TOML file of [[require]] tables")
+    check.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    _model_options(check)
+    _common(check)
+
+    models = commands.add_parser("models", help="list the catalogue")
+    models.add_argument("--task", help="only this task")
+    models.add_argument("--json", action="store_true")
+    _common(models)
+
+    estimate = commands.add_parser("estimate", help="memory and speed breakdown for one model on this machine")
+    estimate.add_argument("model", help="a catalogue model id")
+    estimate.add_argument("--json", action="store_true")
+    _model_options(estimate)
+    _common(estimate)
+
+    commands.add_parser("schema", help="print the JSON Schema of `report --json`")
+
+    record = commands.add_parser("record", help="record this machine into DIR (scrubbed), for bug reports and tests")
+    record.add_argument("directory", metavar="DIR")
+    record.add_argument("--description", help="a one-line description for machine.toml")
+    return parser
+
+
+# --- shared steps -----------------------------------------------------------------
+
+
+def _catalog(args):
+    from gpuready.catalog import load_catalog, user_catalog_dir
+
+    user = Path(args.catalog_dir) if getattr(args, "catalog_dir", None) else user_catalog_dir()
+    if getattr(args, "catalog_dir", None) and not user.is_dir():
+        raise UsageError(f"--catalog-dir {user}: not a directory")
+    return load_catalog(user=user)
+
+
+def _hardware(args):
+    """Probe (live or recorded), or read --hardware; then apply --memory."""
+    from gpuready.report import load_hardware_json, with_memory
+    from gpuready.tables import enrich
+
+    problems = []
+    if args.hardware:
+        path = Path(args.hardware)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"--hardware {path}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+        hardware = enrich(load_hardware_json(text, str(path)))
+    else:
+        from gpuready.host import host_from_environment
+        from gpuready.probes import probe_hardware
+
+        hardware, problems = probe_hardware(host_from_environment(args.machine))
+    if args.memory:
+        hardware = with_memory(hardware, _size(args.memory, "--memory"))
+    return hardware, problems
+
+
+def _size(text: str, flag: str) -> int:
+    from gpuready.check import parse_size
+
+    try:
+        return parse_size(text)
+    except UsageError as error:
+        raise UsageError(f"{flag}: {error}") from None
+
+
+def _options(args):
+    from gpuready.verdict import Options
+
+    if args.context is not None and args.context <= 0:
+        raise UsageError("--context must be a positive number of tokens")
+    return Options(context_tokens=args.context, quant=getattr(args, "quant", None), placement=args.placement)
+
+
+def _check_task(task: str | None) -> None:
+    from gpuready.catalog import TASKS
+
+    if task and task not in TASKS:
+        raise UsageError(f"unknown task '{task}' (tasks: {', '.join(TASKS)})")
+
+
+# --- commands ---------------------------------------------------------------------
+
+
+def cmd_report(args) -> int:
+    from gpuready.report import build_report, dumps
+
+    _check_task(args.task)
+    catalog = _catalog(args)
+    if args.quant and args.quant not in catalog.quants:
+        raise UsageError(f"unknown quantisation '{args.quant}' (known: {', '.join(sorted(catalog.quants))})")
+    hardware, problems = _hardware(args)
+    options = _options(args)
+    if options.quant:
+        catalog.models = {k: m for k, m in catalog.models.items() if options.quant in m.quants}
+    report = build_report(hardware, problems, catalog, options)
+    if args.json:
+        sys.stdout.write(dumps(report))
+    else:
+        from gpuready.text import render
+
+        sys.stdout.write(render(report, args.task))
+    return ExitCode.READY
+
+
+def cmd_check(args) -> int:
+    from gpuready.check import Requirement, evaluate, exit_code, load_requirements, validate
+
+    catalog = _catalog(args)
+    requirements = []
+    if args.requirements:
+        requirements += load_requirements(Path(args.requirements), catalog)
+    if args.task or args.model:
+        requirements.append(
+            validate(
+                Requirement(
+                    task=None if args.model else args.task,
+                    model=args.model,
+                    quant=args.quant,
+                    context_tokens=args.context,
+                    min_generation_tokens_per_s=args.min_speed,
+                    placement=args.placement,
+                ),
+                catalog,
+            )
+        )
+    elif args.min_speed is not None:
+        raise UsageError("--min-speed needs --task or --model")
+    if args.min_memory:
+        requirements.append(Requirement(min_memory_bytes=_size(args.min_memory, "--min-memory")))
+    if args.min_gpu_memory:
+        requirements.append(Requirement(min_gpu_memory_bytes=_size(args.min_gpu_memory, "--min-gpu-memory")))
+    if not requirements:
+        raise UsageError("nothing to check: give --task, --model, --min-memory, --min-gpu-memory or --requirements")
+    if args.context is not None and args.context <= 0:
+        raise UsageError("--context must be a positive number of tokens")
+    hardware, problems = _hardware(args)
+    outcomes = [evaluate(r, hardware, problems, catalog) for r in requirements]
+    code = exit_code(outcomes)
+    if args.json:
+        payload = {
+            "ready": code == ExitCode.READY,
+            "exit_code": int(code),
+            "requirements": [
+                {"requirement": o.requirement.label(), "status": o.status, "reason": o.reason, "hints": list(o.hints)}
+                for o in outcomes
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        marks = {"met": "ok  ", "not-met": "FAIL", "unknown": "??  "}
+        for outcome in outcomes:
+            sys.stdout.write(f"{marks[outcome.status]} {outcome.requirement.label()}: {outcome.reason}\n")
+    for outcome in outcomes:
+        for hint in outcome.hints:
+            sys.stderr.write(f"hint: {hint}\n")
+    return code
+
+
+def cmd_models(args) -> int:
+    _check_task(args.task)
+    catalog = _catalog(args)
+    models = [m for m in catalog.models.values() if not args.task or m.task == args.task]
+    if args.json:
+        rows = [
+            {
+                "id": m.id,
+                "name": m.name,
+                "task": m.task,
+                "params": m.params,
+                "active_params": m.active_params,
+                "context_length": m.context_length,
+                "quants": list(m.quants),
+                "source": m.source,
+            }
+            for m in models
+        ]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return ExitCode.READY
+    from gpuready.text import table
+
+    rows = [[m.id, m.name, m.task, f"{m.params / 1e9:.1f}B" + (f" ({m.active_params / 1e9:.1f}B active)" if m.is_moe else ""), f"{m.context_length:,}"] for m in models]
+    sys.stdout.write("\n".join(table(rows, ["ID", "NAME", "TASK", "PARAMS", "CONTEXT"], right={4})) + "\n")
+    return ExitCode.READY
+
+
+def cmd_estimate(args) -> int:
+    from gpuready.check import Requirement, validate
+    from gpuready.report import verdict_json
+    from gpuready.verdict import judge_model
+
+    catalog = _catalog(args)
+    validate(Requirement(model=args.model, quant=args.quant), catalog)
+    hardware, problems = _hardware(args)
+    verdict = judge_model(catalog.get(args.model), catalog, hardware, _options(args))
+    if args.json:
+        sys.stdout.write(json.dumps(verdict_json(verdict), indent=2) + "\n")
+    else:
+        from gpuready.text import render_estimate
+
+        sys.stdout.write(render_estimate(verdict))
+    for problem in problems:
+        sys.stderr.write(f"problem: [{problem.probe}] {problem.message}\n")
+    return ExitCode.READY
+
+
+def cmd_schema(args) -> int:
+    from gpuready.report import schema_text
+
+    sys.stdout.write(schema_text())
+    return ExitCode.READY
+
+
+def cmd_record(args) -> int:
+    from gpuready.host import LiveHost, RecordingHost
+    from gpuready.probes import probe_hardware
+    from gpuready.verdict import fmt_gb
+
+    directory = Path(args.directory)
+    if directory.exists() and any(directory.iterdir()):
+        raise UsageError(f"{directory}: exists and is not empty; give a new directory")
+    host = RecordingHost(LiveHost(), directory)
+    hardware, problems = probe_hardware(host)
+    description = args.description or ", ".join(
+        part
+        for part in (
+            hardware.cpu.name,
+            f"{fmt_gb(hardware.memory.total_bytes)} memory" if hardware.memory.total_bytes else None,
+            *(gpu.name for gpu in hardware.gpus),
+        )
+        if part
+    )
+    host.finish(description, __version__)
+    files = sum(1 for p in directory.rglob("*") if p.is_file())
+    sys.stdout.write(f"recorded {files} files into {directory}\n")
+    sys.stderr.write("Look through it before you share it: serial numbers, UUIDs and the host name were replaced.\n")
+    for problem in problems:
+        sys.stderr.write(f"problem: [{problem.probe}] {problem.message}\n")
+    return ExitCode.READY
+
+
+def cmd_default(args) -> int:
+    """Bare `gpuready`: the TUI on a terminal, else the text summary."""
+    if not args.plain and sys.stdout.isatty() and sys.stdin.isatty() and not os.environ.get("GPUREADY_PLAIN"):
+        try:
+            from gpuready.tui import run_tui  # noqa: F401 - optional until the TUI lands
+        except ImportError:
+            pass
+        else:
+            return run_tui(args)
+    args.json = False
+    args.task = None
+    args.context = None
+    args.quant = None
+    args.placement = "cpu"
+    return cmd_report(args)
+
+
+COMMANDS = {
+    "report": cmd_report,
+    "check": cmd_check,
+    "models": cmd_models,
+    "estimate": cmd_estimate,
+    "schema": cmd_schema,
+    "record": cmd_record,
+    None: cmd_default,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from gpuready.catalog import CatalogError
+    from gpuready.hardware import HardwareFormatError
+    from gpuready.host import MachineError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for name in ("machine", "hardware", "memory", "catalog_dir"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    try:
+        return int(COMMANDS[args.command](args))
+    except (UsageError, CatalogError, HardwareFormatError, MachineError) as error:
+        sys.stderr.write(f"gpuready: error: {error}\n")
+        return ExitCode.USAGE
+    except BrokenPipeError:
+        return ExitCode.READY
+    except KeyboardInterrupt:
+        return 130

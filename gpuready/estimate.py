@@ -1,0 +1,283 @@
+"""Estimate memory and speed of a language model on a device: pure functions, no I/O.
+
+Memory is a breakdown (weights, KV cache, compute buffers, runtime overhead). Speed
+follows the roofline of token generation: every generated token reads every active
+weight once (bandwidth bound); prompt tokens are processed in batches and are compute
+bound (2 x active parameters FLOPs a token). Each number carries its basis and an
+uncertainty band, and the efficiency constants cite where they come from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuready.catalog import LanguageModel, Quant
+
+MIB = 1024**2
+GIB = 1024**3
+
+# llama.cpp's default micro-batch (n_ubatch = 512): compute buffers scale with it.
+UBATCH_TOKENS = 512
+# Bytes per KV-cache element: llama.cpp caches K and V in f16 by default (--cache-type-k f16).
+KV_BYTES_PER_ELEMENT = 2
+# Vocabulary assumed when a model does not state one (Llama 2 / Mistral 7B size).
+DEFAULT_VOCAB = 32000
+
+# Memory a runtime takes beyond the model's own buffers, per device.
+# CUDA/ROCm: the driver context with lazily loaded kernels, ~300 MB (PyTorch maintainers,
+# https://github.com/pytorch/pytorch/issues/107667; 320 MB measured with PyCUDA in
+# https://github.com/pytorch/pytorch/issues/28394). CPU and Metal: an allowance for the
+# runtime process itself (an assumption, stated as such in every basis).
+RUNTIME_OVERHEAD_BYTES = {
+    "cuda": 350 * MIB,
+    "rocm": 350 * MIB,
+    "vulkan": 300 * MIB,
+    "sycl": 300 * MIB,
+    "metal": 150 * MIB,
+    "cpu": 200 * MIB,
+}
+
+# Share of peak memory bandwidth that llama.cpp's token generation reaches, per backend,
+# and share of peak FP16 (GPU) or estimated peak (CPU) throughput its prompt processing
+# reaches. Fitted as the median over the published measurements in
+# benchmarks/validation/text-generation.toml (llama.cpp discussions #4167 for Apple
+# silicon and #15013 for CUDA); see benchmarks/score_estimator.py for the fit.
+BANDWIDTH_EFFICIENCY = {
+    "cuda": 0.70,
+    "rocm": 0.60,
+    "vulkan": 0.60,
+    "sycl": 0.50,
+    "metal": 0.60,
+    "cpu": 0.55,
+}
+COMPUTE_EFFICIENCY = {
+    "cuda": 0.60,
+    "rocm": 0.35,
+    "vulkan": 0.35,
+    "sycl": 0.30,
+    "metal": 0.40,
+    "cpu": 0.50,
+}
+# Relative uncertainty of a speed estimate: the spread of the validation set's errors,
+# wider where the bandwidth itself was assumed rather than known.
+SPEED_UNCERTAINTY = {"measured": 0.25, "table": 0.25, "assumed": 0.5}
+MEMORY_UNCERTAINTY = 0.10
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where (part of) a model runs: a GPU, a group of identical GPUs, unified memory, or the CPU."""
+
+    kind: str  # gpu | cpu
+    name: str
+    backend: str  # cuda | rocm | metal | vulkan | sycl | cpu
+    usable_memory_bytes: int | None
+    bandwidth_bytes_per_s: float | None
+    flops: float | None
+    bandwidth_source: str = "table"  # measured | table | assumed
+    count: int = 1  # identical GPUs splitting the layers
+    unified: bool = False  # shares memory with the CPU (Apple silicon, APUs)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    weights_bytes: int
+    kv_cache_bytes: int
+    compute_bytes: int
+    overhead_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.kv_cache_bytes + self.compute_bytes + self.overhead_bytes
+
+
+@dataclass(frozen=True)
+class Speed:
+    generation_tokens_per_s: float
+    generation_tokens_per_s_full_context: float
+    prompt_tokens_per_s: float
+    uncertainty: float  # relative, e.g. 0.25 = +/-25%
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Memory and speed of one model variant at one context on one placement."""
+
+    model_id: str
+    quant: str
+    context_tokens: int
+    placement: str  # gpu | split | cpu
+    memory: MemoryBreakdown
+    gpu_fraction: float  # share of layers on the GPU(s)
+    gpu_memory_bytes: int  # what lands in GPU memory
+    system_memory_bytes: int  # what lands in system memory
+    speed: Speed | None
+    basis: tuple[str, ...]
+
+
+def weights_bytes(model: LanguageModel, quant: Quant) -> tuple[int, str]:
+    """Size of the weights in this quantisation: the real file size when known, else parameters x bits."""
+    if quant.id in model.gguf_sizes:
+        return int(model.gguf_sizes[quant.id]), f"weights: real {quant.id} file size"
+    size = int(model.params * quant.bits_per_weight / 8)
+    return size, f"weights: {model.params / 1e9:.2f}B parameters x {quant.bits_per_weight:.2f} bits ({quant.id})"
+
+
+def kv_cache_bytes(model: LanguageModel, context_tokens: int) -> int:
+    """K and V for every layer at this context; sliding-window layers hold at most their window."""
+    per_token_per_layer = 2 * model.kv_heads * model.head_dim * KV_BYTES_PER_ELEMENT
+    window_layers = model.sliding_window_layers
+    full_layers = model.layers - window_layers
+    window_tokens = min(context_tokens, model.sliding_window or context_tokens)
+    return per_token_per_layer * (full_layers * context_tokens + window_layers * window_tokens)
+
+
+def compute_bytes(model: LanguageModel) -> int:
+    """llama.cpp's compute buffer with flash attention: f32 logits of one micro-batch plus its activations.
+
+    Calibration: a 3.9B model with a 50,688-token vocabulary and 3,072 hidden size logs
+    "CUDA0 compute buffer size = 105.00 MiB" at n_ubatch 512
+    (https://github.com/mozilla-ai/llamafile/pull/552); this formula gives 111 MiB.
+    """
+    vocab = model.vocab_size or DEFAULT_VOCAB
+    return UBATCH_TOKENS * 4 * (vocab + 4 * model.hidden_size)
+
+
+def memory_breakdown(model: LanguageModel, quant: Quant, context_tokens: int, backend: str) -> MemoryBreakdown:
+    weights, _ = weights_bytes(model, quant)
+    return MemoryBreakdown(
+        weights_bytes=weights,
+        kv_cache_bytes=kv_cache_bytes(model, context_tokens),
+        compute_bytes=compute_bytes(model),
+        overhead_bytes=RUNTIME_OVERHEAD_BYTES.get(backend, RUNTIME_OVERHEAD_BYTES["cpu"]),
+    )
+
+
+def _seconds_per_token(bytes_read: float, device: Device) -> float:
+    efficiency = BANDWIDTH_EFFICIENCY.get(device.backend, BANDWIDTH_EFFICIENCY["cpu"])
+    return bytes_read / (device.bandwidth_bytes_per_s * efficiency)
+
+
+def _prompt_seconds_per_token(model: LanguageModel, device: Device) -> float:
+    efficiency = COMPUTE_EFFICIENCY.get(device.backend, COMPUTE_EFFICIENCY["cpu"])
+    return 2 * model.active_params / (device.flops * efficiency)
+
+
+def speed(
+    model: LanguageModel,
+    memory: MemoryBreakdown,
+    context_tokens: int,
+    gpu: Device | None,
+    cpu: Device,
+    gpu_fraction: float,
+) -> Speed | None:
+    """Tokens per second for generation (bandwidth bound) and prompt (compute bound); time on each device adds up."""
+    active_share = model.active_params / model.params
+    weights_read = memory.weights_bytes * active_share
+    devices = [(gpu, gpu_fraction), (cpu, 1.0 - gpu_fraction)]
+    if any(fraction > 0 and (device is None or not device.bandwidth_bytes_per_s) for device, fraction in devices):
+        return None
+    empty = full = prompt = 0.0
+    for device, fraction in devices:
+        if fraction <= 0:
+            continue
+        empty += _seconds_per_token(weights_read * fraction, device)
+        full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device)
+        if device.flops:
+            prompt += _prompt_seconds_per_token(model, device) * fraction
+    sources = [device.bandwidth_source for device, fraction in devices if fraction > 0]
+    uncertainty = max(SPEED_UNCERTAINTY.get(source, 0.5) for source in sources)
+    return Speed(
+        generation_tokens_per_s=1.0 / empty,
+        generation_tokens_per_s_full_context=1.0 / full,
+        prompt_tokens_per_s=(1.0 / prompt) if prompt else 0.0,
+        uncertainty=uncertainty,
+    )
+
+
+def estimate(
+    model: LanguageModel,
+    quant: Quant,
+    context_tokens: int,
+    gpu: Device | None,
+    cpu: Device,
+    system_usable_bytes: int | None,
+) -> Estimate:
+    """The best placement for this variant: all on the GPU, split GPU + CPU, or CPU only."""
+    _, weights_basis = weights_bytes(model, quant)
+    basis = [weights_basis, f"KV cache: {model.layers} layers x {model.kv_heads} KV heads x {model.head_dim} dims x {context_tokens:,} tokens x 2 (K,V) x f16"]
+    if model.sliding_window_layers:
+        basis[-1] += f"; {model.sliding_window_layers} sliding-window layers hold {min(context_tokens, model.sliding_window or 0):,} tokens"
+    if model.is_moe:
+        basis.append(f"mixture of experts: memory for all {model.params / 1e9:.1f}B parameters, speed from the {model.active_params / 1e9:.1f}B active")
+    if gpu is not None and gpu.usable_memory_bytes:
+        memory = memory_breakdown(model, quant, context_tokens, gpu.backend)
+        overhead = memory.overhead_bytes * gpu.count
+        memory = MemoryBreakdown(memory.weights_bytes, memory.kv_cache_bytes, memory.compute_bytes, overhead)
+        if memory.total_bytes <= gpu.usable_memory_bytes:
+            basis.append(f"all layers on {gpu.name} ({gpu.backend})")
+            return Estimate(model.id, quant.id, context_tokens, "gpu", memory, 1.0, memory.total_bytes, 0,
+                            speed(model, memory, context_tokens, gpu, cpu, 1.0), _with_speed_basis(basis, gpu, cpu, 1.0))
+        if not gpu.unified:
+            layer_bytes = memory.weights_bytes + memory.kv_cache_bytes
+            room = gpu.usable_memory_bytes - memory.compute_bytes - memory.overhead_bytes
+            fraction = max(0.0, min(1.0, room / layer_bytes)) if layer_bytes else 0.0
+            # Whole layers only: llama.cpp offloads an integer number of layers (-ngl).
+            fraction = int(fraction * model.layers) / model.layers
+            system_part = int(layer_bytes * (1 - fraction)) + RUNTIME_OVERHEAD_BYTES["cpu"]
+            if fraction > 0 and (system_usable_bytes is None or system_part <= system_usable_bytes):
+                gpu_part = int(layer_bytes * fraction) + memory.compute_bytes + memory.overhead_bytes
+                basis.append(
+                    f"{int(fraction * model.layers)} of {model.layers} layers on {gpu.name}, the rest in system memory "
+                    "(each token's time is the sum of both parts)"
+                )
+                return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
+                                speed(model, memory, context_tokens, gpu, cpu, fraction), _with_speed_basis(basis, gpu, cpu, fraction))
+    memory = memory_breakdown(model, quant, context_tokens, "cpu")
+    basis.append("all layers on the CPU, weights in system memory")
+    return Estimate(model.id, quant.id, context_tokens, "cpu", memory, 0.0, 0, memory.total_bytes,
+                    speed(model, memory, context_tokens, None, cpu, 0.0), _with_speed_basis(basis, None, cpu, 0.0))
+
+
+def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float) -> tuple[str, ...]:
+    lines = list(basis)
+    for device, fraction in ((gpu, gpu_fraction), (cpu, 1 - gpu_fraction)):
+        if device is None or fraction <= 0:
+            continue
+        if device.bandwidth_bytes_per_s:
+            lines.append(
+                f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_source})"
+                f" x {BANDWIDTH_EFFICIENCY.get(device.backend, 0.5):.0%} {device.backend} efficiency"
+            )
+        else:
+            lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
+        if device.flops:
+            lines.append(
+                f"prompt: {device.flops / 1e12:.1f} TFLOPS peak x {COMPUTE_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
+            )
+    return tuple(lines)
+
+
+# --- CPU throughput -------------------------------------------------------------
+
+# Assumed all-core clock: CPUs do not report a sustained frequency without privileges.
+ASSUMED_CPU_CLOCK_HZ = 3.0e9
+
+
+def cpu_flops_per_cycle(features: tuple[str, ...]) -> int:
+    """FP32 FLOPs a core retires per cycle with its widest FMA units (two FMA pipes assumed)."""
+    if "avx512f" in features:
+        return 64  # 2 x 512-bit FMA = 2 x 16 lanes x 2 FLOPs
+    if "avx2" in features and "fma" in features:
+        return 32  # 2 x 256-bit FMA
+    if "sve" in features or "dotprod" in features:
+        return 32  # e.g. Neoverse V1: 2 x 256-bit SVE, or 4 x 128-bit NEON FMA
+    if "neon" in features:
+        return 16
+    return 8
+
+
+def cpu_peak_flops(physical_cores: int | None, features: tuple[str, ...]) -> float | None:
+    if not physical_cores:
+        return None
+    return physical_cores * ASSUMED_CPU_CLOCK_HZ * cpu_flops_per_cycle(features)

@@ -1,0 +1,411 @@
+"""The Host: everything a probe may read, behind one seam.
+
+Probes never call ``open``, ``subprocess``, ``os.environ`` or ``sys.platform``
+themselves; they ask a Host. Three hosts exist:
+
+* :class:`LiveHost` reads the real machine;
+* :class:`ReplayHost` reads a *recorded machine* directory, so every probe runs on
+  Linux CI (layout documented in the README, "Recorded machines");
+* :class:`RecordingHost` wraps a live host and copies everything read into a
+  directory, scrubbed of serial numbers, UUIDs and the host name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as _platform
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Protocol, Sequence
+
+from gpuready.tomlcompat import tomllib
+
+# Environment variables a probe may read. Only these are recorded or replayed,
+# so a recording never carries secrets from the user's environment.
+ENV_ALLOWLIST = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "HSA_OVERRIDE_GFX_VERSION",
+    "ONEAPI_DEVICE_SELECTOR",
+    "ZE_AFFINITY_MASK",
+    "WSL_DISTRO_NAME",
+    "WSL_INTEROP",
+    "PROCESSOR_ARCHITECTURE",
+    "PROCESSOR_ARCHITEW6432",
+    "NUMBER_OF_PROCESSORS",
+)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What running a command gave: ``status`` is ok, not_found, timeout or error."""
+
+    status: str
+    returncode: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.returncode == 0
+
+
+class Host(Protocol):
+    """What a probe may read. ``platform`` is linux, darwin or windows; ``arch`` is x86_64 or arm64."""
+
+    platform: str
+    arch: str
+
+    def read_text(self, path: str) -> str | None:
+        """The file's text, or None when it does not exist or cannot be read."""
+
+    def list_dir(self, path: str) -> list[str] | None:
+        """Sorted entry names of a directory, or None when it does not exist."""
+
+    def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
+        """Run a command with a timeout and capture its output."""
+
+    def env(self, name: str) -> str | None:
+        """An environment variable from :data:`ENV_ALLOWLIST`, or None."""
+
+    def library(self, name: str) -> dict | None:
+        """A native library's readout (nvml, amdsmi, windows) as a plain dict, or None."""
+
+
+def normalise_arch(machine: str) -> str:
+    """Map the many spellings of CPU architectures onto x86_64 or arm64."""
+    lowered = machine.lower()
+    if lowered in ("amd64", "x86_64", "x64", "em64t"):
+        return "x86_64"
+    if lowered in ("arm64", "aarch64", "armv8", "armv8l", "arm64e"):
+        return "arm64"
+    return lowered or "unknown"
+
+
+def normalise_platform(name: str) -> str:
+    lowered = name.lower()
+    if lowered.startswith("linux"):
+        return "linux"
+    if lowered.startswith("darwin") or lowered in ("macos", "mac"):
+        return "darwin"
+    if lowered.startswith("win") or lowered.startswith("cygwin"):
+        return "windows"
+    return lowered
+
+
+def command_slug(argv: Sequence[str]) -> str:
+    """File name (without extension) under which a command's output is recorded."""
+    parts = [os.path.basename(argv[0])] + list(argv[1:])
+    slug = "_".join(re.sub(r"[^A-Za-z0-9.,=+-]+", "-", part).strip("-") or "-" for part in parts)
+    if len(slug) > 180:
+        import hashlib
+
+        digest = hashlib.sha256(" ".join(argv).encode()).hexdigest()[:12]
+        slug = f"{slug[:160]}-{digest}"
+    return slug
+
+
+# Native-library readouts, imported only when a probe asks for them.
+_READOUTS: dict[str, str] = {
+    "nvml": "gpuready.readouts.nvml:read",
+    "amdsmi": "gpuready.readouts.amdsmi:read",
+    "windows": "gpuready.readouts.windows:read",
+}
+
+
+def _load_readout(name: str) -> Callable[[], dict] | None:
+    target = _READOUTS.get(name)
+    if target is None:
+        return None
+    module_name, _, attribute = target.partition(":")
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    return getattr(module, attribute)
+
+
+class LiveHost:
+    """The real machine this process runs on."""
+
+    def __init__(self) -> None:
+        self.platform = normalise_platform(sys.platform)
+        self.arch = normalise_arch(_platform.machine())
+        self._libraries: dict[str, dict | None] = {}
+
+    def read_text(self, path: str) -> str | None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        except (OSError, ValueError):
+            return None
+
+    def list_dir(self, path: str) -> list[str] | None:
+        try:
+            return sorted(os.listdir(path))
+        except OSError:
+            return None
+
+    def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
+        if shutil.which(argv[0]) is None:
+            return CommandResult("not_found")
+        try:
+            completed = subprocess.run(
+                list(argv),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            return CommandResult("timeout")
+        except FileNotFoundError:
+            return CommandResult("not_found")
+        except OSError as error:
+            return CommandResult("error", stderr=str(error))
+        return CommandResult("ok", completed.returncode, completed.stdout, completed.stderr)
+
+    def env(self, name: str) -> str | None:
+        if name not in ENV_ALLOWLIST:
+            raise KeyError(f"{name} is not in gpuready.host.ENV_ALLOWLIST")
+        return os.environ.get(name)
+
+    def library(self, name: str) -> dict | None:
+        if name not in self._libraries:
+            reader = _load_readout(name)
+            try:
+                self._libraries[name] = reader() if reader else None
+            except Exception as error:  # a readout must never take the run down
+                self._libraries[name] = {"error": f"{type(error).__name__}: {error}"}
+        return self._libraries[name]
+
+
+class MachineError(ValueError):
+    """A recorded machine directory is missing or malformed."""
+
+
+@dataclass
+class ReplayHost:
+    """A recorded machine directory (see README, "Recorded machines")."""
+
+    directory: Path
+    platform: str = field(init=False)
+    arch: str = field(init=False)
+    description: str = field(init=False, default="")
+    _env: dict[str, str] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.directory = Path(self.directory)
+        manifest = self.directory / "machine.toml"
+        if not manifest.is_file():
+            raise MachineError(f"{self.directory}: not a recorded machine (no machine.toml)")
+        try:
+            data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            raise MachineError(f"{manifest}: {error}") from None
+        for key in ("platform", "arch"):
+            if not isinstance(data.get(key), str):
+                raise MachineError(f"{manifest}: '{key}' must be a string")
+        self.platform = normalise_platform(data["platform"])
+        self.arch = normalise_arch(data["arch"])
+        self.description = str(data.get("description", ""))
+        env = data.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise MachineError(f"{manifest}: [env] must map names to strings")
+        self._env = dict(env)
+
+    def _path(self, path: str) -> Path:
+        return self.directory / "root" / path.lstrip("/")
+
+    def read_text(self, path: str) -> str | None:
+        try:
+            return self._path(path).read_text(encoding="utf-8", errors="replace")
+        except (OSError, ValueError):
+            return None
+
+    def list_dir(self, path: str) -> list[str] | None:
+        try:
+            return sorted(entry.name for entry in self._path(path).iterdir())
+        except OSError:
+            return None
+
+    def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
+        base = self.directory / "commands" / command_slug(argv)
+        if base.with_suffix(".timeout").exists():
+            return CommandResult("timeout")
+        stdout_file = base.with_suffix(".txt")
+        if not stdout_file.exists():
+            return CommandResult("not_found")
+        rc_file = base.with_suffix(".rc")
+        try:
+            returncode = int(rc_file.read_text().strip()) if rc_file.exists() else 0
+        except ValueError:
+            raise MachineError(f"{rc_file}: not an integer exit code") from None
+        stderr_file = base.with_suffix(".err")
+        stderr = stderr_file.read_text(errors="replace") if stderr_file.exists() else ""
+        return CommandResult("ok", returncode, stdout_file.read_text(errors="replace"), stderr)
+
+    def env(self, name: str) -> str | None:
+        if name not in ENV_ALLOWLIST:
+            raise KeyError(f"{name} is not in gpuready.host.ENV_ALLOWLIST")
+        return self._env.get(name)
+
+    def library(self, name: str) -> dict | None:
+        path = self.directory / "libraries" / f"{name}.json"
+        if not path.exists():
+            return None
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise MachineError(f"{path}: {error}") from None
+        if not isinstance(value, dict):
+            raise MachineError(f"{path}: expected a JSON object")
+        return value
+
+
+# --- recording -------------------------------------------------------------
+
+_UUID = re.compile(
+    r"\b(?:(GPU|MIG)-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
+_SERIAL_LINE = re.compile(r"(?im)^(\s*(?:serial(?: number)?|board_serial|product_serial)\s*[:=]\s*).+$")
+_SCRUBBED_KEYS = {"uuid", "serial", "serial_number", "board_serial", "hostname", "host_name", "mig_uuid"}
+_SCRUBBED_FILES = {"serial", "serial_number", "product_serial", "board_serial", "unique_id", "hostname"}
+
+
+class Scrubber:
+    """Replaces UUIDs, serial numbers and the host name, consistently within one recording."""
+
+    def __init__(self, hostname: str | None) -> None:
+        self.hostname = hostname if hostname and len(hostname) >= 3 else None
+        self._uuids: dict[str, str] = {}
+
+    def _uuid(self, match: re.Match) -> str:
+        original = match.group(0).lower()
+        if original not in self._uuids:
+            number = len(self._uuids) + 1
+            prefix = (match.group(1) + "-") if match.group(1) else ""
+            self._uuids[original] = f"{prefix}00000000-0000-0000-0000-{number:012d}"
+        return self._uuids[original]
+
+    def text(self, value: str) -> str:
+        value = _UUID.sub(self._uuid, value)
+        value = _SERIAL_LINE.sub(lambda m: m.group(1) + "REDACTED", value)
+        if self.hostname:
+            value = value.replace(self.hostname, "HOSTNAME")
+        return value
+
+    def data(self, value):
+        if isinstance(value, dict):
+            return {
+                key: ("REDACTED" if key.lower() in _SCRUBBED_KEYS and value[key] is not None else self.data(item))
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            return [self.data(item) for item in value]
+        if isinstance(value, str):
+            return self.text(value)
+        return value
+
+
+class RecordingHost:
+    """Wraps another host and writes everything read into a recorded-machine directory."""
+
+    def __init__(self, inner: Host, directory: Path, hostname: str | None = None) -> None:
+        self.inner = inner
+        self.platform = inner.platform
+        self.arch = inner.arch
+        self.directory = Path(directory)
+        self.scrubber = Scrubber(hostname if hostname is not None else _platform.node())
+        self._env: dict[str, str] = {}
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def _root_path(self, path: str) -> Path:
+        return self.directory / "root" / path.lstrip("/")
+
+    def read_text(self, path: str) -> str | None:
+        text = self.inner.read_text(path)
+        if text is not None and "\\" not in path and ".." not in path:
+            target = self._root_path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if os.path.basename(path) in _SCRUBBED_FILES:
+                text = "REDACTED\n"
+            else:
+                text = self.scrubber.text(text)
+            target.write_text(text, encoding="utf-8")
+        return text
+
+    def list_dir(self, path: str) -> list[str] | None:
+        entries = self.inner.list_dir(path)
+        if entries is not None and "\\" not in path and ".." not in path:
+            target = self._root_path(path)
+            target.mkdir(parents=True, exist_ok=True)
+            for entry in entries:
+                live = os.path.join(path, entry)
+                if os.path.isdir(live):
+                    (target / entry).mkdir(exist_ok=True)
+                elif not (target / entry).exists():
+                    (target / entry).touch()
+        return entries
+
+    def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
+        result = self.inner.run(argv, timeout)
+        commands = self.directory / "commands"
+        commands.mkdir(exist_ok=True)
+        base = commands / command_slug(argv)
+        if result.status == "timeout":
+            base.with_suffix(".timeout").write_text("")
+        elif result.status == "ok":
+            base.with_suffix(".txt").write_text(self.scrubber.text(result.stdout), encoding="utf-8")
+            if result.returncode:
+                base.with_suffix(".rc").write_text(f"{result.returncode}\n")
+            if result.stderr:
+                base.with_suffix(".err").write_text(self.scrubber.text(result.stderr), encoding="utf-8")
+        return result
+
+    def env(self, name: str) -> str | None:
+        value = self.inner.env(name)
+        if value is not None:
+            self._env[name] = self.scrubber.text(value)
+        return value
+
+    def library(self, name: str) -> dict | None:
+        value = self.inner.library(name)
+        if value is not None:
+            libraries = self.directory / "libraries"
+            libraries.mkdir(exist_ok=True)
+            (libraries / f"{name}.json").write_text(
+                json.dumps(self.scrubber.data(value), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+            )
+        return value
+
+    def finish(self, description: str, version: str) -> None:
+        """Write machine.toml once every probe has run."""
+        lines = [
+            f'platform = "{self.platform}"',
+            f'arch = "{self.arch}"',
+            f"description = {json.dumps(description)}",
+            f'source = "recorded by gpuready {version} (gpuready record)"',
+            "",
+            "[env]",
+        ]
+        lines += [f"{name} = {json.dumps(value)}" for name, value in sorted(self._env.items())]
+        (self.directory / "machine.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def host_from_environment(machine: str | os.PathLike | None, environ: Mapping[str, str] = os.environ) -> Host:
+    """The host a command should use: --machine, then GPUREADY_MACHINE, else the live machine."""
+    chosen = machine or environ.get("GPUREADY_MACHINE")
+    if chosen:
+        return ReplayHost(Path(chosen))
+    return LiveHost()

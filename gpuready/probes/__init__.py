@@ -1,0 +1,74 @@
+"""The probe registry: run every probe, isolate each failure as a Problem, assemble Hardware."""
+
+from __future__ import annotations
+
+import traceback
+from typing import Callable, TypeVar
+
+from gpuready.hardware import CPU, GPU, NPU, Backend, Hardware, Memory, Problem
+from gpuready.host import Host
+from gpuready.probes.failure import ProbeFailure
+
+T = TypeVar("T")
+
+REPORT_HINT = "This is a gpuready bug: please attach `gpuready record DIR` output to an issue."
+
+
+def run_probe(name: str, function: Callable[[Host], tuple[T, list[Problem]]], host: Host, problems: list[Problem], default: T) -> T:
+    """Run one probe; a failure becomes an error Problem and the default value."""
+    try:
+        value, found = function(host)
+    except ProbeFailure as failure:
+        problems.append(Problem(name, str(failure), failure.hint, "error"))
+        return default
+    except Exception as error:  # noqa: BLE001 - no probe may take the run down
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        message = f"{name} probe crashed: {type(error).__name__}: {error} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
+        problems.append(Problem(name, message, REPORT_HINT, "error"))
+        return default
+    problems.extend(found)
+    return value
+
+
+def _gpu_probes() -> list[tuple[str, Callable[[Host], tuple[list[GPU], list[Problem]]]]]:
+    return []
+
+
+def _npu_probes() -> list[tuple[str, Callable[[Host], tuple[list[NPU], list[Problem]]]]]:
+    return []
+
+
+def _backend_probes() -> list[tuple[str, Callable[[Host], tuple[list[Backend], list[Problem]]]]]:
+    return []
+
+
+def probe_hardware(host: Host) -> tuple[Hardware, list[Problem]]:
+    """Everything gpuready knows about the machine behind ``host``, and what went wrong finding it."""
+    from gpuready.probes import cpu, memory, system
+    from gpuready.tables import enrich
+
+    problems: list[Problem] = []
+    cpu_value = run_probe("cpu", cpu.probe, host, problems, CPU(name=None, arch=host.arch))
+    memory_value = run_probe("memory", memory.probe, host, problems, Memory(total_bytes=None, available_bytes=None))
+    gpus: list[GPU] = []
+    for name, function in _gpu_probes():
+        gpus.extend(run_probe(name, function, host, problems, []))
+    npus: list[NPU] = []
+    for name, function in _npu_probes():
+        npus.extend(run_probe(name, function, host, problems, []))
+    backends: list[Backend] = []
+    for name, function in _backend_probes():
+        backends.extend(run_probe(name, function, host, problems, []))
+    os_name, in_container = run_probe("system", system.probe, host, problems, (None, False))
+    hardware = Hardware(
+        platform=host.platform,
+        arch=host.arch,
+        cpu=cpu_value,
+        memory=memory_value,
+        gpus=tuple(gpus),
+        npus=tuple(npus),
+        backends=tuple(backends),
+        os=os_name,
+        in_container=in_container,
+    )
+    return enrich(hardware), problems

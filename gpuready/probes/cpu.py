@@ -1,0 +1,259 @@
+"""CPU probe: name, vendor, cores and the ISA features that matter for local inference.
+
+Sources:
+* Linux: ``/proc/cpuinfo``; ``/sys/devices/cpu_core/cpus`` and ``/sys/devices/cpu_atom/cpus``
+  (Intel hybrid P/E cores); ``/sys/firmware/devicetree/base/model`` (ARM boards);
+  ``/sys/devices/virtual/dmi/id/sys_vendor`` (to name AWS Graviton cores).
+* macOS: ``sysctl`` keys (see :mod:`gpuready.probes.macos`).
+* Windows: the ``windows`` readout (registry ProcessorNameString, IsProcessorFeaturePresent,
+  GetLogicalProcessorInformationEx via psutil).
+"""
+
+from __future__ import annotations
+
+from gpuready.hardware import CPU, Problem
+from gpuready.host import Host
+from gpuready.probes import macos
+from gpuready.probes.failure import ProbeFailure
+
+# x86 /proc/cpuinfo flags -> the names gpuready reports.
+X86_FEATURES = {
+    "avx": "avx",
+    "avx2": "avx2",
+    "fma": "fma",
+    "f16c": "f16c",
+    "avx512f": "avx512f",
+    "avx512bw": "avx512bw",
+    "avx512_vnni": "avx512_vnni",
+    "avx512_bf16": "avx512_bf16",
+    "avx512_fp16": "avx512_fp16",
+    "avx_vnni": "avx_vnni",
+    "amx_tile": "amx",
+    "amx_int8": "amx_int8",
+    "amx_bf16": "amx_bf16",
+}
+# ARM /proc/cpuinfo "Features" -> names (Linux arch/arm64/kernel/cpuinfo.c hwcap strings).
+ARM_FEATURES = {
+    "asimd": "neon",
+    "asimddp": "dotprod",
+    "i8mm": "i8mm",
+    "sve": "sve",
+    "sve2": "sve2",
+    "bf16": "bf16",
+    "asimdhp": "fp16",
+    "sme": "sme",
+}
+# (implementer, part) -> core name, from Linux arch/arm64/include/asm/cputype.h.
+ARM_PARTS = {
+    (0x41, 0xD03): "Cortex-A53",
+    (0x41, 0xD04): "Cortex-A35",
+    (0x41, 0xD05): "Cortex-A55",
+    (0x41, 0xD07): "Cortex-A57",
+    (0x41, 0xD08): "Cortex-A72",
+    (0x41, 0xD09): "Cortex-A73",
+    (0x41, 0xD0A): "Cortex-A75",
+    (0x41, 0xD0B): "Cortex-A76",
+    (0x41, 0xD0C): "Neoverse-N1",
+    (0x41, 0xD0D): "Cortex-A77",
+    (0x41, 0xD40): "Neoverse-V1",
+    (0x41, 0xD41): "Cortex-A78",
+    (0x41, 0xD44): "Cortex-X1",
+    (0x41, 0xD46): "Cortex-A510",
+    (0x41, 0xD47): "Cortex-A710",
+    (0x41, 0xD48): "Cortex-X2",
+    (0x41, 0xD49): "Neoverse-N2",
+    (0x41, 0xD4D): "Cortex-A715",
+    (0x41, 0xD4E): "Cortex-X3",
+    (0x41, 0xD4F): "Neoverse-V2",
+    (0x41, 0xD80): "Cortex-A520",
+    (0x41, 0xD81): "Cortex-A720",
+    (0x41, 0xD82): "Cortex-X4",
+    (0x41, 0xD84): "Neoverse-V3",
+    (0x41, 0xD8E): "Neoverse-N3",
+    (0x51, 0x001): "Oryon",
+    (0xC0, 0xAC3): "AmpereOne",
+    (0x41, 0xD0F): "Neoverse-N1",
+}
+ARM_IMPLEMENTERS = {0x41: "ARM", 0x42: "Broadcom", 0x4E: "NVIDIA", 0x51: "Qualcomm", 0x61: "Apple", 0xC0: "Ampere"}
+# AWS names its Graviton generations by core: N1 = Graviton2, V1 = Graviton3, V2 = Graviton4
+# (https://github.com/aws/aws-graviton-getting-started, "Graviton processors" table).
+GRAVITON = {"Neoverse-N1": "AWS Graviton2", "Neoverse-V1": "AWS Graviton3", "Neoverse-V2": "AWS Graviton4"}
+
+
+def parse_cpu_list(text: str) -> int:
+    """Count the CPUs in a Linux cpu list such as ``0-15,24``."""
+    count = 0
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        count += (int(high) - int(low) + 1) if high else 1
+    return count
+
+
+def parse_proc_cpuinfo(text: str) -> list[dict[str, str]]:
+    """Split /proc/cpuinfo into one dict per processor block (plus any trailing global block)."""
+    blocks: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+                current = {}
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            current[key.strip()] = value.strip()
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def _int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value, 0)
+    except ValueError:
+        return None
+
+
+def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
+    text = host.read_text("/proc/cpuinfo")
+    if text is None:
+        raise ProbeFailure("cannot read /proc/cpuinfo", "Is /proc mounted? gpuready needs it to identify the CPU.")
+    blocks = parse_proc_cpuinfo(text)
+    processors = [b for b in blocks if "processor" in b and _int(b["processor"]) is not None]
+    if not processors:
+        raise ProbeFailure("/proc/cpuinfo lists no processors", "The file looks garbled; please report it with `gpuready record`.")
+    globals_ = {k: v for b in blocks if "processor" not in b for k, v in b.items()}
+    first = processors[0]
+    logical = len(processors)
+    problems: list[Problem] = []
+
+    if arch == "x86_64":
+        name = first.get("model name")
+        vendor = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(first.get("vendor_id", ""), first.get("vendor_id"))
+        flags = set(first.get("flags", "").split())
+        features = sorted({X86_FEATURES[f] for f in flags if f in X86_FEATURES})
+        cores = {(b.get("physical id"), b.get("core id")) for b in processors if "core id" in b}
+        physical = len(cores) if cores else None
+    else:
+        features_raw = set((first.get("Features") or globals_.get("Features") or "").split())
+        features = sorted({ARM_FEATURES[f] for f in features_raw if f in ARM_FEATURES})
+        implementer = _int(first.get("CPU implementer"))
+        parts = []
+        for block in processors:
+            part = ARM_PARTS.get((_int(block.get("CPU implementer")) or 0, _int(block.get("CPU part")) or -1))
+            if part and part not in parts:
+                parts.append(part)
+        vendor = ARM_IMPLEMENTERS.get(implementer or -1)
+        name = " + ".join(parts) if parts else None
+        if name and vendor and vendor not in ("ARM",):
+            name = f"{vendor} {name}"
+        sys_vendor = (host.read_text("/sys/devices/virtual/dmi/id/sys_vendor") or "").strip()
+        if sys_vendor == "Amazon EC2" and len(parts) == 1 and parts[0] in GRAVITON:
+            name = f"{GRAVITON[parts[0]]} ({parts[0]})"
+        board = (host.read_text("/sys/firmware/devicetree/base/model") or "").strip("\x00 \n")
+        model_line = globals_.get("Model") or first.get("Model")
+        board = board or model_line or ""
+        if board:
+            name = f"{board} ({name})" if name else board
+        physical = logical  # ARM cores have no SMT in the parts above
+
+    performance = efficiency = None
+    core_list = host.read_text("/sys/devices/cpu_core/cpus")
+    atom_list = host.read_text("/sys/devices/cpu_atom/cpus")
+    if core_list and atom_list:
+        try:
+            p_threads, efficiency = parse_cpu_list(core_list), parse_cpu_list(atom_list)
+            # P-cores carry two threads when SMT is on; E-cores one.
+            smt = physical is not None and logical > physical
+            performance = p_threads // 2 if smt else p_threads
+        except ValueError:
+            problems.append(Problem("cpu", "could not parse the hybrid core lists in /sys/devices/cpu_core", severity="info"))
+    if not name:
+        problems.append(Problem("cpu", "the CPU model name is not in /proc/cpuinfo", severity="info"))
+    cpu = CPU(
+        name=name,
+        arch=arch,
+        vendor=vendor,
+        physical_cores=physical,
+        logical_cores=logical,
+        performance_cores=performance,
+        efficiency_cores=efficiency,
+        features=tuple(features),
+        source="proc_cpuinfo",
+    )
+    return cpu, problems
+
+
+def darwin_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
+    values = macos.sysctl(host)
+    if not values:
+        raise ProbeFailure("sysctl returned nothing", "gpuready reads CPU facts with `sysctl`; is /usr/sbin on PATH?")
+    features = []
+    if values.get("hw.optional.arm64") == "1" or arch == "arm64":
+        features.append("neon")
+        for key, feature in (
+            ("hw.optional.arm.FEAT_DotProd", "dotprod"),
+            ("hw.optional.arm.FEAT_I8MM", "i8mm"),
+            ("hw.optional.arm.FEAT_BF16", "bf16"),
+            ("hw.optional.arm.FEAT_FP16", "fp16"),
+            ("hw.optional.arm.FEAT_SME", "sme"),
+        ):
+            if values.get(key) == "1":
+                features.append(feature)
+    else:
+        for key, feature in (("hw.optional.avx1_0", "avx"), ("hw.optional.avx2_0", "avx2"), ("hw.optional.fma", "fma"), ("hw.optional.avx512f", "avx512f")):
+            if values.get(key) == "1":
+                features.append(feature)
+    name = values.get("machdep.cpu.brand_string")
+    vendor = "Apple" if name and name.startswith("Apple") else ("Intel" if name and "Intel" in name else None)
+    physical = _int(values.get("hw.physicalcpu"))
+    performance = _int(values.get("hw.perflevel0.physicalcpu"))
+    efficiency = _int(values.get("hw.perflevel1.physicalcpu"))
+    if efficiency is None:
+        performance = None
+    cpu = CPU(
+        name=name,
+        arch=arch,
+        vendor=vendor,
+        physical_cores=physical,
+        logical_cores=_int(values.get("hw.logicalcpu")) or _int(values.get("hw.ncpu")),
+        performance_cores=performance,
+        efficiency_cores=efficiency,
+        features=tuple(sorted(features)),
+        source="sysctl",
+    )
+    return cpu, []
+
+
+def windows_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
+    readout = host.library("windows")
+    if not readout or "cpu" not in readout:
+        error = (readout or {}).get("error")
+        raise ProbeFailure(f"could not read the Windows CPU information{': ' + error if error else ''}", None)
+    info = readout["cpu"]
+    features = sorted(name for name, present in (info.get("features") or {}).items() if present)
+    cpu = CPU(
+        name=(info.get("name") or "").strip() or None,
+        arch=arch,
+        vendor={"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(info.get("vendor") or "", info.get("vendor")),
+        physical_cores=info.get("physical_cores"),
+        logical_cores=info.get("logical_cores"),
+        performance_cores=info.get("performance_cores"),
+        efficiency_cores=info.get("efficiency_cores"),
+        features=tuple(features),
+        source="windows",
+    )
+    return cpu, []
+
+
+def probe(host: Host) -> tuple[CPU, list[Problem]]:
+    """Identify the CPU on any platform."""
+    if host.platform == "darwin":
+        return darwin_cpu(host, host.arch)
+    if host.platform == "windows":
+        return windows_cpu(host, host.arch)
+    return linux_cpu(host, host.arch)

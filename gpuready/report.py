@@ -1,0 +1,154 @@
+"""The Report: hardware + verdicts + problems, and its versioned JSON form.
+
+``SCHEMA_VERSION`` changes only on breaking changes (a field removed or renamed, or its
+type or meaning changed); new fields do not change it. The JSON Schema ships as
+``gpuready/schemas/report.schema.json``. A report carries no timestamps, host names,
+serial numbers or UUIDs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuready import __version__
+from gpuready.catalog import TASKS, Catalog
+from gpuready.hardware import Hardware, HardwareFormatError, Memory, Problem, hardware_from_dict, to_dict
+from gpuready.verdict import LEVELS, RUNNABLE, Options, Verdict, judge_all
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "report.schema.json"
+# Probes a task's verdicts depend on: when one failed, "could not tell" beats "no".
+TASK_PROBES = {"text-generation": ("cpu", "memory", "nvidia", "amd", "intel", "apple", "windows-gpu")}
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    task: str
+    status: str  # ready | limited | not-possible | unknown | not-assessed
+    best_model_id: str | None
+    best_model_name: str | None
+    summary: str
+
+
+@dataclass(frozen=True)
+class Report:
+    hardware: Hardware
+    verdicts: tuple[Verdict, ...]
+    tasks: tuple[TaskSummary, ...]
+    problems: tuple[Problem, ...]
+    options: Options
+    schema_version: int = SCHEMA_VERSION
+    gpuready_version: str = __version__
+
+    def verdict(self, model_id: str) -> Verdict | None:
+        return next((v for v in self.verdicts if v.model_id == model_id), None)
+
+    def failed_probes(self) -> set[str]:
+        return {problem.probe for problem in self.problems if problem.severity == "error"}
+
+
+def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> TaskSummary:
+    """Ready when some model runs well; limited when the best only runs or runs slowly."""
+    mine = [v for v in verdicts if v.task == task]
+    if not mine:
+        return TaskSummary(task, "not-assessed", None, None, "no models for this task in the catalogue yet")
+    best = mine[0]
+    if best.level == "runs-well":
+        status = "ready"
+    elif best.level in RUNNABLE:
+        status = "limited"
+    elif best.level == "unknown" or failed & set(TASK_PROBES.get(task, ())):
+        status = "unknown"
+    else:
+        status = "not-possible"
+    if status in ("ready", "limited"):
+        running = sum(1 for v in mine if v.level in RUNNABLE)
+        text = f"{running} of {len(mine)} models usable; best: {best.model_name} ({best.quant}, {best.level})"
+    elif status == "unknown":
+        text = "could not tell: " + (best.reasons[0] if best.reasons else "a probe failed")
+    else:
+        text = f"no model in the catalogue is usable here; the smallest needs {_smallest_need(mine)}"
+    return TaskSummary(task, status, best.model_id if status in ("ready", "limited") else None,
+                       best.model_name if status in ("ready", "limited") else None, text)
+
+
+def _smallest_need(verdicts: list[Verdict]) -> str:
+    from gpuready.verdict import fmt_gb
+
+    needs = [v.memory_needed_bytes for v in verdicts if v.memory_needed_bytes]
+    return fmt_gb(min(needs)) if needs else "unknown"
+
+
+def build_report(hardware: Hardware, problems: list[Problem], catalog: Catalog, options: Options | None = None) -> Report:
+    options = options or Options()
+    verdicts = judge_all(catalog, hardware, options)
+    failed = {p.probe for p in problems if p.severity == "error"}
+    tasks = tuple(summarise_task(task, verdicts, failed) for task in TASKS)
+    return Report(hardware=hardware, verdicts=tuple(verdicts), tasks=tasks, problems=tuple(problems), options=options)
+
+
+# --- JSON -------------------------------------------------------------------------
+
+
+def hardware_json(hardware: Hardware) -> dict:
+    data = to_dict(hardware)
+    data["memory"]["usable_bytes"] = hardware.memory.usable_bytes
+    return data
+
+
+def verdict_json(verdict: Verdict) -> dict:
+    data = to_dict(verdict)
+    if verdict.estimate is not None:
+        data["estimate"]["memory"]["total_bytes"] = verdict.estimate.memory.total_bytes
+    return data
+
+
+def report_json(report: Report) -> dict:
+    return {
+        "schema_version": report.schema_version,
+        "gpuready_version": report.gpuready_version,
+        "settings": {
+            "context_tokens": report.options.context_tokens,
+            "quant": report.options.quant,
+            "placement": report.options.placement,
+        },
+        "hardware": hardware_json(report.hardware),
+        "tasks": [to_dict(task) for task in report.tasks],
+        "verdicts": [verdict_json(v) for v in report.verdicts],
+        "problems": [to_dict(p) for p in report.problems],
+        "levels": list(LEVELS),
+    }
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(report_json(report), indent=2) + "\n"
+
+
+def load_hardware_json(text: str, where: str) -> Hardware:
+    """A hardware description: the report's ``hardware`` section, or a whole report."""
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise HardwareFormatError(f"{where}: not valid JSON: {error}") from None
+    if isinstance(data, dict) and "hardware" in data and "schema_version" in data:
+        data = data["hardware"]
+    if isinstance(data, dict) and isinstance(data.get("memory"), dict):
+        data = dict(data)
+        data["memory"] = {k: v for k, v in data["memory"].items() if k not in ("usable_bytes", "capacity_bytes")}
+    try:
+        return hardware_from_dict(data)
+    except HardwareFormatError as error:
+        raise HardwareFormatError(f"{where}: {error}") from None
+
+
+def with_memory(hardware: Hardware, size_bytes: int) -> Hardware:
+    """What-if: the same machine with this much system memory, all of it free."""
+    memory = Memory(total_bytes=size_bytes, available_bytes=size_bytes, source="user")
+    return dataclasses.replace(hardware, memory=memory)
+
+
+def schema_text() -> str:
+    return SCHEMA_PATH.read_text(encoding="utf-8")

@@ -1,0 +1,260 @@
+"""Hardware tables (catalog/gpus.toml, npus.toml, cpus.toml) and filling gaps in probed Hardware.
+
+A probe says what it measured; where it could not measure bandwidth or throughput, the
+tables fill in, labelled ``table:<id>`` so the report says which number came from where.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuready.catalog import CatalogError, Entry, builtin_catalog_dir, read_toml
+from gpuready.hardware import CPU, GB, GIB, GPU, Hardware
+
+# Used when no table row matches a CPU: two channels of DDR4-3200 (2 x 8 bytes x 3200 MT/s),
+# the most common desktop and laptop configuration of the last years (JEDEC JESD79-4).
+ASSUMED_CPU_BANDWIDTH_BYTES_PER_S = 51_200_000_000
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    id: str
+    name: str
+    vendor: str
+    kind: str
+    memory_bytes: int
+    bandwidth_bytes_per_s: int
+    source: str
+    aliases: tuple[str, ...] = ()
+    architecture: str | None = None
+    memory_options_bytes: tuple[int, ...] = ()
+    memory_type: str | None = None
+    fp16_flops: float | None = None
+    fp32_flops: float | None = None
+    compute_capability: str | None = None
+    gfx_target: str | None = None
+    neural_engine_tops: float | None = None
+    gpu_cores: int | None = None
+    released: int | None = None
+
+
+@dataclass(frozen=True)
+class CPUPlatform:
+    id: str
+    pattern: re.Pattern
+    description: str
+    memory: str | None
+    bandwidth_bytes_per_s: int
+    source: str
+
+
+@dataclass(frozen=True)
+class NPUSpec:
+    id: str
+    vendor: str
+    name: str
+    source: str
+    generation: str | None = None
+    tops_int8: float | None = None
+    pci_ids: tuple[str, ...] = ()
+    linux_driver: str | None = None
+    runtimes: tuple[str, ...] = ()
+
+
+def _rows(path: Path, key: str) -> list[Entry]:
+    data = read_toml(path)
+    tables = data.get(key, [])
+    if not isinstance(tables, list):
+        raise CatalogError(f"{path}: '{key}' must be an array of tables")
+    entries = []
+    for index, table in enumerate(tables):
+        label = f"{path}: {key}[{index}]"
+        if isinstance(table, dict) and isinstance(table.get("id"), str):
+            label += f" (id '{table['id']}')"
+        entries.append(Entry(table, label))
+    return entries
+
+
+@functools.lru_cache(maxsize=4)
+def gpu_table(directory: Path | None = None) -> tuple[GPUSpec, ...]:
+    path = (directory or builtin_catalog_dir()) / "gpus.toml"
+    if not path.exists():
+        return ()
+    specs = []
+    for entry in _rows(path, "gpus"):
+        fp16 = entry.number("fp16_tflops", required=False)
+        fp32 = entry.number("fp32_tflops", required=False)
+        released = entry.integer("released", required=False)
+        cores = entry.integer("gpu_cores", required=False)
+        specs.append(
+            GPUSpec(
+                id=entry.ident(),
+                name=entry.text("name"),
+                vendor=entry.text("vendor"),
+                kind=entry.text("kind", default="discrete"),
+                memory_bytes=int(entry.number("memory_gib", positive=False) * GIB),
+                bandwidth_bytes_per_s=int(entry.number("bandwidth_gb_s") * GB),
+                source=entry.text("source"),
+                aliases=entry.strings("aliases"),
+                architecture=entry.text("architecture", required=False),
+                memory_options_bytes=tuple(int(v * GIB) for v in entry.numbers("memory_options_gib")),
+                memory_type=entry.text("memory_type", required=False),
+                fp16_flops=fp16 * 1e12 if fp16 else None,
+                fp32_flops=fp32 * 1e12 if fp32 else None,
+                compute_capability=entry.text("compute_capability", required=False),
+                gfx_target=entry.text("gfx_target", required=False),
+                neural_engine_tops=entry.number("neural_engine_tops", required=False),
+                gpu_cores=cores,
+                released=released,
+            )
+        )
+    return tuple(specs)
+
+
+@functools.lru_cache(maxsize=4)
+def cpu_table(directory: Path | None = None) -> tuple[CPUPlatform, ...]:
+    path = (directory or builtin_catalog_dir()) / "cpus.toml"
+    if not path.exists():
+        return ()
+    platforms = []
+    for entry in _rows(path, "cpus"):
+        pattern_text = entry.text("pattern")
+        try:
+            pattern = re.compile(pattern_text, re.IGNORECASE)
+        except re.error as error:
+            raise CatalogError(f"{entry.where}: 'pattern' is not a valid regular expression: {error}") from None
+        platforms.append(
+            CPUPlatform(
+                id=entry.ident(),
+                pattern=pattern,
+                description=entry.text("description"),
+                memory=entry.text("memory", required=False),
+                bandwidth_bytes_per_s=int(entry.number("bandwidth_gb_s") * GB),
+                source=entry.text("source"),
+            )
+        )
+    return tuple(platforms)
+
+
+@functools.lru_cache(maxsize=4)
+def npu_table(directory: Path | None = None) -> tuple[NPUSpec, ...]:
+    path = (directory or builtin_catalog_dir()) / "npus.toml"
+    if not path.exists():
+        return ()
+    return tuple(
+        NPUSpec(
+            id=entry.ident(),
+            vendor=entry.text("vendor"),
+            name=entry.text("name"),
+            source=entry.text("source"),
+            generation=entry.text("generation", required=False),
+            tops_int8=entry.number("tops_int8", required=False),
+            pci_ids=tuple(p.lower() for p in entry.strings("pci_ids")),
+            linux_driver=entry.text("linux_driver", required=False),
+            runtimes=entry.strings("runtimes"),
+        )
+        for entry in _rows(path, "npus")
+    )
+
+
+# --- matching names -------------------------------------------------------------
+
+_NOISE = re.compile(r"\b(nvidia|amd|ati|intel\(r\)|intel|apple|geforce|radeon|graphics|gpu|the|series|corporation)\b")
+
+
+def normalise_gpu_name(name: str) -> str:
+    """Lowercase, vendor words and punctuation dropped, digits and letters split: 'RTX4090' -> 'rtx 4090'."""
+    text = name.lower().replace("(tm)", "").replace("(r)", "")
+    text = re.sub(r"(\d+)\s*-?\s*core", r"\1core", text)
+    text = re.sub(r"(\d+)\s*gb\b", r"\1gb", text)
+    text = _NOISE.sub(" ", text)
+    text = re.sub(r"([a-z])(\d)", r"\1 \2", text)
+    text = re.sub(r"(\d)([a-z])(?!b\b|ore)", r"\1 \2", text)
+    text = re.sub(r"[^a-z0-9]+", " ", text)
+    return " ".join(text.split())
+
+
+def _names(spec: GPUSpec) -> list[str]:
+    return [normalise_gpu_name(n) for n in (spec.name, spec.id.replace("-", " "), *spec.aliases)]
+
+
+def find_gpus(query: str, table: tuple[GPUSpec, ...] | None = None) -> list[GPUSpec]:
+    """Table rows a typed name could mean: exact matches first, else rows whose name contains every word."""
+    table = gpu_table() if table is None else table
+    wanted = normalise_gpu_name(query)
+    if not wanted:
+        return []
+    exact = [spec for spec in table if wanted in _names(spec)]
+    if exact:
+        return exact
+    words = wanted.split()
+    return [spec for spec in table if any(all(word in name.split() for word in words) for name in _names(spec))]
+
+
+def closest_gpu_names(query: str, limit: int = 5) -> list[str]:
+    import difflib
+
+    table = gpu_table()
+    names = {normalise_gpu_name(spec.name): spec.name for spec in table}
+    matches = difflib.get_close_matches(normalise_gpu_name(query), list(names), n=limit, cutoff=0.3)
+    return [names[m] for m in matches]
+
+
+def match_gpu(gpu: GPU, table: tuple[GPUSpec, ...] | None = None) -> GPUSpec | None:
+    """The table row for a probed GPU: its name as the driver reports it, same vendor."""
+    candidates = [spec for spec in find_gpus(gpu.name, table) if spec.vendor == gpu.vendor]
+    if gpu.memory_total_bytes and len(candidates) > 1:
+        candidates.sort(key=lambda spec: abs(spec.memory_bytes - gpu.memory_total_bytes))
+    return candidates[0] if len(candidates) == 1 or (candidates and gpu.memory_total_bytes) else None
+
+
+def match_cpu(name: str | None) -> CPUPlatform | None:
+    if not name:
+        return None
+    for platform in cpu_table():
+        if platform.pattern.search(name):
+            return platform
+    return None
+
+
+# --- enrichment -------------------------------------------------------------------
+
+
+def enrich_cpu(cpu: CPU) -> CPU:
+    if cpu.memory_bandwidth_bytes_per_s is not None:
+        return cpu
+    platform = match_cpu(cpu.name)
+    if platform:
+        return dataclasses.replace(
+            cpu, memory_bandwidth_bytes_per_s=platform.bandwidth_bytes_per_s, bandwidth_source=f"table:{platform.id}"
+        )
+    return dataclasses.replace(
+        cpu, memory_bandwidth_bytes_per_s=ASSUMED_CPU_BANDWIDTH_BYTES_PER_S, bandwidth_source="assumed"
+    )
+
+
+def enrich_gpu(gpu: GPU) -> GPU:
+    spec = match_gpu(gpu)
+    if spec is None:
+        return gpu
+    changes: dict = {"table_id": gpu.table_id or spec.id}
+    if gpu.bandwidth_bytes_per_s is None:
+        changes.update(bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, bandwidth_source=f"table:{spec.id}")
+    if gpu.fp16_flops is None and (spec.fp16_flops or spec.fp32_flops):
+        changes.update(fp16_flops=spec.fp16_flops or spec.fp32_flops, flops_source=f"table:{spec.id}")
+    if gpu.architecture is None and spec.architecture:
+        changes["architecture"] = spec.architecture
+    if gpu.memory_total_bytes is None:
+        changes["memory_total_bytes"] = spec.memory_bytes
+    return dataclasses.replace(gpu, **changes)
+
+
+def enrich(hardware: Hardware) -> Hardware:
+    """Fill bandwidth and throughput the probes could not measure from the tables, labelled as such."""
+    return dataclasses.replace(
+        hardware, cpu=enrich_cpu(hardware.cpu), gpus=tuple(enrich_gpu(gpu) for gpu in hardware.gpus)
+    )

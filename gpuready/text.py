@@ -1,0 +1,192 @@
+"""Plain-text rendering of a Report: the summary printed when stdout is not a terminal."""
+
+from __future__ import annotations
+
+from gpuready.estimate import Estimate
+from gpuready.hardware import GPU, Hardware
+from gpuready.report import Report
+from gpuready.verdict import Verdict, fmt_gb
+
+TASK_TITLES = {
+    "text-generation": "Text generation",
+    "image-generation": "Image generation",
+    "speech": "Speech",
+    "document-search": "Document search",
+}
+LEVEL_WORDS = {
+    "runs-well": "runs well",
+    "runs": "runs",
+    "slow": "slow",
+    "too-slow": "too slow",
+    "does-not-fit": "does not fit",
+    "unknown": "unknown",
+}
+STATUS_WORDS = {
+    "ready": "ready",
+    "limited": "limited",
+    "not-possible": "not possible",
+    "unknown": "could not tell",
+    "not-assessed": "not assessed yet",
+}
+
+
+def describe_cpu(hardware: Hardware) -> str:
+    cpu = hardware.cpu
+    parts = [cpu.name or "unknown CPU"]
+    if cpu.physical_cores:
+        cores = f"{cpu.physical_cores} cores"
+        if cpu.performance_cores and cpu.efficiency_cores:
+            cores += f" ({cpu.performance_cores}P + {cpu.efficiency_cores}E)"
+        if cpu.logical_cores and cpu.logical_cores != cpu.physical_cores:
+            cores += f", {cpu.logical_cores} threads"
+        parts.append(cores)
+    if cpu.features:
+        parts.append(" ".join(cpu.features))
+    return " · ".join(parts)
+
+
+def describe_memory(hardware: Hardware) -> str:
+    memory = hardware.memory
+    if memory.total_bytes is None:
+        return "unknown"
+    text = f"{fmt_gb(memory.total_bytes)} total, {fmt_gb(memory.available_bytes)} available"
+    if memory.limit_bytes is not None:
+        text += f", container limit {fmt_gb(memory.limit_bytes)} ({memory.limit_source})"
+    if hardware.cpu.memory_bandwidth_bytes_per_s:
+        source = hardware.cpu.bandwidth_source
+        text += f" · {hardware.cpu.memory_bandwidth_bytes_per_s / 1e9:.0f} GB/s ({source})"
+    return text
+
+
+def describe_gpu(gpu: GPU) -> str:
+    text = gpu.name
+    if gpu.memory_total_bytes:
+        text += f" · {fmt_gb(gpu.memory_total_bytes)}"
+        usable = gpu.memory_usable_bytes or gpu.memory_free_bytes
+        if usable is not None:
+            text += f" ({fmt_gb(usable)} usable)"
+    if gpu.bandwidth_bytes_per_s:
+        text += f" · {gpu.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({gpu.bandwidth_source})"
+    if gpu.driver_version:
+        text += f" · driver {gpu.driver_version}"
+    if not gpu.counted:
+        text += f" · not used for AI: {gpu.not_counted_reason}"
+    return text
+
+
+def speed_cells(estimate: Estimate | None) -> tuple[str, str]:
+    if estimate is None or estimate.speed is None:
+        return "-", "-"
+    speed = estimate.speed
+    generation = f"{speed.generation_tokens_per_s:.1f}" if speed.generation_tokens_per_s < 10 else f"{speed.generation_tokens_per_s:.0f}"
+    prompt = f"{speed.prompt_tokens_per_s:.0f}" if speed.prompt_tokens_per_s else "-"
+    return generation, prompt
+
+
+def verdict_row(verdict: Verdict) -> list[str]:
+    generation, prompt = speed_cells(verdict.estimate)
+    fits = verdict.placement is not None
+    return [
+        verdict.model_name,
+        LEVEL_WORDS[verdict.level],
+        verdict.quant or "-",
+        fmt_gb(verdict.memory_needed_bytes),
+        (verdict.placement or "-").upper() if fits else "-",
+        generation if fits else "-",
+        prompt if fits else "-",
+    ]
+
+
+def table(rows: list[list[str]], header: list[str], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = []
+    for row in [header, *rows]:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return lines
+
+
+def render(report: Report, task: str | None = None) -> str:
+    hardware = report.hardware
+    lines = [f"gpuready {report.gpuready_version}: what this machine can run locally", ""]
+    system = hardware.os or hardware.platform
+    if hardware.in_container:
+        system += " (container)"
+    lines.append(f"System    {system}, {hardware.arch}")
+    lines.append(f"CPU       {describe_cpu(hardware)}")
+    lines.append(f"Memory    {describe_memory(hardware)}")
+    if hardware.gpus:
+        for index, gpu in enumerate(hardware.gpus):
+            lines.append(f"{'GPUs' if index == 0 else '':<10}{describe_gpu(gpu)}")
+    else:
+        lines.append("GPUs      none found")
+    for index, npu in enumerate(hardware.npus):
+        tops = f" · {npu.tops_int8:g} TOPS" if npu.tops_int8 else ""
+        lines.append(f"{'NPUs' if index == 0 else '':<10}{npu.name}{tops}")
+    for problem in report.problems:
+        lines.append(f"Problem   [{problem.probe}] {problem.message}")
+        if problem.hint:
+            lines.append(f"          hint: {problem.hint}")
+    for summary in report.tasks:
+        if task and summary.task != task:
+            continue
+        title = TASK_TITLES.get(summary.task, summary.task)
+        lines += ["", f"{title}: {STATUS_WORDS[summary.status]} — {summary.summary}"]
+        verdicts = [v for v in report.verdicts if v.task == summary.task]
+        if not verdicts:
+            continue
+        context = verdicts[0].context_tokens
+        lines.append(f"  (context {report.options.context_tokens or context:,} tokens; change with --context)")
+        header = ["MODEL", "VERDICT", "QUANT", "MEMORY", "WHERE", "GEN tok/s", "PROMPT tok/s"]
+        lines += table([verdict_row(v) for v in verdicts], header, right={3, 5, 6})
+    lines += ["", "Speeds are estimates (llama.cpp-class runtimes, +/- shown in `gpuready estimate MODEL`)."]
+    return "\n".join(lines) + "\n"
+
+
+def render_estimate(verdict: Verdict) -> str:
+    """Full breakdown for one model, as `gpuready estimate` prints it."""
+    lines = [f"{verdict.model_name} ({verdict.model_id}) at {verdict.context_tokens:,} tokens of context", ""]
+    lines.append(f"Verdict   {LEVEL_WORDS[verdict.level]}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
+    estimate = verdict.estimate
+    if estimate is not None:
+        memory = estimate.memory
+        lines += [
+            f"Variant   {estimate.quant}, placement {estimate.placement}"
+            + (f" ({estimate.gpu_fraction:.0%} of layers on GPU)" if estimate.placement == "split" else ""),
+            "",
+            "Memory",
+            f"  weights           {fmt_gb(memory.weights_bytes):>10}",
+            f"  KV cache          {fmt_gb(memory.kv_cache_bytes):>10}",
+            f"  compute buffers   {fmt_gb(memory.compute_bytes):>10}",
+            f"  runtime overhead  {fmt_gb(memory.overhead_bytes):>10}",
+            f"  total             {fmt_gb(memory.total_bytes):>10}   (available: {fmt_gb(verdict.memory_available_bytes)})",
+        ]
+        if estimate.placement == "split":
+            lines.append(f"  on GPU {fmt_gb(estimate.gpu_memory_bytes)}, in system memory {fmt_gb(estimate.system_memory_bytes)}")
+        if estimate.speed:
+            speed = estimate.speed
+            lines += [
+                "",
+                "Speed (+/-{:.0%})".format(speed.uncertainty),
+                f"  generation        {speed.generation_tokens_per_s:8.1f} tokens/s (empty context)",
+                f"                    {speed.generation_tokens_per_s_full_context:8.1f} tokens/s (context full)",
+                f"  prompt            {speed.prompt_tokens_per_s:8.0f} tokens/s" if speed.prompt_tokens_per_s else "  prompt            unknown",
+            ]
+        lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
+    lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
+    if verdict.suggestions:
+        lines += ["", "What would change it"] + [f"  {s}" for s in verdict.suggestions]
+    if verdict.variants:
+        lines += ["", "Variants"]
+        rows = [
+            [
+                v.quant,
+                LEVEL_WORDS[v.level],
+                fmt_gb(v.memory_needed_bytes),
+                v.placement or "-",
+                f"{v.generation_tokens_per_s:.1f}" if v.generation_tokens_per_s and v.placement else "-",
+            ]
+            for v in verdict.variants
+        ]
+        lines += table(rows, ["QUANT", "VERDICT", "MEMORY", "WHERE", "GEN tok/s"], right={2, 4})
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,320 @@
+"""Judge each catalogue model on a machine: best variant and placement, a level, and plain reasons.
+
+Pure: takes Hardware and the catalogue, returns Verdicts. Levels, best first:
+runs-well, runs, slow, too-slow (fits, but below the usable floor), does-not-fit, unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuready import estimate as est
+from gpuready.catalog import Catalog, LanguageModel, Quant
+from gpuready.hardware import GPU, Hardware
+
+LEVELS = ("runs-well", "runs", "slow", "too-slow", "does-not-fit", "unknown")
+RUNNABLE = ("runs-well", "runs", "slow")
+DEFAULT_CONTEXT_TOKENS = 8192
+
+# Generation speed floors for text generation, tokens/s. Adults read about 238 words a
+# minute silently (Brysbaert 2019, "How many words do we read per minute?", J. Memory and
+# Language 109), about 5 tokens/s at ~1.3 tokens a word: "runs" keeps ahead of a reader,
+# "slow" is usable with patience, below it a model is too slow to use.
+TEXT_GENERATION_FLOORS = {"runs-well": 20.0, "runs": 8.0, "slow": 3.0}
+# A prompt this long that takes longer than PROMPT_PATIENCE_S to read in caps the level at "runs".
+PROMPT_TOKENS_FOR_PATIENCE = 2000
+PROMPT_PATIENCE_S = 30.0
+
+PLACEMENT_ORDER = ("gpu", "split", "cpu")
+BACKEND_BY_VENDOR = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}
+RUNTIME_BY_BACKEND = {
+    "cuda": "llama.cpp (CUDA)",
+    "rocm": "llama.cpp (ROCm/HIP)",
+    "metal": "llama.cpp (Metal) or MLX",
+    "vulkan": "llama.cpp (Vulkan)",
+    "sycl": "llama.cpp (SYCL) or OpenVINO",
+    "cpu": "llama.cpp (CPU)",
+}
+
+
+@dataclass(frozen=True)
+class VariantVerdict:
+    quant: str
+    level: str
+    placement: str | None
+    memory_needed_bytes: int
+    generation_tokens_per_s: float | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    task: str
+    model_id: str
+    model_name: str
+    model_params: float
+    level: str
+    quant: str | None
+    context_tokens: int
+    placement: str | None  # gpu | split | cpu, None when it does not fit
+    runtime: str | None
+    memory_needed_bytes: int | None
+    memory_available_bytes: int | None
+    estimate: est.Estimate | None
+    reasons: tuple[str, ...]
+    suggestions: tuple[str, ...] = ()
+    variants: tuple[VariantVerdict, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user asked for: a context length, a fixed quantisation, the weakest placement accepted."""
+
+    context_tokens: int | None = None
+    quant: str | None = None
+    placement: str = "cpu"  # gpu: GPU only; split: GPU or split; cpu: anything
+
+
+def fmt_gb(value: int | float | None) -> str:
+    """Binary gigabytes labelled GB, as RAM and VRAM are sold and as operating systems show them."""
+    if value is None:
+        return "unknown"
+    return f"{value / 1024**3:.1f} GB"
+
+
+# --- devices ------------------------------------------------------------------------
+
+
+def backend_for(gpu: GPU) -> str:
+    """The backend llama.cpp would use for this GPU: what the probe found usable, else the vendor's."""
+    for preferred in ("cuda", "metal", "rocm", "sycl", "vulkan"):
+        if preferred in gpu.backends:
+            return preferred
+    return BACKEND_BY_VENDOR.get(gpu.vendor, "vulkan")
+
+
+def gpu_usable_bytes(gpu: GPU) -> int | None:
+    for value in (gpu.memory_usable_bytes, gpu.memory_free_bytes, gpu.memory_total_bytes):
+        if value:
+            return value
+    return None
+
+
+def gpu_device(hardware: Hardware) -> est.Device | None:
+    """The best GPU for a model: the group of identical accelerators with the most usable memory."""
+    groups: dict[str, list[GPU]] = {}
+    for gpu in hardware.accelerators:
+        groups.setdefault(gpu.name, []).append(gpu)
+    best: est.Device | None = None
+    for name, gpus in groups.items():
+        first = gpus[0]
+        usable = [gpu_usable_bytes(g) for g in gpus]
+        total_usable = sum(u for u in usable if u) if all(usable) else None
+        unified = first.kind == "unified" or first.vendor == "apple"
+        label = f"{len(gpus)} x {name}" if len(gpus) > 1 else name
+        device = est.Device(
+            kind="gpu",
+            name=label,
+            backend=backend_for(first),
+            usable_memory_bytes=total_usable,
+            bandwidth_bytes_per_s=first.bandwidth_bytes_per_s,
+            flops=(first.fp16_flops or 0) * len(gpus) or None,
+            bandwidth_source=_source_kind(first.bandwidth_source),
+            count=len(gpus),
+            unified=unified,
+        )
+        if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
+            best = device
+    return best
+
+
+def _source_kind(source: str | None) -> str:
+    if not source:
+        return "assumed"
+    if source.startswith("table"):
+        return "table"
+    if source == "assumed":
+        return "assumed"
+    return "measured"
+
+
+def cpu_device(hardware: Hardware) -> est.Device:
+    cpu = hardware.cpu
+    return est.Device(
+        kind="cpu",
+        name=cpu.name or "CPU",
+        backend="cpu",
+        usable_memory_bytes=hardware.memory.usable_bytes,
+        bandwidth_bytes_per_s=cpu.memory_bandwidth_bytes_per_s,
+        flops=est.cpu_peak_flops(cpu.physical_cores, cpu.features),
+        bandwidth_source=_source_kind(cpu.bandwidth_source),
+    )
+
+
+# --- judging one variant ----------------------------------------------------------------
+
+
+def speed_level(tokens_per_s: float | None) -> str:
+    if tokens_per_s is None:
+        return "unknown"
+    for level in ("runs-well", "runs", "slow"):
+        if tokens_per_s >= TEXT_GENERATION_FLOORS[level]:
+            return level
+    return "too-slow"
+
+
+def judge_variant(
+    model: LanguageModel, quant: Quant, context: int, gpu: est.Device | None, cpu: est.Device, options: Options
+) -> tuple[str, est.Estimate, list[str]]:
+    """Level, estimate and reasons for one quantisation of one model."""
+    system_usable = cpu.usable_memory_bytes
+    estimate = est.estimate(model, quant, context, gpu, cpu, system_usable)
+    reasons: list[str] = []
+    allowed = PLACEMENT_ORDER[: PLACEMENT_ORDER.index(options.placement) + 1]
+    if estimate.placement == "gpu":
+        spare = gpu.usable_memory_bytes - estimate.gpu_memory_bytes
+        reasons.append(f"fits in {gpu.name}'s {fmt_gb(gpu.usable_memory_bytes)} usable memory with {fmt_gb(spare)} to spare")
+    elif estimate.placement == "split":
+        needed = estimate.memory.total_bytes
+        reasons.append(
+            f"needs {fmt_gb(needed)}, {gpu.name} has {fmt_gb(gpu.usable_memory_bytes)} usable: "
+            f"{estimate.gpu_fraction:.0%} of layers on the GPU, the rest from system memory"
+        )
+    else:
+        if system_usable is None:
+            return "unknown", estimate, ["system memory could not be read, so fit is unknown"]
+        if estimate.system_memory_bytes > system_usable:
+            where = "GPU or system memory" if gpu else "system memory"
+            reasons.append(
+                f"needs {fmt_gb(estimate.memory.total_bytes)}, only {fmt_gb(system_usable)} of {where} is available"
+            )
+            return "does-not-fit", estimate, reasons
+        prefix = f"too big for {gpu.name} ({fmt_gb(gpu.usable_memory_bytes)} usable); " if gpu else ""
+        reasons.append(f"{prefix}runs on the CPU from system memory ({fmt_gb(system_usable)} available)")
+    if estimate.placement not in allowed:
+        reasons.append(f"placement '{estimate.placement}' is not accepted (only {', '.join(allowed)})")
+        return "does-not-fit", estimate, reasons
+    if estimate.speed is None:
+        reasons.append("memory bandwidth unknown: speed not estimated")
+        return "unknown", estimate, reasons
+    level = speed_level(estimate.speed.generation_tokens_per_s)
+    if level == "too-slow":
+        reasons.append(
+            f"about {estimate.speed.generation_tokens_per_s:.1f} tokens/s: below the {TEXT_GENERATION_FLOORS['slow']:.0f} tokens/s floor of usable"
+        )
+    prompt = estimate.speed.prompt_tokens_per_s
+    if prompt and PROMPT_TOKENS_FOR_PATIENCE / prompt > PROMPT_PATIENCE_S and level == "runs-well":
+        level = "runs"
+        reasons.append(
+            f"a {PROMPT_TOKENS_FOR_PATIENCE:,}-token prompt takes about {PROMPT_TOKENS_FOR_PATIENCE / prompt:.0f} s to read before the first word"
+        )
+    return level, estimate, reasons
+
+
+def _quality_key(quant: Quant) -> float:
+    """Prefer more bits up to 8-bit; 16-bit weights cost twice the memory for no visible gain."""
+    return quant.bits_per_weight if quant.bits_per_weight <= 8.6 else 8.6 - quant.bits_per_weight / 100
+
+
+def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, options: Options) -> Verdict:
+    context = min(options.context_tokens or DEFAULT_CONTEXT_TOKENS, model.context_length)
+    gpu = gpu_device(hardware)
+    cpu = cpu_device(hardware)
+    quant_ids = [options.quant] if options.quant else list(model.quants)
+    results = []
+    for quant_id in quant_ids:
+        quant = catalog.quants[quant_id]
+        level, estimate, reasons = judge_variant(model, quant, context, gpu, cpu, options)
+        results.append((quant, level, estimate, reasons))
+    variants = tuple(
+        VariantVerdict(
+            quant=q.id,
+            level=level,
+            placement=e.placement if level in RUNNABLE or level == "too-slow" else None,
+            memory_needed_bytes=e.memory.total_bytes,
+            generation_tokens_per_s=e.speed.generation_tokens_per_s if e.speed else None,
+        )
+        for q, level, e, _ in results
+    )
+    # Best level first; among runnable variants the highest quality, otherwise the smallest
+    # (the one closest to fitting).
+    quant, level, estimate, reasons = min(
+        results,
+        key=lambda r: (
+            LEVELS.index(r[1]),
+            -_quality_key(r[0]) if r[1] in RUNNABLE else r[2].memory.total_bytes,
+            r[2].memory.total_bytes,
+        ),
+    )
+    fits = level in RUNNABLE or level == "too-slow"
+    available = gpu.usable_memory_bytes if (estimate.placement in ("gpu", "split") and gpu) else cpu.usable_memory_bytes
+    speed = estimate.speed
+    if fits and speed:
+        reasons = [
+            f"{quant.id}: about {speed.generation_tokens_per_s:.0f} tokens/s generation, "
+            f"{speed.prompt_tokens_per_s:.0f} tokens/s prompt (+/-{speed.uncertainty:.0%})"
+            if speed.prompt_tokens_per_s
+            else f"{quant.id}: about {speed.generation_tokens_per_s:.0f} tokens/s generation (+/-{speed.uncertainty:.0%})",
+            *reasons,
+        ]
+    runtime = None
+    if fits:
+        runtime = RUNTIME_BY_BACKEND.get(gpu.backend if gpu and estimate.placement != "cpu" else "cpu")
+    return Verdict(
+        task="text-generation",
+        model_id=model.id,
+        model_name=model.name,
+        model_params=model.params,
+        level=level,
+        quant=quant.id,
+        context_tokens=context,
+        placement=estimate.placement if fits else None,
+        runtime=runtime,
+        memory_needed_bytes=estimate.memory.total_bytes,
+        memory_available_bytes=available,
+        estimate=estimate,
+        reasons=tuple(reasons),
+        suggestions=tuple(suggestions(model, catalog, hardware, options, context, level, quant)),
+        variants=variants,
+    )
+
+
+def suggestions(
+    model: LanguageModel, catalog: Catalog, hardware: Hardware, options: Options, context: int, level: str, quant: Quant
+) -> list[str]:
+    """What would change the answer: a smaller quantisation, a shorter context, more memory."""
+    if level in ("runs-well", "unknown"):
+        return []
+    found = []
+    gpu, cpu = gpu_device(hardware), cpu_device(hardware)
+    smaller = [catalog.quants[q] for q in model.quants if catalog.quants[q].bits_per_weight < quant.bits_per_weight]
+    for candidate in sorted(smaller, key=lambda q: -q.bits_per_weight):
+        candidate_level, estimate, _ = judge_variant(model, candidate, context, gpu, cpu, options)
+        if LEVELS.index(candidate_level) < LEVELS.index(level):
+            found.append(f"--quant {candidate.id} would make it '{candidate_level}' ({fmt_gb(estimate.memory.total_bytes)})")
+            break
+    for shorter in (4096, 2048):
+        if shorter < context:
+            shorter_level, estimate, _ = judge_variant(model, quant, shorter, gpu, cpu, options)
+            if LEVELS.index(shorter_level) < LEVELS.index(level):
+                found.append(f"--context {shorter} would make it '{shorter_level}' ({fmt_gb(estimate.memory.total_bytes)})")
+                break
+    if level == "does-not-fit":
+        smallest = min((catalog.quants[q] for q in model.quants), key=lambda q: q.bits_per_weight)
+        need = est.estimate(model, smallest, min(context, 2048), None, cpu, None).memory.total_bytes
+        found.append(f"at least {fmt_gb(need)} of free memory is needed even at {smallest.id} with a 2,048-token context")
+    return found
+
+
+def judge_all(catalog: Catalog, hardware: Hardware, options: Options, task: str | None = None) -> list[Verdict]:
+    """A verdict for every model in the catalogue (or one task), best first."""
+    verdicts = [
+        judge_model(model, catalog, hardware, options)
+        for model in catalog.models.values()
+        if (task is None or model.task == task) and isinstance(model, LanguageModel)
+    ]
+    return sorted(verdicts, key=rank_key)
+
+
+def rank_key(verdict: Verdict):
+    """Best level first; within a level, the most capable (largest) model first."""
+    return (LEVELS.index(verdict.level), -verdict.model_params, verdict.model_id)
