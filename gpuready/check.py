@@ -13,7 +13,14 @@ from pathlib import Path
 
 from gpuready.catalog import TASKS, Catalog, CatalogError, read_toml
 from gpuready.hardware import Hardware, Problem
-from gpuready.verdict import PLACEMENT_ORDER, RUNNABLE, Options, fmt_gb, gpu_device, judge_model
+from gpuready.verdict import (
+    PLACEMENT_ORDER,
+    RUNNABLE,
+    Options,
+    fmt_gb,
+    gpu_device,
+    judge_model,
+)
 
 
 class ExitCode(enum.IntEnum):

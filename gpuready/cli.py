@@ -10,8 +10,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from gpuready import __version__
 from gpuready.check import ExitCode, UsageError
@@ -170,7 +170,13 @@ def cmd_report(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from gpuready.check import Requirement, evaluate, exit_code, load_requirements, validate
+    from gpuready.check import (
+        Requirement,
+        evaluate,
+        exit_code,
+        load_requirements,
+        validate,
+    )
 
     catalog = _catalog(args)
     requirements = []
@@ -309,7 +315,7 @@ def cmd_default(args) -> int:
     """Bare `gpuready`: the TUI on a terminal, else the text summary."""
     if not args.plain and sys.stdout.isatty() and sys.stdin.isatty() and not os.environ.get("GPUREADY_PLAIN"):
         try:
-            from gpuready.tui import run_tui  # noqa: F401 - optional until the TUI lands
+            from gpuready.tui import run_tui
         except ImportError:
             pass
         else:

@@ -228,15 +228,15 @@ def hardware_from_dict(data) -> Hardware:
 
 
 __all__ = [
-    "Backend",
     "CPU",
     "GB",
     "GIB",
     "GPU",
+    "NPU",
+    "Backend",
     "Hardware",
     "HardwareFormatError",
     "Memory",
-    "NPU",
     "Problem",
     "from_dict",
     "hardware_from_dict",

@@ -19,9 +19,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 from gpuready.tomlcompat import tomllib
 
@@ -134,6 +135,11 @@ def _load_readout(name: str) -> Callable[[], dict] | None:
     return getattr(module, attribute)
 
 
+def _sibling(base: Path, extension: str) -> Path:
+    """``base`` plus an extension; slugs contain dots, so Path.with_suffix would cut them."""
+    return base.with_name(base.name + extension)
+
+
 class LiveHost:
     """The real machine this process runs on."""
 
@@ -241,17 +247,17 @@ class ReplayHost:
 
     def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
         base = self.directory / "commands" / command_slug(argv)
-        if base.with_suffix(".timeout").exists():
+        if _sibling(base, ".timeout").exists():
             return CommandResult("timeout")
-        stdout_file = base.with_suffix(".txt")
+        stdout_file = _sibling(base, ".txt")
         if not stdout_file.exists():
             return CommandResult("not_found")
-        rc_file = base.with_suffix(".rc")
+        rc_file = _sibling(base, ".rc")
         try:
             returncode = int(rc_file.read_text().strip()) if rc_file.exists() else 0
         except ValueError:
             raise MachineError(f"{rc_file}: not an integer exit code") from None
-        stderr_file = base.with_suffix(".err")
+        stderr_file = _sibling(base, ".err")
         stderr = stderr_file.read_text(errors="replace") if stderr_file.exists() else ""
         return CommandResult("ok", returncode, stdout_file.read_text(errors="replace"), stderr)
 
@@ -308,7 +314,7 @@ class Scrubber:
     def data(self, value):
         if isinstance(value, dict):
             return {
-                key: ("REDACTED" if key.lower() in _SCRUBBED_KEYS and value[key] is not None else self.data(item))
+                key: ("REDACTED" if key.lower() in _SCRUBBED_KEYS and item is not None else self.data(item))
                 for key, item in value.items()
             }
         if isinstance(value, list):
@@ -364,13 +370,13 @@ class RecordingHost:
         commands.mkdir(exist_ok=True)
         base = commands / command_slug(argv)
         if result.status == "timeout":
-            base.with_suffix(".timeout").write_text("")
+            _sibling(base, ".timeout").write_text("")
         elif result.status == "ok":
-            base.with_suffix(".txt").write_text(self.scrubber.text(result.stdout), encoding="utf-8")
+            _sibling(base, ".txt").write_text(self.scrubber.text(result.stdout), encoding="utf-8")
             if result.returncode:
-                base.with_suffix(".rc").write_text(f"{result.returncode}\n")
+                _sibling(base, ".rc").write_text(f"{result.returncode}\n")
             if result.stderr:
-                base.with_suffix(".err").write_text(self.scrubber.text(result.stderr), encoding="utf-8")
+                _sibling(base, ".err").write_text(self.scrubber.text(result.stderr), encoding="utf-8")
         return result
 
     def env(self, name: str) -> str | None:

@@ -15,7 +15,14 @@ from pathlib import Path
 
 from gpuready import __version__
 from gpuready.catalog import TASKS, Catalog
-from gpuready.hardware import Hardware, HardwareFormatError, Memory, Problem, hardware_from_dict, to_dict
+from gpuready.hardware import (
+    Hardware,
+    HardwareFormatError,
+    Memory,
+    Problem,
+    hardware_from_dict,
+    to_dict,
+)
 from gpuready.verdict import LEVELS, RUNNABLE, Options, Verdict, judge_all
 
 SCHEMA_VERSION = 1

@@ -167,7 +167,7 @@ def render_estimate(verdict: Verdict) -> str:
             speed = estimate.speed
             lines += [
                 "",
-                "Speed (+/-{:.0%})".format(speed.uncertainty),
+                f"Speed (+/-{speed.uncertainty:.0%})",
                 f"  generation        {speed.generation_tokens_per_s:8.1f} tokens/s (empty context)",
                 f"                    {speed.generation_tokens_per_s_full_context:8.1f} tokens/s (context full)",
                 f"  prompt            {speed.prompt_tokens_per_s:8.0f} tokens/s" if speed.prompt_tokens_per_s else "  prompt            unknown",

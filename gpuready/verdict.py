@@ -74,7 +74,7 @@ class Options:
     placement: str = "cpu"  # gpu: GPU only; split: GPU or split; cpu: anything
 
 
-def fmt_gb(value: int | float | None) -> str:
+def fmt_gb(value: float | None) -> str:
     """Binary gigabytes labelled GB, as RAM and VRAM are sold and as operating systems show them."""
     if value is None:
         return "unknown"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import traceback
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from gpuready.hardware import CPU, GPU, NPU, Backend, Hardware, Memory, Problem
 from gpuready.host import Host

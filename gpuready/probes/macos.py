@@ -38,7 +38,7 @@ SYSCTL_KEYS = (
 )
 SYSCTL_ARGV = ("sysctl", *SYSCTL_KEYS)
 
-_cache: "weakref.WeakKeyDictionary[object, dict[str, str]]" = weakref.WeakKeyDictionary()
+_cache: weakref.WeakKeyDictionary[object, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
 def parse_sysctl(text: str) -> dict[str, str]:

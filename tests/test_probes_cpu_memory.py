@@ -1,0 +1,386 @@
+"""CPU, memory and system probes against recorded machines (tests/fixtures/machines).
+
+Every expected value below was worked out by hand from the fixture files (the
+arithmetic is spelled out next to it), not copied from the probes' output.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpuready.hardware import CPU, Memory, Problem
+from gpuready.host import ReplayHost, command_slug
+from gpuready.probes import cpu, memory, run_probe, system
+from gpuready.probes.failure import ProbeFailure
+from gpuready.probes.macos import SYSCTL_ARGV
+
+FIXTURES = Path(__file__).parent / "fixtures" / "machines"
+KIB = 1024
+
+
+def machine(name: str) -> ReplayHost:
+    return ReplayHost(FIXTURES / name)
+
+
+# --- Linux x86 ------------------------------------------------------------------
+
+
+def test_a_zen4_desktop_reports_sixteen_cores_thirty_two_threads_and_avx512():
+    value, problems = cpu.probe(machine("linux-desktop-ryzen-7950x"))
+    assert problems == []
+    assert value == CPU(
+        name="AMD Ryzen 9 7950X 16-Core Processor",
+        arch="x86_64",
+        vendor="AMD",
+        physical_cores=16,  # (physical id 0, core id 0..15)
+        logical_cores=32,  # processor 0..31
+        performance_cores=None,  # no /sys/devices/cpu_core
+        efficiency_cores=None,
+        # flags carry avx avx2 fma f16c avx512f avx512bw avx512_vnni avx512_bf16; Zen 4 has no avx_vnni/amx
+        features=("avx", "avx2", "avx512_bf16", "avx512_vnni", "avx512bw", "avx512f", "f16c", "fma"),
+        source="proc_cpuinfo",
+    )
+
+
+def test_a_bare_metal_desktop_has_no_memory_limit():
+    value, problems = memory.probe(machine("linux-desktop-ryzen-7950x"))
+    assert problems == []
+    assert value == Memory(
+        total_bytes=65530184 * KIB,
+        available_bytes=58744120 * KIB,
+        limit_bytes=None,
+        limit_usage_bytes=None,
+        limit_source=None,
+        swap_total_bytes=2097148 * KIB,
+        source="proc_meminfo",
+    )
+    assert value.usable_bytes == 58744120 * KIB
+    assert value.capacity_bytes == 65530184 * KIB
+
+
+def test_a_bare_metal_desktop_is_not_in_a_container():
+    (name, in_container), problems = system.probe(machine("linux-desktop-ryzen-7950x"))
+    assert (name, in_container, problems) == ("Linux 6.5.0", False, [])
+
+
+def test_an_intel_hybrid_chip_splits_performance_and_efficiency_cores():
+    value, problems = cpu.probe(machine("linux-intel-hybrid-i7-13700k"))
+    assert problems == []
+    assert value == CPU(
+        name="13th Gen Intel(R) Core(TM) i7-13700K",
+        arch="x86_64",
+        vendor="Intel",
+        # P-cores: core ids 0,4,...,28 (two threads each); E-cores: core ids 32..39
+        physical_cores=16,
+        logical_cores=24,
+        performance_cores=8,  # cpu_core/cpus "0-15" = 16 threads, SMT -> 8 cores
+        efficiency_cores=8,  # cpu_atom/cpus "16-23"
+        features=("avx", "avx2", "avx_vnni", "f16c", "fma"),
+        source="proc_cpuinfo",
+    )
+
+
+def test_an_intel_hybrid_desktop_reads_meminfo():
+    value, _ = memory.probe(machine("linux-intel-hybrid-i7-13700k"))
+    assert value == Memory(
+        total_bytes=32626580 * KIB,
+        available_bytes=27003312 * KIB,
+        swap_total_bytes=2097148 * KIB,
+        source="proc_meminfo",
+    )
+
+
+# --- containers and cgroups -----------------------------------------------------
+
+
+def test_a_cgroup_limit_caps_usable_memory():
+    value, problems = memory.probe(machine("linux-container-cgroup2"))
+    assert problems == []
+    assert value == Memory(
+        total_bytes=65530184 * KIB,
+        available_bytes=58744120 * KIB,
+        limit_bytes=8589934592,  # /sys/fs/cgroup/memory.max
+        limit_usage_bytes=2147483648 - 536870912,  # memory.current - inactive_file
+        limit_source="cgroup v2 /sys/fs/cgroup/memory.max",
+        swap_total_bytes=2097148 * KIB,
+        source="proc_meminfo",
+    )
+    assert value.usable_bytes == 8589934592 - 1610612736  # 6.5 GiB, far below MemAvailable
+    assert value.capacity_bytes == 8589934592
+
+
+def test_a_docker_container_is_detected_by_dockerenv():
+    (name, in_container), _ = system.probe(machine("linux-container-cgroup2"))
+    assert (name, in_container) == ("Linux 6.5.0", True)
+
+
+def test_a_nested_cgroup_takes_the_limit_of_its_parent_slice():
+    value, problems = memory.probe(machine("linux-cgroup2-nested"))
+    assert problems == []
+    assert value == Memory(
+        total_bytes=65530184 * KIB,
+        available_bytes=58744120 * KIB,
+        limit_bytes=4294967296,  # user-1000.slice; the leaf scope and the other ancestors say "max"
+        limit_usage_bytes=1073741824 - 268435456,
+        limit_source="cgroup v2 /sys/fs/cgroup/user.slice/user-1000.slice/memory.max",
+        swap_total_bytes=2097148 * KIB,
+        source="proc_meminfo",
+    )
+
+
+def _copy_with(tmp_path: Path, base: str, files: dict[str, str]) -> ReplayHost:
+    target = tmp_path / "machine"
+    shutil.copytree(FIXTURES / base, target)
+    for path, text in files.items():
+        file = target / "root" / path.lstrip("/")
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+    return ReplayHost(target)
+
+
+def test_a_cgroup_v1_unlimited_value_is_no_limit(tmp_path):
+    host = _copy_with(
+        tmp_path,
+        "linux-desktop-ryzen-7950x",
+        {
+            "/proc/self/cgroup": "12:memory:/user.slice\n11:cpu,cpuacct:/user.slice\n",
+            # PAGE_COUNTER_MAX * 4096, what v1 reports when nothing is set
+            "/sys/fs/cgroup/memory/user.slice/memory.limit_in_bytes": "9223372036854771712\n",
+            "/sys/fs/cgroup/memory/user.slice/memory.usage_in_bytes": "1048576000\n",
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n",
+        },
+    )
+    value, _ = memory.probe(host)
+    assert (value.limit_bytes, value.limit_usage_bytes, value.limit_source) == (None, None, None)
+
+
+def test_a_cgroup_v1_limit_is_read_with_reclaimable_cache_subtracted(tmp_path):
+    host = _copy_with(
+        tmp_path,
+        "linux-desktop-ryzen-7950x",
+        {
+            "/proc/self/cgroup": "12:memory:/docker/abc\n",
+            "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": "4294967296\n",
+            "/sys/fs/cgroup/memory/docker/abc/memory.usage_in_bytes": "1073741824\n",
+            "/sys/fs/cgroup/memory/docker/abc/memory.stat": "cache 536870912\nrss 268435456\ntotal_inactive_file 268435456\n",
+        },
+    )
+    value, _ = memory.probe(host)
+    assert value.limit_bytes == 4294967296
+    assert value.limit_usage_bytes == 1073741824 - 268435456
+    assert value.limit_source == "cgroup v1 /sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes"
+
+
+def test_a_cgroup_limit_at_or_above_memtotal_is_ignored(tmp_path):
+    memtotal = 65530184 * KIB
+    for limit in (memtotal, 68719476736):
+        host = _copy_with(
+            tmp_path / str(limit),
+            "linux-container-cgroup2",
+            {"/sys/fs/cgroup/memory.max": f"{limit}\n"},
+        )
+        value, _ = memory.probe(host)
+        assert (value.limit_bytes, value.limit_usage_bytes, value.limit_source) == (None, None, None)
+        assert value.usable_bytes == 58744120 * KIB
+
+
+def test_usable_memory_is_available_capped_by_what_the_limit_leaves():
+    assert Memory(total_bytes=100, available_bytes=80).usable_bytes == 80
+    assert Memory(total_bytes=100, available_bytes=80, limit_bytes=50, limit_usage_bytes=20).usable_bytes == 30
+    assert Memory(total_bytes=100, available_bytes=10, limit_bytes=50, limit_usage_bytes=20).usable_bytes == 10
+    assert Memory(total_bytes=100, available_bytes=80, limit_bytes=50, limit_usage_bytes=70).usable_bytes == 0
+    assert Memory(total_bytes=100, available_bytes=None, limit_bytes=50).usable_bytes == 50
+    assert Memory(total_bytes=100, available_bytes=None).usable_bytes is None
+
+
+# --- Linux ARM ------------------------------------------------------------------
+
+
+def test_a_graviton3_is_named_by_its_core_and_reports_sve_and_i8mm():
+    value, problems = cpu.probe(machine("linux-arm-graviton3"))
+    assert problems == []
+    assert value == CPU(
+        name="AWS Graviton3 (Neoverse-V1)",  # implementer 0x41 part 0xd40 + sys_vendor "Amazon EC2"
+        arch="arm64",
+        vendor="ARM",
+        physical_cores=4,
+        logical_cores=4,
+        # asimd->neon, asimddp->dotprod, asimdhp->fp16, sve, i8mm, bf16 (svei8mm/svebf16 are not mapped)
+        features=("bf16", "dotprod", "fp16", "i8mm", "neon", "sve"),
+        source="proc_cpuinfo",
+    )
+
+
+def test_a_graviton3_reads_meminfo_without_swap():
+    value, _ = memory.probe(machine("linux-arm-graviton3"))
+    assert value == Memory(
+        total_bytes=7934740 * KIB, available_bytes=7398220 * KIB, swap_total_bytes=0, source="proc_meminfo"
+    )
+
+
+def test_a_raspberry_pi_5_is_named_by_its_board_and_core():
+    value, problems = cpu.probe(machine("linux-raspberry-pi-5"))
+    assert problems == []
+    assert value == CPU(
+        # devicetree model, trailing NUL stripped, then the core from part 0xd0b
+        name="Raspberry Pi 5 Model B Rev 1.0 (Cortex-A76)",
+        arch="arm64",
+        vendor="ARM",
+        physical_cores=4,
+        logical_cores=4,
+        features=("dotprod", "fp16", "neon"),  # asimd asimdhp asimddp; no sve/i8mm/bf16 on A76
+        source="proc_cpuinfo",
+    )
+
+
+def test_a_raspberry_pi_5_reads_meminfo():
+    value, _ = memory.probe(machine("linux-raspberry-pi-5"))
+    assert value == Memory(
+        total_bytes=8245924 * KIB,
+        available_bytes=7423100 * KIB,
+        swap_total_bytes=204784 * KIB,
+        source="proc_meminfo",
+    )
+
+
+def test_the_raspberry_pi_recording_keeps_no_serial_number():
+    text = (FIXTURES / "linux-raspberry-pi-5" / "root" / "proc" / "cpuinfo").read_text()
+    serials = [line for line in text.splitlines() if line.startswith("Serial")]
+    assert serials == ["Serial          : REDACTED"]
+
+
+# --- macOS ----------------------------------------------------------------------
+
+
+def test_the_mac_fixtures_use_the_documented_command_file_name():
+    slug = command_slug(SYSCTL_ARGV)
+    for name in ("mac-m2-air-16gb", "mac-intel-i9"):
+        commands = FIXTURES / name / "commands"
+        assert (commands / f"{slug}.txt").is_file()
+        assert (commands / f"{command_slug(('vm_stat',))}.txt").is_file()
+        assert (commands / f"{slug}.rc").read_text().strip() == "1"
+        assert "sysctl: unknown oid" in (commands / f"{slug}.err").read_text()
+
+
+def test_an_m2_air_reports_four_performance_and_four_efficiency_cores():
+    value, problems = cpu.probe(machine("mac-m2-air-16gb"))
+    assert problems == []
+    assert value == CPU(
+        name="Apple M2",
+        arch="arm64",
+        vendor="Apple",
+        physical_cores=8,
+        logical_cores=8,
+        performance_cores=4,
+        efficiency_cores=4,
+        features=("bf16", "dotprod", "fp16", "i8mm", "neon"),  # FEAT_SME is 0
+        source="sysctl",
+    )
+
+
+def test_a_rosetta_free_mac_reports_neon_and_dotprod():
+    host = machine("mac-m2-air-16gb")
+    from gpuready.probes import macos
+
+    assert macos.sysctl(host)["sysctl.proc_translated"] == "0"  # native, not under Rosetta 2
+    value, _ = cpu.probe(host)
+    assert {"neon", "dotprod"} <= set(value.features)
+
+
+def test_an_m2_air_counts_free_inactive_and_purgeable_pages_as_available():
+    value, problems = memory.probe(machine("mac-m2-air-16gb"))
+    assert problems == []
+    assert value == Memory(
+        total_bytes=17179869184,  # hw.memsize
+        available_bytes=(24523 + 301212 + 12036) * 16384,  # free + inactive + purgeable pages
+        source="sysctl+vm_stat",
+    )
+
+
+def test_an_intel_mac_reports_avx2_and_no_core_split():
+    value, problems = cpu.probe(machine("mac-intel-i9"))
+    assert problems == []
+    assert value == CPU(
+        name="Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz",
+        arch="x86_64",
+        vendor="Intel",
+        physical_cores=8,
+        logical_cores=16,
+        performance_cores=None,
+        efficiency_cores=None,
+        features=("avx", "avx2", "fma"),  # avx512f is 0
+        source="sysctl",
+    )
+
+
+def test_an_intel_mac_uses_four_kilobyte_pages():
+    value, _ = memory.probe(machine("mac-intel-i9"))
+    assert value == Memory(
+        total_bytes=34359738368,
+        available_bytes=(912364 + 2911005 + 101922) * 4096,
+        source="sysctl+vm_stat",
+    )
+
+
+def test_a_mac_names_its_os_from_sysctl():
+    (name, in_container), _ = system.probe(machine("mac-m2-air-16gb"))
+    assert (name, in_container) == ("macOS 14.5", False)
+
+
+# --- Windows --------------------------------------------------------------------
+
+
+def test_a_windows_pc_reads_the_windows_readout():
+    host = machine("windows-ryzen-5800x")
+    cpu_value, cpu_problems = cpu.probe(host)
+    memory_value, memory_problems = memory.probe(host)
+    assert cpu_problems == memory_problems == []
+    assert cpu_value == CPU(
+        name="AMD Ryzen 7 5800X 8-Core Processor",
+        arch="x86_64",
+        vendor="AMD",
+        physical_cores=8,
+        logical_cores=16,
+        features=("avx", "avx2", "fma"),
+        source="windows",
+    )
+    assert memory_value == Memory(total_bytes=34282434560, available_bytes=21474836480, source="windows")
+    assert system.probe(host)[0] == ("Windows 11 Pro 23H2 (build 22631)", False)
+
+
+# --- bad input ------------------------------------------------------------------
+
+
+def test_garbled_cpuinfo_is_a_probe_failure_not_a_traceback():
+    with pytest.raises(ProbeFailure, match="lists no processors"):
+        cpu.probe(machine("linux-garbled-proc"))
+
+
+def test_garbled_meminfo_is_a_probe_failure_not_a_traceback():
+    with pytest.raises(ProbeFailure, match="no MemTotal"):
+        memory.probe(machine("linux-garbled-proc"))
+
+
+def test_run_probe_turns_garbled_proc_into_error_problems():
+    host = machine("linux-garbled-proc")
+    problems: list[Problem] = []
+    default_cpu = CPU(name=None, arch="x86_64")
+    default_memory = Memory(total_bytes=None, available_bytes=None)
+    assert run_probe("cpu", cpu.probe, host, problems, default_cpu) is default_cpu
+    assert run_probe("memory", memory.probe, host, problems, default_memory) is default_memory
+    assert [(p.probe, p.severity) for p in problems] == [("cpu", "error"), ("memory", "error")]
+    assert problems[0].message == "/proc/cpuinfo lists no processors"
+    assert problems[1].message == "/proc/meminfo has no MemTotal"
+    assert all("crashed" not in p.message for p in problems)
+
+
+def test_a_missing_proc_is_a_probe_failure(tmp_path):
+    (tmp_path / "machine.toml").write_text('platform = "linux"\narch = "x86_64"\n')
+    host = ReplayHost(tmp_path)
+    with pytest.raises(ProbeFailure, match="cannot read /proc/cpuinfo"):
+        cpu.probe(host)
+    with pytest.raises(ProbeFailure, match="cannot read /proc/meminfo"):
+        memory.probe(host)
