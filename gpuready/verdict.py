@@ -63,6 +63,11 @@ class Verdict:
     reasons: tuple[str, ...]
     suggestions: tuple[str, ...] = ()
     variants: tuple[VariantVerdict, ...] = field(default=())
+    # The headline speed in the task's own unit (text generation: generation tokens/s),
+    # and its relative uncertainty, so front ends need not know each task's estimate.
+    speed: float | None = None
+    speed_unit: str | None = None
+    uncertainty: float | None = None
 
 
 @dataclass(frozen=True)
@@ -275,6 +280,9 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
         reasons=tuple(reasons),
         suggestions=tuple(suggestions(model, catalog, hardware, options, context, level, quant)),
         variants=variants,
+        speed=speed.generation_tokens_per_s if fits and speed else None,
+        speed_unit="tokens/s" if fits and speed else None,
+        uncertainty=speed.uncertainty if fits and speed else None,
     )
 
 
