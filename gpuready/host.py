@@ -284,6 +284,8 @@ class ReplayHost:
 _UUID = re.compile(
     r"\b(?:(GPU|MIG)-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
+# Container and cgroup ids (docker: 64 hex digits; others 32) identify a machine's workloads.
+_HEX_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
 _SERIAL_LINE = re.compile(r"(?im)^(\s*(?:serial(?: number)?|board_serial|product_serial)\s*[:=]\s*).+$")
 _SCRUBBED_KEYS = {"uuid", "serial", "serial_number", "board_serial", "hostname", "host_name", "mig_uuid"}
 _SCRUBBED_FILES = {"serial", "serial_number", "product_serial", "board_serial", "unique_id", "hostname"}
@@ -304,8 +306,15 @@ class Scrubber:
             self._uuids[original] = f"{prefix}00000000-0000-0000-0000-{number:012d}"
         return self._uuids[original]
 
+    def _hex_id(self, match: re.Match) -> str:
+        original = match.group(0)
+        if original not in self._uuids:
+            self._uuids[original] = f"{len(self._uuids) + 1:0{len(original)}x}"
+        return self._uuids[original]
+
     def text(self, value: str) -> str:
         value = _UUID.sub(self._uuid, value)
+        value = _HEX_ID.sub(self._hex_id, value)
         value = _SERIAL_LINE.sub(lambda m: m.group(1) + "REDACTED", value)
         if self.hostname:
             value = value.replace(self.hostname, "HOSTNAME")
@@ -337,19 +346,16 @@ class RecordingHost:
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def _root_path(self, path: str) -> Path:
-        return self.directory / "root" / path.lstrip("/")
+        return self.directory / "root" / self.scrubber.text(path).lstrip("/")
 
     def read_text(self, path: str) -> str | None:
         text = self.inner.read_text(path)
         if text is not None and "\\" not in path and ".." not in path:
             target = self._root_path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            if os.path.basename(path) in _SCRUBBED_FILES:
-                text = "REDACTED\n"
-            else:
-                text = self.scrubber.text(text)
-            target.write_text(text, encoding="utf-8")
-        return text
+            scrubbed = "REDACTED\n" if os.path.basename(path) in _SCRUBBED_FILES else self.scrubber.text(text)
+            target.write_text(scrubbed, encoding="utf-8")
+        return text  # the probe sees the real value; only the recording is scrubbed
 
     def list_dir(self, path: str) -> list[str] | None:
         entries = self.inner.list_dir(path)
@@ -358,10 +364,11 @@ class RecordingHost:
             target.mkdir(parents=True, exist_ok=True)
             for entry in entries:
                 live = os.path.join(path, entry)
+                recorded = target / self.scrubber.text(entry)
                 if os.path.isdir(live):
-                    (target / entry).mkdir(exist_ok=True)
-                elif not (target / entry).exists():
-                    (target / entry).touch()
+                    recorded.mkdir(exist_ok=True)
+                elif not recorded.exists():
+                    recorded.touch()
         return entries
 
     def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:

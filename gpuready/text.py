@@ -150,9 +150,11 @@ def render_estimate(verdict: Verdict) -> str:
     estimate = verdict.estimate
     if estimate is not None:
         memory = estimate.memory
+        placed = verdict.placement is not None
         lines += [
-            f"Variant   {estimate.quant}, placement {estimate.placement}"
-            + (f" ({estimate.gpu_fraction:.0%} of layers on GPU)" if estimate.placement == "split" else ""),
+            f"Variant   {estimate.quant}"
+            + (f", placement {estimate.placement}" if placed else "")
+            + (f" ({estimate.gpu_fraction:.0%} of layers on GPU)" if placed and estimate.placement == "split" else ""),
             "",
             "Memory",
             f"  weights           {fmt_gb(memory.weights_bytes):>10}",
@@ -163,7 +165,7 @@ def render_estimate(verdict: Verdict) -> str:
         ]
         if estimate.placement == "split":
             lines.append(f"  on GPU {fmt_gb(estimate.gpu_memory_bytes)}, in system memory {fmt_gb(estimate.system_memory_bytes)}")
-        if estimate.speed:
+        if estimate.speed and placed:
             speed = estimate.speed
             lines += [
                 "",

@@ -167,12 +167,34 @@ def speed_level(tokens_per_s: float | None) -> str:
     return "too-slow"
 
 
+# Which runtimes load each weight format: GGUF (and gpt-oss's native MXFP4, also published
+# as GGUF) run in llama.cpp on every backend; MLX only on Apple silicon; AWQ and FP8
+# checkpoints in vLLM-class servers on CUDA or ROCm GPUs, whole on the GPU.
+GPU_ONLY_FORMATS = {"mlx": ("metal",), "awq": ("cuda", "rocm"), "fp8": ("cuda", "rocm")}
+FORMAT_RUNTIMES = {"mlx": "MLX", "awq": "vLLM (AWQ)", "fp8": "vLLM (FP8)"}
+
+
+def format_unsupported(quant: Quant, gpu: est.Device | None) -> str | None:
+    """Why no runtime here can load this weight format, or None when one can."""
+    backends = GPU_ONLY_FORMATS.get(quant.format)
+    if backends is None or (gpu is not None and gpu.backend in backends):
+        return None
+    return f"{quant.id} weights need {FORMAT_RUNTIMES[quant.format]} on a {' or '.join(backends).upper()} GPU"
+
+
 def judge_variant(
     model: LanguageModel, quant: Quant, context: int, gpu: est.Device | None, cpu: est.Device, options: Options
 ) -> tuple[str, est.Estimate, list[str]]:
     """Level, estimate and reasons for one quantisation of one model."""
     system_usable = cpu.usable_memory_bytes
-    estimate = est.estimate(model, quant, context, gpu, cpu, system_usable)
+    unsupported = format_unsupported(quant, gpu)
+    if quant.format in GPU_ONLY_FORMATS:
+        estimate = est.estimate(model, quant, context, gpu if not unsupported else None, cpu, 0)
+        if unsupported or estimate.placement != "gpu":
+            reason = unsupported or f"{quant.id} must fit whole in GPU memory: needs {fmt_gb(estimate.memory.total_bytes)}"
+            return "does-not-fit", estimate, [reason]
+    else:
+        estimate = est.estimate(model, quant, context, gpu, cpu, system_usable)
     reasons: list[str] = []
     allowed = PLACEMENT_ORDER[: PLACEMENT_ORDER.index(options.placement) + 1]
     if estimate.placement == "gpu":
@@ -224,7 +246,9 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
     context = min(options.context_tokens or DEFAULT_CONTEXT_TOKENS, model.context_length)
     gpu = gpu_device(hardware)
     cpu = cpu_device(hardware)
-    quant_ids = [options.quant] if options.quant else list(model.quants)
+    quant_ids = [options.quant] if options.quant else [
+        q for q in model.quants if not format_unsupported(catalog.quants[q], gpu)
+    ] or list(model.quants)
     results = []
     for quant_id in quant_ids:
         quant = catalog.quants[quant_id]
@@ -263,7 +287,9 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
         ]
     runtime = None
     if fits:
-        runtime = RUNTIME_BY_BACKEND.get(gpu.backend if gpu and estimate.placement != "cpu" else "cpu")
+        runtime = FORMAT_RUNTIMES.get(quant.format) or RUNTIME_BY_BACKEND.get(
+            gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
+        )
     return Verdict(
         task="text-generation",
         model_id=model.id,

@@ -1,0 +1,248 @@
+"""The command line as a user and a setup script meet it: output, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from gpuready.cli import main
+from gpuready.report import schema_text
+
+FIXTURES = Path(__file__).parent / "fixtures" / "machines"
+MACHINES = sorted(p.name for p in FIXTURES.iterdir() if (p / "machine.toml").exists())
+SCHEMA = json.loads(schema_text())
+CPU_DESKTOP = str(FIXTURES / "linux-desktop-ryzen-7950x")
+GARBLED = str(FIXTURES / "linux-garbled-proc")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_every_recorded_machine_gives_a_report_that_matches_the_schema(capsys, machine):
+    code, out, err = run(capsys, "report", "--json", "--machine", str(FIXTURES / machine))
+    assert code == 0, err
+    report = json.loads(out)
+    jsonschema.validate(report, SCHEMA)
+    assert report["schema_version"] == 1
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_every_recorded_machine_gives_a_readable_text_summary(capsys, machine):
+    code, out, _ = run(capsys, "report", "--machine", str(FIXTURES / machine))
+    assert code == 0
+    assert out.startswith("gpuready ") and "Text generation:" in out
+
+
+def test_the_schema_is_valid_json_schema():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def test_the_report_carries_no_timestamps_hostnames_or_uuids(capsys):
+    _, out, _ = run(capsys, "report", "--json", "--machine", str(FIXTURES / "linux-cloud-epyc-cgroup1"))
+    import re
+
+    assert not re.search(r"\d{4}-\d{2}-\d{2}T\d{2}:", out)
+    assert not re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", out)
+    assert "hostname" not in out.lower()
+
+
+def test_a_garbled_proc_becomes_problems_not_a_traceback(capsys):
+    code, out, err = run(capsys, "report", "--json", "--machine", GARBLED)
+    assert code == 0 and "Traceback" not in err
+    problems = {(p["probe"], p["severity"]) for p in json.loads(out)["problems"]}
+    assert {("cpu", "error"), ("memory", "error")} <= problems
+
+
+# --- check ----------------------------------------------------------------------------
+
+
+def test_check_passes_when_a_small_model_runs(capsys):
+    code, out, _ = run(capsys, "check", "--model", "qwen2.5-0.5b", "--machine", CPU_DESKTOP)
+    assert code == 0
+    assert out.startswith("ok   model qwen2.5-0.5b")
+
+
+def test_check_fails_with_a_reason_when_a_model_does_not_fit(capsys):
+    code, out, err = run(capsys, "check", "--model", "llama-3.3-70b", "--quant", "Q8_0", "--machine", CPU_DESKTOP)
+    assert code == 1
+    assert out.startswith("FAIL model llama-3.3-70b Q8_0") and "needs" in out
+
+
+def test_check_fails_when_the_speed_floor_is_not_reached(capsys):
+    code, out, _ = run(capsys, "check", "--model", "qwen2.5-7b", "--min-speed", "500", "--machine", CPU_DESKTOP)
+    assert code == 1 and "needs 500" in out
+
+
+def test_check_gpu_only_placement_fails_on_a_cpu_only_machine(capsys):
+    code, _, _ = run(capsys, "check", "--task", "text-generation", "--placement", "gpu", "--machine", CPU_DESKTOP)
+    assert code == 1
+
+
+def test_check_memory_requirements(capsys):
+    assert run(capsys, "check", "--min-memory", "8GB", "--machine", CPU_DESKTOP)[0] == 0
+    assert run(capsys, "check", "--min-memory", "512GB", "--machine", CPU_DESKTOP)[0] == 1
+    assert run(capsys, "check", "--min-gpu-memory", "8GB", "--machine", CPU_DESKTOP)[0] == 1
+
+
+def test_check_could_not_tell_when_the_memory_probe_failed(capsys):
+    code, out, err = run(capsys, "check", "--min-memory", "8GB", "--machine", GARBLED)
+    assert code == 3
+    assert out.startswith("??") and "memory probe failed" in out
+    assert "hint:" in err
+
+
+def test_check_model_could_not_tell_when_probes_failed(capsys):
+    code, out, _ = run(capsys, "check", "--model", "qwen2.5-0.5b", "--machine", GARBLED)
+    assert code == 3
+
+
+def test_check_json_output_is_for_machines(capsys):
+    code, out, _ = run(capsys, "check", "--json", "--model", "qwen2.5-0.5b", "--min-memory", "1TB", "--machine", CPU_DESKTOP)
+    payload = json.loads(out)
+    assert code == 1
+    assert payload["ready"] is False and payload["exit_code"] == 1
+    assert [r["status"] for r in payload["requirements"]] == ["met", "not-met"]
+
+
+def test_a_requirements_file_holds_several_requirements(capsys, tmp_path):
+    path = tmp_path / "gpuready.toml"
+    path.write_text(
+        '[[require]]\nmodel = "qwen2.5-0.5b"\nquant = "Q4_K_M"\ncontext = 4096\n\n'
+        '[[require]]\ntask = "text-generation"\n\n[[require]]\nmin_memory = "4GB"\n'
+    )
+    code, out, _ = run(capsys, "check", "--requirements", str(path), "--machine", CPU_DESKTOP)
+    assert code == 0
+    assert len(out.splitlines()) == 3
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[[require]]\nmodel = 3\n", "'model' has the wrong type"),
+        ("[[require]]\nmodle = \"x\"\n", "unknown key 'modle'"),
+        ("[[require]\n", "not valid TOML"),
+        ("title = \"x\"\n", "expected one or more [[require]] tables"),
+        ("[[require]]\nmodel = \"no-such-model\"\n", "unknown model 'no-such-model'"),
+        ("[[require]]\nmin_memory = \"lots\"\n", "not a size"),
+    ],
+)
+def test_a_malformed_requirements_file_is_a_usage_error(capsys, tmp_path, content, message):
+    path = tmp_path / "req.toml"
+    path.write_text(content)
+    code, out, err = run(capsys, "check", "--requirements", str(path), "--machine", CPU_DESKTOP)
+    assert code == 2 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_an_unknown_model_names_the_closest_ones(capsys):
+    code, _, err = run(capsys, "check", "--model", "llama-3.1-8", "--machine", CPU_DESKTOP)
+    assert code == 2
+    assert "did you mean" in err and "llama-3.1-8b" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check"],
+        ["check", "--model", "qwen2.5-0.5b", "--quant", "Q9_9"],
+        ["check", "--min-speed", "5"],
+        ["estimate", "no-such-model"],
+        ["report", "--task", "painting"],
+        ["report", "--context", "0"],
+        ["report", "--memory", "many"],
+        ["report", "--machine", "/nonexistent/machine"],
+    ],
+)
+def test_bad_input_exits_2_with_one_line(capsys, argv):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert err.startswith("gpuready: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_a_broken_hardware_file_is_a_usage_error_naming_the_key(capsys, tmp_path):
+    broken = tmp_path / "hw.json"
+    broken.write_text("{not json")
+    assert run(capsys, "report", "--hardware", str(broken))[0] == 2
+    _, out, _ = run(capsys, "report", "--json", "--machine", CPU_DESKTOP)
+    hardware = json.loads(out)["hardware"]
+    hardware["memory"]["total_bytes"] = "lots"
+    broken.write_text(json.dumps(hardware))
+    code, _, err = run(capsys, "report", "--hardware", str(broken))
+    assert code == 2 and "hardware.memory.total_bytes: expected an integer" in err
+
+
+def test_a_hardware_file_round_trips_through_the_report(capsys, tmp_path):
+    _, out, _ = run(capsys, "report", "--json", "--machine", CPU_DESKTOP)
+    path = tmp_path / "hw.json"
+    path.write_text(out)  # a whole report is accepted too
+    code, again, _ = run(capsys, "report", "--json", "--hardware", str(path))
+    assert code == 0
+    assert json.loads(again)["verdicts"] == json.loads(out)["verdicts"]
+
+
+def test_more_memory_what_if_changes_the_answer(capsys):
+    _, small, _ = run(capsys, "check", "--model", "llama-3.3-70b", "--machine", CPU_DESKTOP, "--memory", "16GB")
+    code, _, _ = run(capsys, "check", "--model", "llama-3.3-70b", "--quant", "Q4_K_M", "--memory", "128GB", "--machine", CPU_DESKTOP)
+    assert small.startswith("FAIL")
+    # 128 GB holds a 70B model at Q4_K_M, but a desktop CPU generates it too slowly to pass.
+    assert code == 1
+
+
+def test_models_lists_the_catalogue(capsys):
+    code, out, _ = run(capsys, "models", "--json")
+    rows = json.loads(out)
+    assert code == 0 and len(rows) >= 40
+    assert {"id", "name", "task", "params", "quants", "source"} <= set(rows[0])
+
+
+def test_estimate_prints_the_breakdown(capsys):
+    code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--quant", "Q4_K_M", "--context", "4096", "--machine", CPU_DESKTOP)
+    assert code == 0
+    for line in ("weights", "KV cache", "compute buffers", "runtime overhead", "Basis", "Variants"):
+        assert line in out
+
+
+def test_schema_command_prints_the_shipped_schema(capsys):
+    code, out, _ = run(capsys, "schema")
+    assert code == 0 and json.loads(out)["title"] == "gpuready report"
+
+
+def test_gpuready_machine_environment_variable_replays_a_machine(capsys, monkeypatch):
+    monkeypatch.setenv("GPUREADY_MACHINE", CPU_DESKTOP)
+    _, out, _ = run(capsys, "report", "--json")
+    assert json.loads(out)["hardware"]["cpu"]["name"] == "AMD Ryzen 9 7950X 16-Core Processor"
+
+
+@pytest.mark.parametrize("argv", [["report", "--json"], ["check", "--min-memory", "1GB"]])
+def test_report_and_check_never_import_textual(argv):
+    code = (
+        "import sys\nfrom gpuready.cli import main\n"
+        f"rc = main({argv + ['--machine', CPU_DESKTOP]!r})\n"
+        "assert 'textual' not in sys.modules, 'textual imported'\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_python_dash_m_gpuready_runs():
+    result = subprocess.run([sys.executable, "-m", "gpuready", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("gpuready ")
+
+
+def test_the_python_api_returns_the_same_report_as_the_cli(capsys):
+    from gpuready import api
+
+    hardware, problems = api.probe(machine=CPU_DESKTOP)
+    report = api.assess(hardware, problems)
+    _, out, _ = run(capsys, "report", "--json", "--machine", CPU_DESKTOP)
+    assert json.loads(api.to_json(report)) == json.loads(out)

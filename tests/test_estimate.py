@@ -1,0 +1,118 @@
+"""The estimator's formulas, checked against values computed by hand from the model's config."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuready import estimate as est
+from gpuready.catalog import load_catalog
+
+CATALOG = load_catalog()
+LLAMA_8B = CATALOG.get("llama-3.1-8b")
+Q4_K_M = CATALOG.quants["Q4_K_M"]
+CUDA_GPU = est.Device(kind="gpu", name="GPU", backend="cuda", usable_memory_bytes=24 * 1024**3,
+                      bandwidth_bytes_per_s=1000e9, flops=100e12)
+CPU = est.Device(kind="cpu", name="CPU", backend="cpu", usable_memory_bytes=64 * 1024**3,
+                 bandwidth_bytes_per_s=51.2e9, flops=1e12)
+
+# Llama 3.1 8B config.json: 32 layers, 8 KV heads, head_dim 128, vocab 128256, hidden 4096.
+LLAMA_WEIGHTS_Q4 = 4_912_754_000  # 8.03e9 parameters x 4.8944 bits / 8
+LLAMA_KV_8K = 1_073_741_824  # 2 (K,V) x 8 heads x 128 dims x 2 bytes x 32 layers x 8192 tokens = 1 GiB
+LLAMA_COMPUTE = 296_222_720  # 512 tokens x 4 bytes x (128256 vocab + 4 x 4096 hidden)
+CUDA_OVERHEAD = 350 * 1024**2
+
+
+def test_weights_are_parameters_times_bits_per_weight():
+    assert est.weights_bytes(LLAMA_8B, Q4_K_M)[0] == LLAMA_WEIGHTS_Q4
+
+
+def test_the_kv_cache_of_llama_3_1_8b_at_8k_context_is_one_gibibyte():
+    assert est.kv_cache_bytes(LLAMA_8B, 8192) == LLAMA_KV_8K
+
+
+def test_sliding_window_layers_hold_only_their_window():
+    gemma = CATALOG.get("gemma-3-27b")
+    # 62 layers, 52 of them local with a 1024-token window, 16 KV heads x 128 dims:
+    # 8192 bytes a token a layer x (10 x 32768 + 52 x 1024) token-layers.
+    assert est.kv_cache_bytes(gemma, 32768) == 8192 * (10 * 32768 + 52 * 1024)
+
+
+def test_the_compute_buffer_follows_the_vocabulary_and_hidden_size():
+    assert est.compute_bytes(LLAMA_8B) == LLAMA_COMPUTE
+
+
+def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
+    result = est.estimate(LLAMA_8B, Q4_K_M, 8192, CUDA_GPU, CPU, 64 * 1024**3)
+    memory = est.MemoryBreakdown(LLAMA_WEIGHTS_Q4, LLAMA_KV_8K, LLAMA_COMPUTE, CUDA_OVERHEAD)
+    bandwidth = 1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]
+    compute = 100e12 * est.COMPUTE_EFFICIENCY["cuda"]
+    assert result == est.Estimate(
+        model_id="llama-3.1-8b",
+        quant="Q4_K_M",
+        context_tokens=8192,
+        placement="gpu",
+        memory=memory,
+        gpu_fraction=1.0,
+        gpu_memory_bytes=memory.total_bytes,
+        system_memory_bytes=0,
+        speed=est.Speed(
+            generation_tokens_per_s=pytest.approx(bandwidth / LLAMA_WEIGHTS_Q4),
+            generation_tokens_per_s_full_context=pytest.approx(bandwidth / (LLAMA_WEIGHTS_Q4 + LLAMA_KV_8K)),
+            prompt_tokens_per_s=pytest.approx(compute / (2 * 8.03e9)),
+            uncertainty=est.SPEED_UNCERTAINTY["measured"],
+        ),
+        basis=result.basis,
+    )
+    assert memory.total_bytes == 6_649_720_144
+
+
+def test_a_model_too_big_for_the_gpu_splits_whole_layers_and_adds_the_times():
+    small_gpu = est.Device(kind="gpu", name="GPU", backend="cuda", usable_memory_bytes=4 * 1024**3,
+                           bandwidth_bytes_per_s=1000e9, flops=100e12)
+    result = est.estimate(LLAMA_8B, Q4_K_M, 8192, small_gpu, CPU, 64 * 1024**3)
+    layer_bytes = LLAMA_WEIGHTS_Q4 + LLAMA_KV_8K
+    # room = 4 GiB - compute - overhead = 3,631,742,976 bytes = 60.7% of the layers -> 19 of 32 layers.
+    fraction = 19 / 32
+    assert (result.placement, result.gpu_fraction) == ("split", fraction)
+    assert result.gpu_memory_bytes == int(layer_bytes * fraction) + LLAMA_COMPUTE + CUDA_OVERHEAD
+    assert result.system_memory_bytes == int(layer_bytes * (1 - fraction)) + 200 * 1024**2
+    seconds = (LLAMA_WEIGHTS_Q4 * fraction / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"])
+               + LLAMA_WEIGHTS_Q4 * (1 - fraction) / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]))
+    assert result.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
+
+
+def test_without_a_gpu_the_model_runs_on_the_cpu_from_system_memory():
+    result = est.estimate(LLAMA_8B, Q4_K_M, 8192, None, CPU, 64 * 1024**3)
+    assert result.placement == "cpu"
+    assert result.memory == est.MemoryBreakdown(LLAMA_WEIGHTS_Q4, LLAMA_KV_8K, LLAMA_COMPUTE, 200 * 1024**2)
+    assert result.speed.generation_tokens_per_s == pytest.approx(51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"] / LLAMA_WEIGHTS_Q4)
+
+
+def test_a_mixture_of_experts_needs_memory_for_all_experts_but_reads_only_the_active_ones():
+    qwen_moe = CATALOG.get("qwen3-30b-a3b")
+    result = est.estimate(qwen_moe, Q4_K_M, 8192, None, CPU, 64 * 1024**3)
+    weights = int(30.5e9 * 4.8944 / 8)
+    assert result.memory.weights_bytes == weights
+    read_per_token = weights * 3.3e9 / 30.5e9
+    assert result.speed.generation_tokens_per_s == pytest.approx(51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"] / read_per_token)
+
+
+def test_a_real_file_size_replaces_the_bits_per_weight_formula():
+    from dataclasses import replace
+
+    model = replace(LLAMA_8B, gguf_sizes={"Q4_K_M": 4_920_734_016.0})
+    assert est.weights_bytes(model, Q4_K_M) == (4_920_734_016, "weights: real Q4_K_M file size")
+
+
+@pytest.mark.parametrize("model", list(CATALOG.for_task("text-generation")), ids=lambda m: m.id)
+def test_a_longer_context_never_needs_less_memory(model):
+    sizes = [est.memory_breakdown(model, Q4_K_M, context, "cpu").total_bytes for context in (512, 2048, 8192, 32768)]
+    assert sizes == sorted(sizes)
+
+
+@pytest.mark.parametrize(
+    ("features", "flops_per_cycle"),
+    [(("avx512f", "avx2", "fma"), 64), (("avx2", "fma"), 32), (("neon", "dotprod"), 32), (("neon",), 16), ((), 8)],
+)
+def test_cpu_peak_throughput_follows_the_widest_vector_unit(features, flops_per_cycle):
+    assert est.cpu_peak_flops(4, features) == 4 * est.ASSUMED_CPU_CLOCK_HZ * flops_per_cycle

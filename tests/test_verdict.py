@@ -1,0 +1,123 @@
+"""Verdicts: levels, variants, placements and the reasons people read."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpuready.catalog import load_catalog
+from gpuready.hardware import GPU, Memory
+from gpuready.report import build_report
+from gpuready.testing import cpu_machine, with_test_gpu
+from gpuready.verdict import LEVELS, Options, judge_model, speed_level
+
+CATALOG = load_catalog()
+MODELS = CATALOG.for_task("text-generation")
+
+
+@pytest.mark.parametrize(
+    ("tokens_per_s", "level"),
+    [(45.0, "runs-well"), (20.0, "runs-well"), (12.0, "runs"), (8.0, "runs"), (3.0, "slow"), (2.9, "too-slow"), (None, "unknown")],
+)
+def test_speed_floors_decide_the_level(tokens_per_s, level):
+    assert speed_level(tokens_per_s) == level
+
+
+def test_a_24_gb_gpu_runs_llama_8b_well_on_the_gpu_at_8_bit():
+    hardware = with_test_gpu(cpu_machine(32), memory_gib=24, bandwidth_gb_s=1008, name="NVIDIA GeForce RTX 4090")
+    verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options())
+    assert (verdict.level, verdict.quant, verdict.placement, verdict.runtime) == ("runs-well", "Q8_0", "gpu", "llama.cpp (CUDA)")
+    assert verdict.speed_unit == "tokens/s" and verdict.speed > 60
+    assert any("to spare" in reason for reason in verdict.reasons)
+
+
+def test_without_a_gpu_formats_that_need_one_are_not_offered():
+    verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, cpu_machine(64), Options())
+    assert {v.quant for v in verdict.variants}.isdisjoint({"MLX_4BIT", "FP8", "AWQ_4BIT"})
+
+
+def test_asking_for_mlx_weights_on_a_pc_explains_why_they_do_not_fit():
+    verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, cpu_machine(64), Options(quant="MLX_4BIT"))
+    assert verdict.level == "does-not-fit"
+    assert verdict.placement is None
+    assert "MLX" in verdict.reasons[-1]
+
+
+def test_a_model_bigger_than_memory_does_not_fit_and_says_what_it_needs():
+    verdict = judge_model(CATALOG.get("llama-3.3-70b"), CATALOG, cpu_machine(8), Options())
+    assert verdict.level == "does-not-fit"
+    assert verdict.quant == "Q2_K"  # the smallest variant is the one closest to fitting
+    assert verdict.placement is None and verdict.speed is None
+    assert any("at least" in s and "GB of free memory" in s for s in verdict.suggestions)
+
+
+def test_a_model_that_fits_but_crawls_is_too_slow_not_recommended():
+    slow_cpu = cpu_machine(256, bandwidth_gb_s=10)
+    verdict = judge_model(CATALOG.get("llama-3.3-70b"), CATALOG, slow_cpu, Options())
+    assert verdict.level == "too-slow"
+    report = build_report(slow_cpu, [], CATALOG)
+    assert report.tasks[0].best_model_id != "llama-3.3-70b"
+
+
+def test_gpu_only_placement_rejects_a_split():
+    hardware = with_test_gpu(cpu_machine(64), memory_gib=8, bandwidth_gb_s=448)
+    model = CATALOG.get("qwen2.5-14b")
+    anywhere = judge_model(model, CATALOG, hardware, Options(quant="Q8_0"))
+    gpu_only = judge_model(model, CATALOG, hardware, Options(quant="Q8_0", placement="gpu"))
+    assert anywhere.placement == "split"
+    assert gpu_only.level == "does-not-fit"
+
+
+def test_free_memory_decides_not_total_memory():
+    busy = dataclasses.replace(cpu_machine(64), memory=Memory(total_bytes=64 * 1024**3, available_bytes=4 * 1024**3))
+    verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, busy, Options(quant="Q8_0"))
+    assert verdict.level == "does-not-fit"
+
+
+def test_a_context_change_is_applied_and_capped_at_the_models_maximum():
+    model = CATALOG.get("qwen2.5-0.5b")
+    verdict = judge_model(model, CATALOG, cpu_machine(16), Options(context_tokens=10_000_000))
+    assert verdict.context_tokens == model.context_length
+
+
+def test_two_identical_gpus_pool_their_memory_for_a_layer_split():
+    one = with_test_gpu(cpu_machine(128), memory_gib=24, bandwidth_gb_s=936, name="NVIDIA GeForce RTX 3090")
+    two = with_test_gpu(one, memory_gib=24, bandwidth_gb_s=936, name="NVIDIA GeForce RTX 3090")
+    model = CATALOG.get("llama-3.3-70b")
+    assert judge_model(model, CATALOG, one, Options(quant="Q4_K_M")).placement == "split"
+    verdict = judge_model(model, CATALOG, two, Options(quant="Q4_K_M"))
+    assert verdict.placement == "gpu"
+    assert "2 x NVIDIA GeForce RTX 3090" in verdict.reasons[1]
+
+
+def test_an_unknown_memory_size_gives_unknown_not_a_guess():
+    hardware = dataclasses.replace(cpu_machine(16), memory=Memory(total_bytes=None, available_bytes=None))
+    verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options())
+    assert verdict.level == "unknown"
+
+
+def test_an_uncounted_igpu_is_never_used():
+    old_igpu = GPU(vendor="intel", name="Intel(R) UHD Graphics 620", kind="integrated", memory_total_bytes=None,
+                   counted=False, not_counted_reason="too old for compute runtimes", source="sysfs")
+    hardware = dataclasses.replace(cpu_machine(16), gpus=(old_igpu,))
+    verdict = judge_model(CATALOG.get("llama-3.2-1b"), CATALOG, hardware, Options())
+    assert verdict.placement == "cpu"
+
+
+# --- invariants over the whole catalogue ------------------------------------------------
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_more_memory_never_worsens_a_verdict(model):
+    levels = [LEVELS.index(judge_model(model, CATALOG, cpu_machine(gib), Options()).level) for gib in (2, 8, 16, 32, 64, 128, 512)]
+    assert levels == sorted(levels, reverse=True)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_more_gpu_memory_never_worsens_a_verdict(model):
+    levels = [
+        LEVELS.index(judge_model(model, CATALOG, with_test_gpu(cpu_machine(32), gib, 500), Options()).level)
+        for gib in (4, 8, 12, 16, 24, 48, 96)
+    ]
+    assert levels == sorted(levels, reverse=True)
