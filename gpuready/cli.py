@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuready import __version__
-from gpuready.check import ExitCode, UsageError
+from gpuready.check import GPU_PROBES, ExitCode, UsageError
 
 
 def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
@@ -25,6 +25,7 @@ def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
     group.add_argument("--machine", metavar="DIR", default=default, help="replay a recorded machine (also GPUREADY_MACHINE)")
     group.add_argument("--hardware", metavar="FILE", default=default, help="what-if: a hardware description (the report's 'hardware' JSON)")
     group.add_argument("--memory", metavar="SIZE", default=default, help="what-if: this much system memory, e.g. 64GB")
+    group.add_argument("--gpu", metavar="NAME", default=default, help="what-if: this GPU from the table instead of the machine's, e.g. 'RTX 4090' or '2x RTX 3090'")
     group.add_argument("--catalog-dir", metavar="DIR", default=default, help="user catalogue directory (default: platform config dir)")
 
 
@@ -116,6 +117,12 @@ def _hardware(args):
         from gpuready.probes import probe_hardware
 
         hardware, problems = probe_hardware(host_from_environment(args.machine))
+    if args.gpu:
+        from gpuready.whatif import resolve_gpu, with_gpu
+
+        spec, count = resolve_gpu(args.gpu)
+        hardware = with_gpu(hardware, spec, count)
+        problems = [p for p in problems if p.probe not in GPU_PROBES]
     if args.memory:
         hardware = with_memory(hardware, _size(args.memory, "--memory"))
     return hardware, problems
@@ -346,12 +353,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    for name in ("machine", "hardware", "memory", "catalog_dir"):
+    for name in ("machine", "hardware", "memory", "gpu", "catalog_dir"):
         if not hasattr(args, name):
             setattr(args, name, None)
+    from gpuready.whatif import WhatIfError
+
     try:
         return int(COMMANDS[args.command](args))
-    except (UsageError, CatalogError, HardwareFormatError, MachineError) as error:
+    except (UsageError, CatalogError, HardwareFormatError, MachineError, WhatIfError) as error:
         sys.stderr.write(f"gpuready: error: {error}\n")
         return ExitCode.USAGE
     except BrokenPipeError:

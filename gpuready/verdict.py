@@ -237,6 +237,13 @@ def judge_variant(
     return level, estimate, reasons
 
 
+def _effective_rank(quant: Quant, level: str) -> int:
+    """A level's rank, one step worse for a quantisation of poor quality, so a good 4-bit
+    variant that runs beats a 2-bit one that runs well."""
+    rank = LEVELS.index(level)
+    return rank + 1 if level in RUNNABLE and quant.quality == "poor" else rank
+
+
 def _quality_key(quant: Quant) -> float:
     """Prefer more bits up to 8-bit; 16-bit weights cost twice the memory for no visible gain."""
     return quant.bits_per_weight if quant.bits_per_weight <= 8.6 else 8.6 - quant.bits_per_weight / 100
@@ -269,7 +276,7 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
     quant, level, estimate, reasons = min(
         results,
         key=lambda r: (
-            LEVELS.index(r[1]),
+            _effective_rank(r[0], r[1]),
             -_quality_key(r[0]) if r[1] in RUNNABLE else r[2].memory.total_bytes,
             r[2].memory.total_bytes,
         ),

@@ -1,0 +1,62 @@
+"""What-if hardware: the same machine with a GPU from the table, or more memory."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from gpuready.hardware import GPU, Hardware
+from gpuready.tables import GPUSpec, closest_gpu_names, find_gpus
+
+# "2x RTX 3090", "2 x A100": a count, an x, then a space (so "7900 XTX" stays a name).
+_COUNT = re.compile(r"^\s*(\d{1,2})\s*[x×]\s+(.+)$", re.IGNORECASE)
+
+
+class WhatIfError(ValueError):
+    """A GPU name that matches no table row, or several."""
+
+
+def spec_gpu(spec: GPUSpec, index: int = 0) -> GPU:
+    """A GPU as the table describes it, with all of its memory free."""
+    return GPU(
+        vendor=spec.vendor,
+        name=spec.name,
+        kind="unified" if spec.kind == "unified" else ("integrated" if spec.kind == "integrated" else "discrete"),
+        index=index,
+        memory_total_bytes=spec.memory_bytes or None,
+        memory_free_bytes=spec.memory_bytes or None,
+        memory_usable_bytes=spec.memory_bytes or None,
+        bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
+        bandwidth_source=f"table:{spec.id}",
+        fp16_flops=spec.fp16_flops or spec.fp32_flops,
+        flops_source=f"table:{spec.id}" if (spec.fp16_flops or spec.fp32_flops) else None,
+        architecture=spec.architecture,
+        compute_capability=spec.compute_capability,
+        gfx_target=spec.gfx_target,
+        table_id=spec.id,
+        source="user",
+    )
+
+
+def with_gpu(hardware: Hardware, spec: GPUSpec, count: int = 1) -> Hardware:
+    """The machine with ``count`` of this GPU instead of the GPUs it has."""
+    return dataclasses.replace(hardware, gpus=tuple(spec_gpu(spec, i) for i in range(count)))
+
+
+def resolve_gpu(query: str) -> tuple[GPUSpec, int]:
+    """'RTX 4090', '2x RTX 3090', 'A100 80GB' -> the one table row meant, and how many."""
+    count = 1
+    match = _COUNT.match(query)
+    if match:
+        count, query = int(match.group(1)), match.group(2)
+    if not 1 <= count <= 16:
+        raise WhatIfError(f"--gpu: {count} GPUs? Give between 1 and 16.")
+    matches = find_gpus(query)
+    if len(matches) == 1:
+        return matches[0], count
+    if not matches:
+        close = closest_gpu_names(query)
+        hint = f"; closest: {', '.join(close)}" if close else ""
+        raise WhatIfError(f"--gpu: no GPU in the table matches '{query}'{hint}")
+    names = ", ".join(sorted(f"{spec.name} ({spec.id})" for spec in matches[:8]))
+    raise WhatIfError(f"--gpu: '{query}' matches several GPUs: {names}; be more specific")
