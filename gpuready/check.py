@@ -20,6 +20,7 @@ from gpuready.verdict import (
     fmt_gb,
     gpu_device,
     judge_model,
+    rank_key,
 )
 
 
@@ -184,8 +185,8 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
     failed = _depends_failed(problems, ("cpu", "memory", *GPU_PROBES))
     best = None
-    for model in models:
-        verdict = judge_model(model, catalog, hardware, options)
+    # Best first, so a task requirement reports the strongest model that meets it.
+    for verdict in sorted((judge_model(m, catalog, hardware, options) for m in models), key=rank_key):
         speed = verdict.estimate.speed if verdict.estimate else None
         fast_enough = requirement.min_generation_tokens_per_s is None or (
             speed is not None and speed.generation_tokens_per_s >= requirement.min_generation_tokens_per_s

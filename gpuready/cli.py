@@ -367,3 +367,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.READY
     except KeyboardInterrupt:
         return 130
+    except Exception as error:  # noqa: BLE001 - a bug must not look like an answer
+        if os.environ.get("GPUREADY_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"gpuready: internal error: {type(error).__name__}: {error}\n"
+            "Please report it (GPUREADY_DEBUG=1 shows the traceback; `gpuready record DIR` captures the machine).\n"
+        )
+        return ExitCode.UNKNOWN

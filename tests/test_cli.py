@@ -246,3 +246,22 @@ def test_the_python_api_returns_the_same_report_as_the_cli(capsys):
     report = api.assess(hardware, problems)
     _, out, _ = run(capsys, "report", "--json", "--machine", CPU_DESKTOP)
     assert json.loads(api.to_json(report)) == json.loads(out)
+
+
+def test_a_task_requirement_reports_the_strongest_model_that_meets_it(capsys):
+    code, out, _ = run(capsys, "check", "--task", "text-generation", "--machine", CPU_DESKTOP)
+    _, report, _ = run(capsys, "report", "--json", "--machine", CPU_DESKTOP)
+    best = json.loads(report)["tasks"][0]["best_model_name"]
+    assert code == 0 and f": {best} runs well" in out
+
+
+def test_an_internal_error_is_one_line_and_exit_3_not_a_traceback(capsys, monkeypatch):
+    import gpuready.cli as cli
+
+    def broken(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(cli.COMMANDS, "models", broken)
+    code, out, err = run(capsys, "models")
+    assert code == 3 and out == ""
+    assert err.startswith("gpuready: internal error: RuntimeError: boom") and "Traceback" not in err
