@@ -139,7 +139,8 @@ def neural_engine(generation: str, spec: GPUSpec | None) -> NPU:
     return NPU(
         vendor="apple",
         name=f"Apple Neural Engine ({spec.name.removeprefix('Apple ') if spec else generation})",
-        generation=row.generation if row else None,
+        # An Ultra is two Max dies: 32 Neural Engine cores (Apple's M1/M2 Ultra announcements in gpus.toml).
+        generation=(row.generation.replace("16-core", "32-core") if spec and spec.name.endswith("Ultra") else row.generation) if row else None,
         tops_int8=tops,
         driver="macOS",
         driver_loaded=True,
