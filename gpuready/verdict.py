@@ -259,6 +259,7 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
     runtime = None
     if fits:
         runtime = RUNTIME_BY_BACKEND.get(gpu.backend if gpu and estimate.placement != "cpu" else "cpu")
+    reasons += device_notes(hardware, gpu if estimate.placement in ("gpu", "split") else None)
     return Verdict(
         task="text-generation",
         model_id=model.id,
@@ -276,6 +277,32 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
         suggestions=tuple(suggestions(model, catalog, hardware, options, context, level, quant)),
         variants=variants,
     )
+
+
+# What runs LLMs on each NPU today, outside llama.cpp-class runtimes (catalog/npus.toml runtimes).
+NPU_LLM_RUNTIMES = {
+    "intel": "OpenVINO GenAI runs some exported LLMs on it",
+    "amd": "AMD's Ryzen AI Software runs some ONNX LLMs on it",
+    "qualcomm": "ONNX Runtime with QNN runs some prepared LLMs on it",
+    "apple": "only Core ML models converted for it use it",
+}
+
+
+def device_notes(hardware: Hardware, gpu: est.Device | None) -> list[str]:
+    """Why an NPU is listed but not used, and what the usable memory of a Metal GPU means."""
+    notes = []
+    if gpu is not None and gpu.backend == "metal" and gpu.unified:
+        notes.append(
+            "usable GPU memory is Metal's working-set limit (about 2/3 of unified memory up to 32 GB, "
+            "3/4 above), or iogpu.wired_limit_mb when raised"
+        )
+    for npu in hardware.npus:
+        tops = f", {npu.tops_int8:g} TOPS" if npu.tops_int8 else ""
+        notes.append(
+            f"{npu.name}{tops}: not used, llama.cpp-class runtimes have no NPU backend; "
+            + NPU_LLM_RUNTIMES.get(npu.vendor, "no LLM runtime targets it")
+        )
+    return notes
 
 
 def suggestions(

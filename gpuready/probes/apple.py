@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import weakref
+from fractions import Fraction
 
 from gpuready.hardware import GPU, NPU, Problem
 from gpuready.host import Host
@@ -49,8 +50,9 @@ SYSTEM_PROFILER_TIMEOUT_S = 10.0
 # Newer macOS may give more (107.52 GiB of 128 GiB measured on macOS 26,
 # https://github.com/antirez/ds4/issues/890): the rule errs on the safe side.
 SMALL_MAC_LIMIT_BYTES = 32 * GIB
-SMALL_MAC_SHARE = 2 / 3
-LARGE_MAC_SHARE = 3 / 4
+SMALL_MAC_SHARE = Fraction(2, 3)
+LARGE_MAC_SHARE = Fraction(3, 4)
+PAGE_BYTES = 16384  # Apple silicon's page size (hw.pagesize)
 
 _CHIP = re.compile(r"^Apple (M\d+)(?: (Pro|Max|Ultra))?\b")
 _METAL = re.compile(r"metal(\d+)")
@@ -64,7 +66,10 @@ def metal_working_set_bytes(total_bytes: int, wired_limit_mb: int | None = None)
     if wired_limit_mb:
         return min(wired_limit_mb * MIB, total_bytes)
     share = SMALL_MAC_SHARE if total_bytes <= SMALL_MAC_LIMIT_BYTES else LARGE_MAC_SHARE
-    return int(total_bytes * share)
+    # Rounded up to whole 16 KiB pages: that is what turns 2/3 of 32 GiB (21845.33 MiB)
+    # into the 21845.34 MiB Metal reports.
+    pages = -(-total_bytes * share.numerator // (share.denominator * PAGE_BYTES))
+    return int(pages * PAGE_BYTES)
 
 
 def parse_chip(brand: str | None) -> tuple[str, str | None] | None:
