@@ -229,11 +229,12 @@ def python_backends(host: Host, python: str, torch: bool) -> tuple[list[Backend]
     argv = (python, "-m", "gpuready.probes.pyinfo", *(("--import",) if torch else ()))
     result = host.run(argv, timeout=TORCH_TIMEOUT_S if torch else PYINFO_TIMEOUT_S)
     what = "PyTorch/OpenVINO check" if torch else "Python package check"
+    python = python.replace("\\", "/").rsplit("/", 1)[-1]  # no home directory in a report
     if result.status == "not_found":
-        return [], ([Problem("backends", f"{what}: {python} not found", None, "info")] if torch else [])
+        return [], ([Problem("backends", f"{what}: could not run {python}", None, "info")] if torch else [])
     if result.status == "timeout":
         limit = TORCH_TIMEOUT_S if torch else PYINFO_TIMEOUT_S
-        return [], [Problem("backends", f"{what}: {python} did not answer within {limit:.0f} s",
+        return [], [Problem("backends", f"{what}: {python} did not answer within {limit:g} s",
                             "Importing torch can be slow on first run; try again, or run without --torch.", "warning")]
     try:
         info = pyinfo.parse(result.stdout)
