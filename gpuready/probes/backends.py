@@ -35,8 +35,10 @@ TORCH_TIMEOUT_S = 30.0
 # First ROCm release whose Linux support matrix lists each gfx target (AMD, "System
 # requirements (Linux)" GPU tables, https://rocm.docs.amd.com/projects/install-on-linux/en/latest/reference/system-requirements.html
 # and the per-release compatibility matrix https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html).
-# Targets not listed (gfx1031/1032 RX 6700/6600, gfx1102 RX 7600, gfx1103 iGPUs, ...) are
-# not supported; HSA_OVERRIDE_GFX_VERSION makes some of them work unofficially.
+# Targets not listed (gfx1031/1032 RX 6700/6600, gfx1102 RX 7600, gfx1103/gfx1150/gfx1151 iGPUs,
+# ...) are taken as unsupported, which errs towards recommending Vulkan;
+# HSA_OVERRIDE_GFX_VERSION makes some of them work unofficially. Keep this table in step
+# with AMD's matrix: it is the part of this module most likely to age.
 ROCM_GFX_SINCE = {
     "gfx908": (5, 0),  # Instinct MI100
     "gfx90a": (5, 0),  # Instinct MI200
@@ -45,7 +47,10 @@ ROCM_GFX_SINCE = {
     "gfx941": (5, 7),
     "gfx942": (5, 7),  # Instinct MI300
     "gfx1100": (5, 7),  # Radeon RX 7900 XTX / XT, PRO W7900
-    "gfx1101": (6, 1),  # Radeon RX 7800 XT / PRO W7800
+    # Radeon RX 7800 XT / 7700 XT, PRO W7700: on Windows' HIP SDK since 6.0/6.2, but still not on
+    # the Linux list at 6.2.3 (https://github.com/ROCm/ROCm/discussions/2599); listed for Linux
+    # from the 6.4 series (6.4.2 by its release notes: 6.4.0/6.4.1 are counted too generously).
+    "gfx1101": (6, 4),
     "gfx1200": (6, 4),  # Radeon RX 9060 XT
     "gfx1201": (6, 4),  # Radeon RX 9070 XT / 9070
     "gfx950": (7, 0),  # Instinct MI350
