@@ -92,3 +92,31 @@ def test_a_probe_that_crashes_does_not_lose_the_others(monkeypatch):
     assert [g.name for g in hardware.gpus] == ["Apple M2 (10-core GPU)"]
     assert hardware.backends == (Backend("metal", True, version="Metal 3", detail="Apple M2 GPU: llama.cpp (Metal), MLX, PyTorch MPS", source="system_profiler"),)
     assert [(p.probe, p.severity) for p in problems] == [("npu", "error")]
+
+
+def test_report_with_torch_on_a_recorded_machine_exits_zero_and_says_the_check_could_not_run():
+    import subprocess
+    import sys
+
+    root = Path(__file__).parent.parent
+    completed = subprocess.run(
+        [sys.executable, "-m", "gpuready", "report", "--json", "--torch", "--machine", str(FIXTURES / "linux-meteor-lake-npu")],
+        capture_output=True, text=True, cwd=root, timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    data = json.loads(completed.stdout)
+    assert [n["table_id"] for n in data["hardware"]["npus"]] == ["intel-npu-3720"]
+    # A recording holds no answer from this test's interpreter: said so, as information.
+    assert [(p["probe"], p["severity"]) for p in data["problems"]] == [("backends", "info")]
+
+
+def test_the_text_summary_lists_npus_and_backends(catalog):
+    from gpuready.text import render
+
+    hardware, problems = probe_hardware(ReplayHost(FIXTURES / "mac-intel-i9"))
+    lines = render(build_report(hardware, problems, catalog)).splitlines()
+    assert "Backends  metal unusable" in lines
+    hardware, problems = probe_hardware(ReplayHost(FIXTURES / "linux-strix-ryzen-ai-370"))
+    lines = render(build_report(hardware, problems, catalog)).splitlines()
+    assert "NPUs      AMD Ryzen AI NPU (Strix Point / Krackan Point) · 50 TOPS" in lines
+    assert "Backends  vulkan 1.4.305" in lines
