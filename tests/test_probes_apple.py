@@ -205,3 +205,23 @@ def test_table_matching_uses_the_gpu_core_count_for_apple_bins():
     assert matched("Apple M3 Max (30-core GPU)") == "apple-m3-max-30c"
     assert matched("Apple M3 Max (40-core GPU)") == "apple-m3-max-40c"
     assert matched("Apple M3 Max") is None  # 300 vs 400 GB/s: no guessing from memory size
+
+
+def test_a_chip_newer_than_the_table_is_still_reported_without_invented_numbers():
+    values = {"machdep.cpu.brand_string": "Apple M5", "hw.memsize": str(16 * GIB)}
+    entries = [{"_name": "Apple M5", "sppci_cores": "10", "sppci_model": "Apple M5"}]
+    gpu, problems = apple.apple_silicon_gpu(values, entries)
+    assert problems == []
+    assert gpu == GPU(
+        vendor="apple",
+        name="Apple M5 (10-core GPU)",
+        kind="unified",
+        memory_total_bytes=16 * GIB,
+        memory_usable_bytes=apple.metal_working_set_bytes(16 * GIB),
+        driver="Metal",
+        backends=("metal",),
+        source="system_profiler",
+    )
+    assert apple.neural_engine("M5", None) == NPU(
+        vendor="apple", name="Apple Neural Engine (M5)", driver="macOS", driver_loaded=True, runtimes=("Core ML",), source="table"
+    )
