@@ -225,3 +225,13 @@ def test_a_chip_newer_than_the_table_is_still_reported_without_invented_numbers(
     assert apple.neural_engine("M5", None) == NPU(
         vendor="apple", name="Apple Neural Engine (M5)", driver="macOS", driver_loaded=True, runtimes=("Core ML",), source="table"
     )
+
+
+def test_when_sysctl_fails_system_profiler_still_names_the_apple_gpu(tmp_path):
+    import shutil
+
+    shutil.copytree(FIXTURES / "mac-m2-air-16gb", tmp_path / "m")
+    for path in (tmp_path / "m" / "commands").glob("sysctl_*"):
+        path.unlink()
+    (gpu,), problems = apple.probe(ReplayHost(tmp_path / "m"))
+    assert (gpu.name, gpu.table_id, gpu.counted, gpu.memory_total_bytes) == ("Apple M2 (10-core GPU)", "apple-m2-10c", True, None)

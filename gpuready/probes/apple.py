@@ -220,6 +220,8 @@ def apple_silicon_gpu(values: dict[str, str], entries: list[dict] | None) -> tup
     """The unified-memory GPU of an Apple silicon Mac from sysctl values and system_profiler entries."""
     problems: list[Problem] = []
     brand = values.get("machdep.cpu.brand_string")
+    if parse_chip(brand) is None:  # sysctl failed: system_profiler names the chip too
+        brand = next((str(e.get("sppci_model")) for e in entries or [] if parse_chip(str(e.get("sppci_model")))), brand)
     chip = parse_chip(brand)
     if chip is None:
         return None, problems
