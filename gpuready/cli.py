@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="the machine and every model's verdict (text, or --json)")
     report.add_argument("--json", action="store_true", help="print the versioned JSON report")
     report.add_argument("--task", help="only this task")
+    report.add_argument("--torch", action="store_true", help="also ask PyTorch and OpenVINO which devices they see (a subprocess; takes seconds)")
     _model_options(report)
     _common(report)
 
@@ -116,13 +117,18 @@ def _hardware(args):
         from gpuready.host import host_from_environment
         from gpuready.probes import probe_hardware
 
-        hardware, problems = probe_hardware(host_from_environment(args.machine))
+        hardware, problems = probe_hardware(
+            host_from_environment(args.machine), python=sys.executable, torch=getattr(args, "torch", False)
+        )
     if args.gpu:
-        from gpuready.whatif import resolve_gpu, with_gpu
+        from gpuready.whatif import apple_machine, resolve_gpu, with_gpu
 
         spec, count = resolve_gpu(args.gpu)
-        hardware = with_gpu(hardware, spec, count)
         problems = [p for p in problems if p.probe not in GPU_PROBES]
+        if spec.vendor == "apple":  # a whole Mac: the chip is CPU, GPU and memory at once
+            memory = _size(args.memory, "--memory") if args.memory else None
+            return apple_machine(hardware, spec, memory), problems
+        hardware = with_gpu(hardware, spec, count)
     if args.memory:
         hardware = with_memory(hardware, _size(args.memory, "--memory"))
     return hardware, problems

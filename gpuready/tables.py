@@ -207,6 +207,16 @@ def closest_gpu_names(query: str, limit: int = 5) -> list[str]:
 def match_gpu(gpu: GPU, table: tuple[GPUSpec, ...] | None = None) -> GPUSpec | None:
     """The table row for a probed GPU: its name as the driver reports it, same vendor."""
     candidates = [spec for spec in find_gpus(gpu.name, table) if spec.vendor == gpu.vendor]
+    if gpu.vendor == "apple" and len(candidates) > 1:
+        # Apple bins of one chip differ in GPU cores and bandwidth (M3 Max 30-core: 300 GB/s,
+        # 40-core: 400 GB/s), not in a memory size that tells them apart: the name must carry
+        # the core count ("Apple M3 Max (40-core GPU)"), or the bins must agree.
+        cores = re.search(r"(\d+)[- ]?core", gpu.name, re.IGNORECASE)
+        if cores:
+            candidates = [spec for spec in candidates if spec.gpu_cores == int(cores.group(1))]
+        elif len({(spec.bandwidth_bytes_per_s, spec.fp16_flops) for spec in candidates}) > 1:
+            return None
+        return candidates[0] if candidates else None
     if gpu.memory_total_bytes and len(candidates) > 1:
         candidates.sort(key=lambda spec: abs(spec.memory_bytes - gpu.memory_total_bytes))
     return candidates[0] if len(candidates) == 1 or (candidates and gpu.memory_total_bytes) else None

@@ -122,7 +122,12 @@ def render(report: Report, task: str | None = None) -> str:
         lines.append("GPUs      none found")
     for index, npu in enumerate(hardware.npus):
         tops = f" · {npu.tops_int8:g} TOPS" if npu.tops_int8 else ""
-        lines.append(f"{'NPUs' if index == 0 else '':<10}{npu.name}{tops}")
+        driver = " · driver not loaded" if npu.driver_loaded is False else ""
+        lines.append(f"{'NPUs' if index == 0 else '':<10}{npu.name}{tops}{driver}")
+    if hardware.backends:
+        found = [f"{b.name} {b.version}" if b.version else b.name for b in hardware.backends if b.available]
+        missing = [f"{b.name} unusable" for b in hardware.backends if not b.available]
+        lines.append(f"{'Backends':<10}{' · '.join(found + missing)}")
     for problem in report.problems:
         lines.append(f"Problem   [{problem.probe}] {problem.message}")
         if problem.hint:

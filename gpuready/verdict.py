@@ -142,14 +142,23 @@ def _source_kind(source: str | None) -> str:
     return "measured"
 
 
+# On Apple silicon the table's bandwidth is the whole SoC's; the CPU cores alone reach about
+# half of it (AnandTech, "Apple's M1 Pro, M1 Max SoCs Investigated", section "Huge Memory
+# Bandwidth, but not for every Block": the M1 Max's CPU clusters cannot use its 400 GB/s).
+APPLE_CPU_BANDWIDTH_SHARE = 0.5
+
+
 def cpu_device(hardware: Hardware) -> est.Device:
     cpu = hardware.cpu
+    bandwidth = cpu.memory_bandwidth_bytes_per_s
+    if bandwidth and hardware.platform == "darwin" and hardware.arch == "arm64":
+        bandwidth = int(bandwidth * APPLE_CPU_BANDWIDTH_SHARE)
     return est.Device(
         kind="cpu",
         name=cpu.name or "CPU",
         backend="cpu",
         usable_memory_bytes=hardware.memory.usable_bytes,
-        bandwidth_bytes_per_s=cpu.memory_bandwidth_bytes_per_s,
+        bandwidth_bytes_per_s=bandwidth,
         flops=est.cpu_peak_flops(cpu.physical_cores, cpu.features),
         bandwidth_source=_source_kind(cpu.bandwidth_source),
     )
@@ -271,12 +280,13 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
         )
         for q, level, e, _ in results
     )
-    # Best level first; among runnable variants the highest quality, otherwise the smallest
-    # (the one closest to fitting).
+    # Best level first; among runnable variants the fullest GPU placement, then the highest
+    # quality; among the others the smallest (the one closest to fitting).
     quant, level, estimate, reasons = min(
         results,
         key=lambda r: (
             _effective_rank(r[0], r[1]),
+            PLACEMENT_ORDER.index(r[2].placement) if r[1] in RUNNABLE else 0,  # GPU before split before CPU
             -_quality_key(r[0]) if r[1] in RUNNABLE else r[2].memory.total_bytes,
             r[2].memory.total_bytes,
         ),
@@ -297,6 +307,7 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
         runtime = FORMAT_RUNTIMES.get(quant.format) or RUNTIME_BY_BACKEND.get(
             gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
         )
+    reasons += device_notes(hardware, gpu if estimate.placement in ("gpu", "split") else None)
     return Verdict(
         task="text-generation",
         model_id=model.id,
@@ -317,6 +328,32 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
         speed_unit="tokens/s" if fits and speed else None,
         uncertainty=speed.uncertainty if fits and speed else None,
     )
+
+
+# What runs LLMs on each NPU today, outside llama.cpp-class runtimes (catalog/npus.toml runtimes).
+NPU_LLM_RUNTIMES = {
+    "intel": "OpenVINO GenAI runs some exported LLMs on it",
+    "amd": "AMD's Ryzen AI Software runs some ONNX LLMs on it",
+    "qualcomm": "ONNX Runtime with QNN runs some prepared LLMs on it",
+    "apple": "only Core ML models converted for it use it",
+}
+
+
+def device_notes(hardware: Hardware, gpu: est.Device | None) -> list[str]:
+    """Why an NPU is listed but not used, and what the usable memory of a Metal GPU means."""
+    notes = []
+    if gpu is not None and gpu.backend == "metal" and gpu.unified:
+        notes.append(
+            "usable GPU memory is Metal's working-set limit (about 2/3 of unified memory up to 32 GB, "
+            "3/4 above), or iogpu.wired_limit_mb when raised"
+        )
+    for npu in hardware.npus:
+        tops = f", {npu.tops_int8:g} TOPS" if npu.tops_int8 else ""
+        notes.append(
+            f"{npu.name}{tops}: not used, llama.cpp-class runtimes have no NPU backend; "
+            + NPU_LLM_RUNTIMES.get(npu.vendor, "no LLM runtime targets it")
+        )
+    return notes
 
 
 def suggestions(

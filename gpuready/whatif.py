@@ -43,6 +43,29 @@ def with_gpu(hardware: Hardware, spec: GPUSpec, count: int = 1) -> Hardware:
     return dataclasses.replace(hardware, gpus=tuple(spec_gpu(spec, i) for i in range(count)))
 
 
+def apple_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None) -> Hardware:
+    """A Mac with this chip and this much unified memory (default: the chip's smallest), all of it free."""
+    from gpuready.hardware import CPU, Memory
+    from gpuready.probes.apple import apple_hardware
+
+    gpu, npu = apple_hardware(spec, memory_bytes)
+    chip = spec.name
+    cpu = CPU(
+        name=chip,
+        arch="arm64",
+        vendor="Apple",
+        features=("dotprod", "neon"),
+        memory_bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
+        bandwidth_source=f"table:{spec.id}",
+        source="user",
+    )
+    memory = Memory(total_bytes=gpu.memory_total_bytes, available_bytes=gpu.memory_total_bytes, source="user")
+    return dataclasses.replace(
+        hardware, platform="darwin", arch="arm64", os="macOS", cpu=cpu, memory=memory,
+        gpus=(gpu,), npus=(npu,) if npu else (), backends=(), in_container=False,
+    )
+
+
 def resolve_gpu(query: str) -> tuple[GPUSpec, int]:
     """'RTX 4090', '2x RTX 3090', 'A100 80GB' -> the one table row meant, and how many."""
     count = 1

@@ -32,19 +32,29 @@ def run_probe(name: str, function: Callable[[Host], tuple[T, list[Problem]]], ho
 
 
 def _gpu_probes() -> list[tuple[str, Callable[[Host], tuple[list[GPU], list[Problem]]]]]:
-    return []
+    from gpuready.probes import apple
+
+    return [("apple", apple.probe)]
 
 
 def _npu_probes() -> list[tuple[str, Callable[[Host], tuple[list[NPU], list[Problem]]]]]:
-    return []
+    from gpuready.probes import npu
+
+    return [("npu", npu.probe)]
 
 
 def _backend_probes() -> list[tuple[str, Callable[[Host], tuple[list[Backend], list[Problem]]]]]:
     return []
 
 
-def probe_hardware(host: Host) -> tuple[Hardware, list[Problem]]:
-    """Everything gpuready knows about the machine behind ``host``, and what went wrong finding it."""
+def probe_hardware(host: Host, python: str | None = None, torch: bool = False) -> tuple[Hardware, list[Problem]]:
+    """Everything gpuready knows about the machine behind ``host``, and what went wrong finding it.
+
+    ``python`` is the interpreter whose OpenVINO (and, with ``torch``, PyTorch) is checked in a subprocess.
+    """
+    import functools
+
+    from gpuready.probes import backends as backends_probe
     from gpuready.probes import cpu, memory, system
     from gpuready.tables import enrich
 
@@ -60,6 +70,12 @@ def probe_hardware(host: Host) -> tuple[Hardware, list[Problem]]:
     backends: list[Backend] = []
     for name, function in _backend_probes():
         backends.extend(run_probe(name, function, host, problems, []))
+    found = functools.partial(backends_probe.probe, python=python, torch=torch, gpus=tuple(gpus))
+    backends.extend(run_probe("backends", found, host, problems, []))
+    try:
+        gpus = list(backends_probe.assign(tuple(gpus), tuple(backends), host))
+    except Exception as error:  # noqa: BLE001 - assigning backends must not lose the GPUs
+        problems.append(Problem("backends", f"could not match backends to GPUs: {type(error).__name__}: {error}", REPORT_HINT, "error"))
     os_name, in_container = run_probe("system", system.probe, host, problems, (None, False))
     hardware = Hardware(
         platform=host.platform,
