@@ -235,8 +235,10 @@ class _Cursor:
         value = self.unpack(size, what)
         left = self.remaining()
         if left is not None and value > left // min_item_bytes:
+            # A plausible count that overruns the file means the file was cut short.
+            problem = "truncated" if value <= MAX_COUNT else "corrupt header"
             raise GGUFError(
-                f"corrupt header: {what} is {value:,}, but at most {left // min_item_bytes:,} could fit in the rest of the file"
+                f"{problem}: {what} is {value:,}, but at most {left // min_item_bytes:,} could fit in the rest of the file"
             )
         if value > MAX_COUNT:
             raise GGUFError(f"corrupt header: {what} is {value:,}, more than any real file has ({MAX_COUNT:,})")
