@@ -230,6 +230,22 @@ class _Cursor:
         self.pos += length
         return raw.decode("utf-8", errors="replace") if keep else None
 
+    def skip_strings(self, count: int, what: str) -> None:
+        """Step over count strings (a tokenizer vocabulary) without decoding them; the hot loop of a header."""
+        unpack = _U64.unpack_from
+        while count:
+            buffer, pos, end = self.buffer, self.pos, len(self.buffer)
+            while count and pos + 8 <= end:
+                length = unpack(buffer, pos)[0]
+                if pos + 8 + length > end:
+                    break
+                pos += 8 + length
+                count -= 1
+            self.pos = pos
+            if count:  # this string crosses the end of the buffer: the careful path refills and checks it
+                self.string(what, keep=False)
+                count -= 1
+
     def count(self, what: str, size: struct.Struct, min_item_bytes: int) -> int:
         """A count from the file, refused when its items could not fit in the rest of the file or pass MAX_COUNT."""
         value = self.unpack(size, what)
@@ -266,8 +282,7 @@ def _value(cursor: _Cursor, value_type: int, key: str, depth: int = 0) -> Any:
         if element_fmt is not None:
             cursor.skip(length * element_fmt.size, f"metadata array '{key}'")
         elif element_name == "string":
-            for _ in range(length):
-                cursor.string(f"an element of metadata array '{key}'", keep=False)
+            cursor.skip_strings(length, f"an element of metadata array '{key}'")
         else:
             for _ in range(length):
                 _value(cursor, element_type, key, depth + 1)

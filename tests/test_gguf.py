@@ -208,6 +208,19 @@ def test_a_file_type_missing_from_the_catalogue_gets_a_measured_quant(tmp_path, 
     assert "IQ2_XXS" not in catalog.quants
 
 
+def test_a_header_read_in_tiny_chunks_is_the_same_header(tiny_llama, monkeypatch):
+    whole = read_gguf(tiny_llama)
+    monkeypatch.setattr("gpuready.gguf._CHUNK", 7)  # every string and array crosses a buffer edge
+    assert read_gguf(tiny_llama) == whole
+
+
+def test_a_file_cut_inside_the_tokenizer_vocabulary_is_truncated(tiny_llama):
+    raw = tiny_llama.read_bytes()
+    cut = raw.index(b"tok6399") + 3  # inside the last token; the count itself still fits
+    with pytest.raises(GGUFError, match=r"^truncated: an element of metadata array 'tokenizer.ggml.tokens'"):
+        parse(raw[:cut])
+
+
 def test_a_mixture_of_experts_file_counts_only_the_used_experts_as_active(tmp_path, catalog):
     path = tmp_path / "tiny-moe.gguf"
     writer = gguf_py.GGUFWriter(str(path), "qwen3moe")
