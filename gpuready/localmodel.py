@@ -97,10 +97,13 @@ def _window(header: GGUFHeader, arch: str, layers: int) -> tuple[int | None, int
     pattern = header.metadata.get(f"{arch}.attention.sliding_window_pattern")
     if isinstance(pattern, tuple) and pattern and all(isinstance(p, bool) for p in pattern):
         return window, min(layers, sum(pattern))  # true: this layer uses the window
-    if arch in WINDOW_LAYERS_PER_ARCH:
+    if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 1:
+        windowed, period = pattern - 1, pattern  # every pattern-th layer is global
+    elif arch in WINDOW_LAYERS_PER_ARCH:
         windowed, period = WINDOW_LAYERS_PER_ARCH[arch]
-        return window, layers // period * windowed + min(layers % period, windowed)
-    return None, 0  # unknown layout: count a full KV cache, which overstates rather than understates
+    else:
+        return None, 0  # unknown layout: count a full KV cache, which overstates rather than understates
+    return window, layers // period * windowed + min(layers % period, windowed)
 
 
 def gguf_language_model(header: GGUFHeader, path: Path) -> tuple[LanguageModel, str]:

@@ -221,6 +221,24 @@ def test_a_file_cut_inside_the_tokenizer_vocabulary_is_truncated(tiny_llama):
         parse(raw[:cut])
 
 
+def test_a_file_without_a_file_type_is_named_after_the_type_holding_most_bytes(tmp_path, catalog):
+    path = tmp_path / "old.gguf"
+    writer = gguf_py.GGUFWriter(str(path), "llama")
+    writer.add_block_count(1)
+    writer.add_context_length(4096)
+    writer.add_embedding_length(HIDDEN)
+    writer.add_head_count(HEADS)
+    writer.add_tensor("token_embd.weight", quantised(VOCAB, HIDDEN, Q.Q8_0), raw_dtype=Q.Q8_0)  # 320 x 8 blocks x 34 B
+    writer.add_tensor("output.weight", quantised(2, HIDDEN, Q.Q6_K), raw_dtype=Q.Q6_K)  # 2 x 210 B
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    model, catalog_with_quant = load_gguf(path, catalog)
+    assert (model.quants, model.gguf_sizes) == (("Q8_0",), {"Q8_0": 320 * 8 * 34 + 2 * 210.0})
+    assert catalog_with_quant.quants["Q8_0"] == catalog.quants["Q8_0"]
+
+
 def test_a_mixture_of_experts_file_counts_only_the_used_experts_as_active(tmp_path, catalog):
     path = tmp_path / "tiny-moe.gguf"
     writer = gguf_py.GGUFWriter(str(path), "qwen3moe")
@@ -245,6 +263,42 @@ def test_a_mixture_of_experts_file_counts_only_the_used_experts_as_active(tmp_pa
     experts = 3 * 8 * 256 * 256  # 1,572,864
     assert (model.params, model.active_params) == (experts + 2_048.0, experts * 2 / 8 + 2_048.0)
     assert (model.experts, model.experts_per_token, model.head_dim) == (8, 2, 128)
+
+
+@pytest.mark.parametrize(
+    ("arch", "layers", "pattern", "window_layers"),
+    [
+        ("gemma3", 34, None, 29),  # llama.cpp set_swa_pattern(6): layers 0-4 of every 6 windowed: 5 x 5 + 4
+        ("gemma2", 5, None, 3),  # every other layer, starting with the first: 0, 2, 4
+        ("gpt-oss", 24, None, 12),
+        ("gemma3", 12, 4, 9),  # an explicit pattern: every 4th layer is global
+        ("gemma3", 4, (True, False, True, True), 3),  # a per-layer pattern: true means windowed
+        ("llama", 32, None, 0),  # unknown layout: the KV cache is counted in full
+    ],
+)
+def test_sliding_window_layers_follow_the_architecture(tmp_path, catalog, arch, layers, pattern, window_layers):
+    path = tmp_path / "windowed.gguf"
+    writer = gguf_py.GGUFWriter(str(path), arch)
+    writer.add_block_count(layers)
+    writer.add_context_length(131072)
+    writer.add_embedding_length(HIDDEN)
+    writer.add_head_count(HEADS)
+    writer.add_sliding_window(1024)
+    if isinstance(pattern, int):
+        writer.add_uint32(f"{arch}.attention.sliding_window_pattern", pattern)
+    elif pattern:
+        writer.add_array(f"{arch}.attention.sliding_window_pattern", list(pattern))
+    writer.add_tensor("output_norm.weight", np.zeros(HIDDEN, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    model, _ = load_gguf(path, catalog)
+    assert (model.sliding_window, model.sliding_window_layers) == ((1024, window_layers) if window_layers else (None, 0))
+
+
+def test_version_2_files_are_read_like_version_3():
+    assert parse(minimal_gguf(version=2)).tensors == parse(minimal_gguf(version=3)).tensors
 
 
 def test_a_split_model_is_read_across_all_its_parts(tmp_path, catalog):
