@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gpuready.catalog import Catalog, LanguageModel, Quant
-from gpuready.gguf import GGML_TYPES, GGUFError, GGUFHeader, read_gguf
+from gpuready.gguf import GGUFError, GGUFHeader, read_gguf
 from gpuready.hfconfig import HFConfigError, read_config
 from gpuready.hfconfig import language_model as config_language_model
 
@@ -55,7 +55,10 @@ def read_gguf_parts(path: Path) -> GGUFHeader:
     if not isinstance(count, int) or count <= 1:
         return header
     if not match or int(match["count"]) != count:
-        raise GGUFError(f"{path}: part of a {count}-file split model, but its name does not say which (expected NAME-0000N-of-{count:05d}.gguf)")
+        raise GGUFError(
+            f"{path}: part of a {count}-file split model, but its name does not say which"
+            f" (expected NAME-0000N-of-{count:05d}.gguf)"
+        )
     headers = []
     for number in range(1, count + 1):
         part = path.with_name(f"{match['stem']}-{number:05d}-of-{count:05d}.gguf")

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from test_gguf import TINY_WEIGHTS_BYTES, minimal_gguf, write_tiny_llama
+from test_hfconfig import LLAMA_3_1_8B, QWEN_3_30B_A3B
 
 from gpuready.catalog import load_catalog
 from gpuready.cli import main
@@ -15,8 +17,6 @@ from gpuready.localmodel import load_config, load_gguf
 from gpuready.probes import probe_hardware
 from gpuready.report import verdict_json
 from gpuready.verdict import Options, judge_model
-from test_gguf import TINY_WEIGHTS_BYTES, minimal_gguf, write_tiny_llama
-from test_hfconfig import LLAMA_3_1_8B, QWEN_3_30B_A3B
 
 MACHINE = Path(__file__).parent / "fixtures" / "machines" / "linux-desktop-ryzen-7950x"
 
