@@ -214,6 +214,27 @@ def test_a_header_read_in_tiny_chunks_is_the_same_header(tiny_llama, monkeypatch
     assert read_gguf(tiny_llama) == whole
 
 
+class CountingReader(io.BytesIO):
+    """A stream that remembers how far into the file anything was read."""
+
+    furthest = 0
+
+    def read(self, size=-1):
+        data = super().read(size)
+        self.furthest = max(self.furthest, self.tell())
+        return data
+
+
+def test_the_reader_stops_at_the_data_section(tiny_llama, monkeypatch):
+    monkeypatch.setattr("gpuready.gguf._CHUNK", 64)
+    raw = tiny_llama.read_bytes()
+    stream = CountingReader(raw)
+    header = read_header(stream, len(raw))
+    assert header.weights_bytes == TINY_WEIGHTS_BYTES
+    assert stream.furthest <= header.data_offset + 64  # at most one 64-byte chunk past the header
+    assert len(raw) >= header.data_offset + TINY_WEIGHTS_BYTES  # ... of a file whose tensor bytes follow it
+
+
 def test_a_file_cut_inside_the_tokenizer_vocabulary_is_truncated(tiny_llama):
     raw = tiny_llama.read_bytes()
     cut = raw.index(b"tok6399") + 3  # inside the last token; the count itself still fits
