@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(models)
 
     estimate = commands.add_parser("estimate", help="memory and speed breakdown for one model on this machine")
-    estimate.add_argument("model", help="a catalogue model id")
+    estimate.add_argument("model", help="a catalogue model id, a local .gguf file, or a Hugging Face config.json (or its directory)")
     estimate.add_argument("--json", action="store_true")
     _model_options(estimate)
     _common(estimate)
@@ -269,20 +269,48 @@ def cmd_models(args) -> int:
     return ExitCode.READY
 
 
+def _local_model(args, catalog):
+    """A model from a local .gguf or config.json (`estimate PATH`): the model, a catalogue that knows its quant, the quant to judge."""
+    from gpuready.gguf import GGUFError
+    from gpuready.hfconfig import HFConfigError
+    from gpuready.localmodel import load_config, load_gguf
+
+    path = Path(args.model)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    try:
+        if path.is_file() and path.name.lower().endswith(".gguf"):
+            model, catalog = load_gguf(path, catalog, args.quant)
+            return model, catalog, model.quants[0]
+        model, quant = load_config(path, catalog, args.quant)
+        return model, catalog, quant
+    except (GGUFError, HFConfigError) as error:
+        raise UsageError(str(error)) from None
+
+
 def cmd_estimate(args) -> int:
     from gpuready.check import Requirement, validate
+    from gpuready.localmodel import describe, local_kind
     from gpuready.report import verdict_json
     from gpuready.verdict import judge_model
 
     catalog = _catalog(args)
-    validate(Requirement(model=args.model, quant=args.quant), catalog)
+    local = local_kind(args.model)
+    if local:
+        model, catalog, quant = _local_model(args, catalog)
+        args.quant = quant
+    else:
+        validate(Requirement(model=args.model, quant=args.quant), catalog)
+        model = catalog.get(args.model)
     hardware, problems = _hardware(args)
-    verdict = judge_model(catalog.get(args.model), catalog, hardware, _options(args))
+    verdict = judge_model(model, catalog, hardware, _options(args))
     if args.json:
         sys.stdout.write(json.dumps(verdict_json(verdict), indent=2) + "\n")
     else:
         from gpuready.text import render_estimate
 
+        if local:
+            sys.stdout.write(describe(model, catalog, args.quant))
         sys.stdout.write(render_estimate(verdict))
     for problem in problems:
         sys.stderr.write(f"problem: [{problem.probe}] {problem.message}\n")
