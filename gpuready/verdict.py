@@ -115,6 +115,11 @@ def gpu_device(hardware: Hardware) -> est.Device | None:
         usable = [gpu_usable_bytes(g) for g in gpus]
         total_usable = sum(u for u in usable if u) if all(usable) else None
         unified = first.kind == "unified" or first.vendor == "apple"
+        system_free = hardware.memory.usable_bytes
+        if unified and total_usable and system_free is not None:
+            # Unified memory is shared with everything else running: the GPU gets at most
+            # its own limit (e.g. Metal's working set) and at most what is free right now.
+            total_usable = min(total_usable, system_free)
         label = f"{len(gpus)} x {name}" if len(gpus) > 1 else name
         device = est.Device(
             kind="gpu",

@@ -290,14 +290,21 @@ def test_a_rosetta_free_mac_reports_neon_and_dotprod():
     assert {"neon", "dotprod"} <= set(value.features)
 
 
-def test_an_m2_air_counts_free_inactive_and_purgeable_pages_as_available():
+def test_a_mac_counts_what_activity_monitor_does_not_call_used_as_available():
     value, problems = memory.probe(machine("mac-m2-air-16gb"))
     assert problems == []
+    # Used = app memory (anonymous - purgeable) + wired + compressed pages.
+    used_pages = (360514 - 12036) + 160331 + 199712
     assert value == Memory(
         total_bytes=17179869184,  # hw.memsize
-        available_bytes=(24523 + 301212 + 12036) * 16384,  # free + inactive + purgeable pages
+        available_bytes=17179869184 - used_pages * 16384,
         source="sysctl+vm_stat",
     )
+
+
+def test_an_old_vm_stat_without_anonymous_pages_counts_free_inactive_and_purgeable():
+    pages = {"page size": 4096, "Pages free": 10, "Pages inactive": 20, "Pages purgeable": 5}
+    assert memory.darwin_available_bytes(pages, 1 << 30, 16384) == 35 * 4096
 
 
 def test_an_intel_mac_reports_avx2_and_no_core_split():
@@ -320,7 +327,7 @@ def test_an_intel_mac_uses_four_kilobyte_pages():
     value, _ = memory.probe(machine("mac-intel-i9"))
     assert value == Memory(
         total_bytes=34359738368,
-        available_bytes=(912364 + 2911005 + 101922) * 4096,
+        available_bytes=34359738368 - ((4191421 - 101922) + 1211033 + 251022) * 4096,
         source="sysctl+vm_stat",
     )
 

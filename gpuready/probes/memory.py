@@ -143,6 +143,26 @@ def linux_memory(host: Host) -> tuple[Memory, list[Problem]]:
     return memory, problems
 
 
+def darwin_available_bytes(pages: dict[str, int], total: int, default_page_size: int) -> int | None:
+    """Memory a new process can have: total minus what Activity Monitor calls "Memory Used".
+
+    Activity Monitor counts App Memory (anonymous pages that are not purgeable), Wired
+    Memory and Compressed as used; Cached Files are handed to apps on demand (Apple,
+    "View memory usage in Activity Monitor on Mac", https://support.apple.com/guide/activity-monitor/actmntr1004/mac).
+    Counting only free + inactive pages, as some tools do, calls a busy Mac full.
+    """
+    page_size = pages.get("page size") or default_page_size
+    keys = ("Anonymous pages", "Pages purgeable", "Pages wired down", "Pages occupied by compressor")
+    if all(key in pages for key in keys):
+        used = pages["Anonymous pages"] - pages["Pages purgeable"] + pages["Pages wired down"] + pages["Pages occupied by compressor"]
+        return max(0, total - used * page_size)
+    # Older macOS without the anonymous/file-backed split: free, inactive and purgeable pages.
+    counted = [pages.get(k) for k in ("Pages free", "Pages inactive", "Pages purgeable")]
+    if all(c is not None for c in counted):
+        return sum(counted) * page_size
+    return None
+
+
 def darwin_memory(host: Host) -> tuple[Memory, list[Problem]]:
     values = macos.sysctl(host)
     try:
@@ -154,14 +174,11 @@ def darwin_memory(host: Host) -> tuple[Memory, list[Problem]]:
     result = host.run(("vm_stat",), timeout=5.0)
     if result.ok:
         pages = macos.parse_vm_stat(result.stdout)
-        page_size = pages.get("page size") or int(values.get("hw.pagesize", "16384"))
-        # Free, inactive and purgeable pages can be handed to a new process without swapping
-        # (speculative pages are already counted in "Pages free").
-        counted = [pages.get(k) for k in ("Pages free", "Pages inactive", "Pages purgeable")]
-        if all(c is not None for c in counted):
-            available = sum(counted) * page_size
+        available = darwin_available_bytes(pages, total, int(values.get("hw.pagesize", "16384")))
     if available is None:
-        problems.append(Problem("memory", "could not read free memory from vm_stat", "Verdicts assume all memory is free.", "warning"))
+        problems.append(
+            Problem("memory", "could not read free memory from vm_stat", "Verdicts that depend on free memory are unknown.", "warning")
+        )
     return Memory(total_bytes=total, available_bytes=available, source="sysctl+vm_stat"), problems
 
 
