@@ -10,12 +10,13 @@ from gpuready import estimate as est
 # Share of peak FP16 (GPU) or estimated peak FP32 (CPU) throughput that a compute-bound
 # encoder forward pass reaches, per backend. Fitted by benchmarks/score_estimator.py as
 # the median measured/theoretical ratio of the whisper.cpp `bench` encoder rows in
-# benchmarks/validation/speech.toml (whisper.cpp issue #89 and discussions; one 30 s
-# window, encoder only) whose GPU is in catalog/gpus.toml (RTX 2060, RTX 5090 rows; CPU
-# rows use the CPUs named in score_estimator.CPU_SPECS). Backends without a row of
-# their own take the text-generation prompt-processing constant (same regime: a batch
-# of tokens through dense matrix multiplies), said so in each basis.
-ENCODER_EFFICIENCY = {"cuda": 0.16, "cpu": 0.26}
+# benchmarks/validation/speech.toml (whisper.cpp issue #89 and the bench tables quoted
+# there; one 30 s window, encoder only) whose hardware is in the tables: cuda 36 rows
+# (Tesla V100 19, RTX 2060 11, RTX 5090 6), cpu 10 rows (Raspberry Pi 5 8, Core i7-8700 2).
+# Backends without rows of their own take the text-generation prompt-processing constant
+# (same regime: a batch of tokens through dense matrix multiplies), said so in each basis.
+# Embedding models and text to speech use these too (no measurements of their own yet).
+ENCODER_EFFICIENCY = {"cuda": 0.11, "cpu": 0.11}
 
 
 def encoder_efficiency(backend: str) -> tuple[float, str]:

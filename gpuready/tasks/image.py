@@ -52,10 +52,13 @@ PCIE_BYTES_PER_S = 31.5e9
 # architecture), fitted by benchmarks/score_estimator.py on benchmarks/validation/
 # image-generation.toml: "unet" on the diffusers torch 2.0 benchmark rows (SD 1.5 and SDXL
 # on T4, RTX 3090, RTX 4090; huggingface/diffusers docs/source/en/optimization/torch2.0.md),
-# "dit" on the FLUX.1-dev rows on RTX 4090 / RTX 6000 Ada. For UNets the ratio exceeds 1:
+# "dit" on the FLUX.1-dev rows on RTX 4090 / RTX 6000 Ada (fp8 rows run fp8 matmuls at twice
+# the fp16 rate, which pulls the ratio up to 1.0); "unet"/"metal" on Apple's Core ML
+# Stable Diffusion 1.4 rows (apple/ml-stable-diffusion README, M1 Pro/Max/Ultra GPU), a
+# different runtime from diffusers' MPS, used as the best available Apple figure. For UNets the ratio exceeds 1:
 # the formula counts every weight at every latent position, but convolutions in the 2x, 4x
 # and 8x downsampled stages see 4-64x fewer positions, so it overcounts the work.
-THROUGHPUT_RATIO = {"unet": {"cuda": 2.2}, "dit": {"cuda": 0.55}}
+THROUGHPUT_RATIO = {"unet": {"cuda": 4.62, "metal": 3.76}, "dit": {"cuda": 1.00}}
 # Backends without a fitted row scale the CUDA figure by their text-generation prompt
 # efficiency relative to CUDA's (estimate.COMPUTE_EFFICIENCY), said so in the basis.
 SPEED_UNCERTAINTY = 0.35

@@ -32,6 +32,16 @@ TOKENS_PER_WINDOW = 100
 # Beam size 5: the default of faster-whisper's transcribe() and of the benchmarks in
 # benchmarks/validation/speech.toml. The beams share each weight read (one batched step).
 BEAM_SIZE = 5
+# Share of peak bandwidth Whisper's decoder reaches per generated token, beam search,
+# timestamp tokens and per-step overheads included. Fitted by benchmarks/score_estimator.py
+# on the faster-whisper rows of benchmarks/validation/speech.toml (SYSTRAN/faster-whisper
+# README benchmark: 13 minutes of audio, beam 5, batch 1; RTX 3070 Ti fp16 and int8): the
+# time left after the estimated encoder time, against the decoder's weight reads. Far below
+# text generation's: Whisper's decoder spends its time in per-step overheads (beam search,
+# timestamp rules), not in reading weights. The CPU rows leave no time for the decoder
+# (CTranslate2's int8 encoder beats the whisper.cpp-fitted encoder estimate), so CPU keeps
+# the text-generation constant.
+DECODER_EFFICIENCY = {"cuda": 0.12}
 VARIANT_BITS = {"fp32": 32.0, "fp16": 16.0, "int8": 8.0, "q8_0": 8.5, "q5_0": 5.5}
 STT_UNCERTAINTY = 0.35
 # Text-to-speech has no measurements in benchmarks/validation yet, and the formula undercounts
@@ -136,12 +146,19 @@ def encoder_seconds(model: SpeechModel, device: est.Device) -> tuple[float, str]
     return flops / (device.flops * efficiency), f"encoder: {flops / 1e12:.2f} TFLOPs per 30 s window; {device_flops_basis(device)} x {why}"
 
 
+def decoder_efficiency(backend: str) -> tuple[float, str]:
+    if backend in DECODER_EFFICIENCY:
+        return DECODER_EFFICIENCY[backend], "fitted on faster-whisper benchmarks"
+    value = est.BANDWIDTH_EFFICIENCY.get(backend, est.BANDWIDTH_EFFICIENCY["cpu"])
+    return value, f"no Whisper decoder benchmark for {backend}: text-generation bandwidth constant"
+
+
 def decoder_seconds_per_token(model: SpeechModel, variant: str, device: est.Device) -> tuple[float, str]:
-    efficiency = est.BANDWIDTH_EFFICIENCY.get(device.backend, est.BANDWIDTH_EFFICIENCY["cpu"])
+    efficiency, why = decoder_efficiency(device.backend)
     read = model.decoder_params * VARIANT_BITS[variant] / 8
     return read / (device.bandwidth_bytes_per_s * efficiency), (
         f"decoder: {read / 1e6:.0f} MB read per token at {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s x {efficiency:.0%}"
-        f" ({device.backend} text-generation bandwidth efficiency); {TOKENS_PER_WINDOW} tokens per window"
+        f" ({why}); {TOKENS_PER_WINDOW} tokens per window"
     )
 
 
