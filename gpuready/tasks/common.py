@@ -13,17 +13,21 @@ from gpuready import estimate as est
 # benchmarks/validation/speech.toml (whisper.cpp issue #89 and the bench tables quoted
 # there; one 30 s window, encoder only) whose hardware is in the tables: cuda 36 rows
 # (Tesla V100 19, RTX 2060 11, RTX 5090 6), cpu 10 rows (Raspberry Pi 5 8, Core i7-8700 2).
-# Backends without rows of their own take the text-generation prompt-processing constant
-# (same regime: a batch of tokens through dense matrix multiplies), said so in each basis.
+# Backends without rows of their own scale CUDA's figure by their text-generation prompt
+# efficiency relative to CUDA's (same regime: batches of tokens through dense matrix
+# multiplies), said so in each basis.
 # Embedding models and text to speech use these too (no measurements of their own yet).
 ENCODER_EFFICIENCY = {"cuda": 0.11, "cpu": 0.11}
 
 
 def encoder_efficiency(backend: str) -> tuple[float, str]:
+    """The fitted encoder efficiency; other backends scale CUDA's by their prompt efficiency relative to CUDA's."""
     if backend in ENCODER_EFFICIENCY:
         return ENCODER_EFFICIENCY[backend], f"{ENCODER_EFFICIENCY[backend]:.0%} {backend} efficiency (fitted on whisper.cpp encoder benchmarks)"
-    value = est.COMPUTE_EFFICIENCY.get(backend, est.COMPUTE_EFFICIENCY["cpu"])
-    return value, f"{value:.0%} {backend} efficiency (no encoder benchmark for {backend}: text-generation prompt constant)"
+    relative = est.COMPUTE_EFFICIENCY.get(backend, est.COMPUTE_EFFICIENCY["cpu"]) / est.COMPUTE_EFFICIENCY["cuda"]
+    value = ENCODER_EFFICIENCY["cuda"] * relative
+    return value, (f"{value:.0%} {backend} efficiency (no encoder benchmark for {backend}: CUDA's fit x {backend}'s "
+                   "text-generation prompt efficiency relative to CUDA's)")
 
 
 def level_at_least(value: float | None, floors: dict[str, float]) -> str:

@@ -22,6 +22,7 @@ from gpuready.tasks.common import (
     MemoryParts,
     TaskEstimate,
     device_flops_basis,
+    encoder_efficiency,
 )
 
 # Bits per weight of each precision as stored. ggml block formats from ggml/src/ggml-common.h:
@@ -59,8 +60,9 @@ PCIE_BYTES_PER_S = 31.5e9
 # the formula counts every weight at every latent position, but convolutions in the 2x, 4x
 # and 8x downsampled stages see 4-64x fewer positions, so it overcounts the work.
 THROUGHPUT_RATIO = {"unet": {"cuda": 4.62, "metal": 3.76}, "dit": {"cuda": 1.00}}
-# Backends without a fitted row scale the CUDA figure by their text-generation prompt
-# efficiency relative to CUDA's (estimate.COMPUTE_EFFICIENCY), said so in the basis.
+# Backends without a fitted row scale the CUDA figure by their encoder efficiency relative
+# to CUDA's (tasks/common.py ENCODER_EFFICIENCY, fitted on CPU and CUDA Whisper encoders:
+# the same kind of compute-bound convolution + attention work), said so in the basis.
 SPEED_UNCERTAINTY = 0.35
 
 
@@ -182,9 +184,9 @@ def throughput_ratio(model: ImageModel, backend: str) -> tuple[float, str]:
     fitted = THROUGHPUT_RATIO[model.architecture]
     if backend in fitted:
         return fitted[backend], f"fitted {model.architecture} ratio {fitted[backend]:.2f} for {backend} (benchmarks/validation)"
-    scale = est.COMPUTE_EFFICIENCY.get(backend, est.COMPUTE_EFFICIENCY["cpu"]) / est.COMPUTE_EFFICIENCY["cuda"]
+    scale = encoder_efficiency(backend)[0] / encoder_efficiency("cuda")[0]
     value = fitted["cuda"] * scale
-    return value, f"{model.architecture} ratio {value:.2f}: the CUDA fit scaled by {backend}'s prompt efficiency relative to CUDA (no {backend} rows)"
+    return value, f"{model.architecture} ratio {value:.2f}: the CUDA fit scaled by {backend}'s encoder efficiency relative to CUDA's (no {backend} rows)"
 
 
 def seconds_per_step(model: ImageModel, width: int, height: int, device: est.Device) -> tuple[float | None, str]:

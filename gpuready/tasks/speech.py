@@ -234,7 +234,8 @@ def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: est.Device | N
     if backend == "cuda":
         return f"faster-whisper (CUDA {estimate.quant})"
     if backend == "cpu":
-        return f"faster-whisper (CPU {estimate.quant})"
+        # CTranslate2 has no fp16 on CPU; whisper.cpp's default ggml models are F16 and run there.
+        return "whisper.cpp (CPU)" if estimate.quant == "fp16" else f"faster-whisper (CPU {estimate.quant})"
     return {"metal": "whisper.cpp (Metal) or mlx-whisper"}.get(backend, f"whisper.cpp ({backend})")
 
 
