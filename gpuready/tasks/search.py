@@ -7,7 +7,8 @@ Chunks are 256 tokens: the length sentence-transformers/all-MiniLM-L6-v2 truncat
 https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2), a common chunk size.
 The index holds one float32 vector per chunk plus an HNSW graph:
 (d x 4 + M x 2 x 4) bytes per vector (faiss wiki, "Guidelines to choose an index",
-https://github.com/facebookresearch/faiss/wiki/Guidelines-to-choose-an-index), with
+https://github.com/facebookresearch/faiss/wiki/Guidelines-to-choose-an-index, quoted in
+https://github.com/lolishinshi/imsearch/issues/12), with
 hnswlib's default M = 16 (https://github.com/nmslib/hnswlib/blob/master/ALGO_PARAMS.md).
 A reranker scores (query, chunk) pairs with a cross-encoder: same cost per pair.
 """

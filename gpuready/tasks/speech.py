@@ -175,7 +175,12 @@ def stt_realtime(model: SpeechModel, variant: str, device: est.Device) -> tuple[
 def tts_realtime(model: SpeechModel, device: est.Device) -> tuple[float | None, list[str]]:
     if not device.flops:
         return None, [f"throughput of {device.name} unknown: speed not estimated"]
-    efficiency, why = encoder_efficiency(device.backend)
+    # A TTS model runs every output frame of an utterance through the network at once, like a
+    # prompt through an LLM: the text-generation prompt efficiency applies. Cross-check, not a
+    # fit: F5-TTS at 32 NFE is quoted at RTF ~0.12 (8x real time) on an RTX 3090
+    # (https://her-os.app/RESEARCH-INDICF5-TTS-OPTIMIZATION.md); this gives ~6x.
+    efficiency = est.COMPUTE_EFFICIENCY.get(device.backend, est.COMPUTE_EFFICIENCY["cpu"])
+    why = f"{efficiency:.0%} {device.backend} efficiency (text-generation prompt constant)"
     flops = 2 * model.params * model.frames_per_second * model.passes_per_frame
     seconds = flops / (device.flops * efficiency)
     return 1.0 / seconds, [
@@ -227,7 +232,9 @@ TTS_FLOORS = {"runs-well": 5.0, "runs": 1.5, "slow": 0.5}
 def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: est.Device | None) -> str:
     backend = gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
     if model.kind == "tts":
-        return {"cuda": "PyTorch (CUDA)", "metal": "PyTorch (MPS) or MLX", "cpu": "ONNX Runtime (CPU)"}.get(backend, f"PyTorch ({backend})")
+        if model.id.startswith("piper"):
+            return "Piper (ONNX Runtime, CUDA)" if backend == "cuda" else "Piper (ONNX Runtime, CPU)"
+        return {"cuda": "PyTorch (CUDA)", "metal": "PyTorch (MPS) or MLX", "cpu": "PyTorch (CPU)"}.get(backend, f"PyTorch ({backend})")
     if estimate.quant.startswith("q"):
         return {"cuda": "whisper.cpp (CUDA)", "metal": "whisper.cpp (Metal)", "rocm": "whisper.cpp (ROCm/HIP)",
                 "vulkan": "whisper.cpp (Vulkan)", "sycl": "whisper.cpp (SYCL)"}.get(backend, "whisper.cpp (CPU)")
