@@ -97,7 +97,7 @@ def judge(
         if better:
             best = min(better, key=lambda r: LEVELS.index(r[1]))
             suggestions.append(f"--quant {best[0]} would make it '{best[1]}' ({fmt_gb(best[2].memory.total_bytes)})")
-        if level == "does-not-fit":
+        if level == "does-not-fit" and not reasons[-1].startswith("placement"):
             smallest = min(results, key=lambda r: r[2].memory.total_bytes)[2]
             suggestions.append(f"at least {fmt_gb(smallest.memory.total_bytes)} of free memory is needed even at {smallest.quant}")
     on_gpu = estimate.placement in ("gpu", "offload")
