@@ -326,3 +326,10 @@ def load_catalog(builtin: Path | None = None, user: Path | None = None) -> Catal
                 raise CatalogError(f"{label}: duplicate id '{model.id}'")
             models[model.id] = model
     return Catalog(models=models, quants=quants, files=files)
+
+
+# The other tasks' entries (image generation, speech, document search) are parsed by their
+# own modules; imported last because those modules use Entry and CatalogError from here.
+from gpuready.tasks import parsers as _task_parsers  # noqa: E402
+
+MODEL_PARSERS.update(_task_parsers())

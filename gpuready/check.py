@@ -19,7 +19,7 @@ from gpuready.verdict import (
     Options,
     fmt_gb,
     gpu_device,
-    judge_model,
+    judge_any,
     rank_key,
 )
 
@@ -65,6 +65,11 @@ class Requirement:
     placement: str = "cpu"
     min_memory_bytes: int | None = None
     min_gpu_memory_bytes: int | None = None
+    min_realtime: float | None = None  # speech: x real time (audio seconds per second)
+    max_seconds_per_image: float | None = None  # image generation, at `resolution`
+    resolution: tuple[int, int] | None = None  # image generation: width, height
+    min_chunks_per_minute: float | None = None  # document search: embedding speed
+    documents: int | None = None  # document search: collection size for the index
 
     def label(self) -> str:
         if self.model:
@@ -81,6 +86,16 @@ class Requirement:
             text = f"memory >= {fmt_gb(self.min_memory_bytes)}"
         if self.min_generation_tokens_per_s:
             text += f", >= {self.min_generation_tokens_per_s:g} tokens/s"
+        if self.min_realtime:
+            text += f", >= {self.min_realtime:g}x real time"
+        if self.max_seconds_per_image:
+            text += f", <= {self.max_seconds_per_image:g} s per image"
+        if self.resolution:
+            text += f" at {self.resolution[0]}x{self.resolution[1]}"
+        if self.min_chunks_per_minute:
+            text += f", >= {self.min_chunks_per_minute:,.0f} chunks a minute"
+        if self.documents:
+            text += f", {self.documents:,} documents"
         if self.placement != "cpu":
             text += f", placement {self.placement}"
         return text
@@ -106,11 +121,52 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
             raise UsageError(f"unknown model '{requirement.model}'{hint}")
         if requirement.quant and requirement.quant not in model.quants:
             raise UsageError(f"model '{model.id}' has no quantisation '{requirement.quant}' (it has {', '.join(model.quants)})")
+    task = catalog.get(requirement.model).task if requirement.model else requirement.task
+    for key, wanted_task in SPEED_TASKS.items():
+        if getattr(requirement, key) is not None and task != wanted_task:
+            raise UsageError(f"{FLAG_NAMES[key]} applies to {wanted_task}, not {task or 'a memory requirement'}")
     if requirement.placement not in PLACEMENT_ORDER:
         raise UsageError(f"unknown placement '{requirement.placement}' (one of {', '.join(PLACEMENT_ORDER)})")
     if not (requirement.task or requirement.model or requirement.min_memory_bytes or requirement.min_gpu_memory_bytes):
         raise UsageError("nothing to check: give --task, --model, --min-memory, --min-gpu-memory or --requirements")
     return requirement
+
+
+# Which task each speed requirement is measured in, and its flag (for messages).
+SPEED_TASKS = {
+    "min_generation_tokens_per_s": "text-generation",
+    "min_realtime": "speech",
+    "max_seconds_per_image": "image-generation",
+    "resolution": "image-generation",
+    "min_chunks_per_minute": "document-search",
+    "documents": "document-search",
+}
+FLAG_NAMES = {
+    "min_generation_tokens_per_s": "--min-speed",
+    "min_realtime": "--min-realtime",
+    "max_seconds_per_image": "--max-seconds-per-image",
+    "resolution": "--resolution",
+    "min_chunks_per_minute": "--min-chunks-per-minute",
+    "documents": "--documents",
+}
+_RESOLUTION = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
+
+
+def parse_resolution(text: str) -> tuple[int, int]:
+    """'1024x1024' -> (1024, 1024); each side a multiple of 8 (the VAE's factor) from 64 to 8192."""
+    match = _RESOLUTION.match(str(text))
+    if not match:
+        raise UsageError(f"not a resolution: {text!r} (try 1024x1024)")
+    width, height = int(match.group(1)), int(match.group(2))
+    if not all(64 <= side <= 8192 and side % 8 == 0 for side in (width, height)):
+        raise UsageError(f"resolution {text!r}: each side must be a multiple of 8 between 64 and 8192")
+    return width, height
+
+
+def parse_documents(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise UsageError(f"documents must be a positive whole number (got {value!r})")
+    return value
 
 
 _FILE_KEYS = {
@@ -122,6 +178,11 @@ _FILE_KEYS = {
     "placement": str,
     "min_memory": str,
     "min_gpu_memory": str,
+    "min_realtime": (int, float),
+    "max_seconds_per_image": (int, float),
+    "resolution": str,
+    "min_chunks_per_minute": (int, float),
+    "documents": int,
 }
 
 
@@ -158,11 +219,24 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
                 placement=table.get("placement", "cpu"),
                 min_memory_bytes=parse_size(table["min_memory"]) if "min_memory" in table else None,
                 min_gpu_memory_bytes=parse_size(table["min_gpu_memory"]) if "min_gpu_memory" in table else None,
+                min_realtime=_positive(table, "min_realtime"),
+                max_seconds_per_image=_positive(table, "max_seconds_per_image"),
+                resolution=parse_resolution(table["resolution"]) if "resolution" in table else None,
+                min_chunks_per_minute=_positive(table, "min_chunks_per_minute"),
+                documents=parse_documents(table["documents"]) if "documents" in table else None,
             )
             requirements.append(validate(requirement, catalog))
         except UsageError as error:
             raise UsageError(f"{where}: {error}") from None
     return requirements
+
+
+def _positive(table: dict, key: str) -> float | None:
+    if key not in table:
+        return None
+    if table[key] <= 0:
+        raise UsageError(f"'{key}' must be positive (got {table[key]!r})")
+    return float(table[key])
 
 
 def _depends_failed(problems: list[Problem], names: tuple[str, ...]) -> Problem | None:
@@ -176,7 +250,8 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
     if requirement.min_memory_bytes is not None or requirement.min_gpu_memory_bytes is not None:
         return _evaluate_memory(requirement, hardware, problems)
-    options = Options(context_tokens=requirement.context_tokens, quant=requirement.quant, placement=requirement.placement)
+    options = Options(context_tokens=requirement.context_tokens, quant=requirement.quant, placement=requirement.placement,
+                      documents=requirement.documents, resolution=requirement.resolution)
     if requirement.model:
         models = [catalog.get(requirement.model)]
     else:
@@ -186,14 +261,10 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     failed = _depends_failed(problems, ("cpu", "memory", *GPU_PROBES))
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
-    for verdict in sorted((judge_model(m, catalog, hardware, options) for m in models), key=rank_key):
-        speed = verdict.estimate.speed if verdict.estimate else None
-        fast_enough = requirement.min_generation_tokens_per_s is None or (
-            speed is not None and speed.generation_tokens_per_s >= requirement.min_generation_tokens_per_s
-        )
-        if verdict.level in RUNNABLE and fast_enough:
+    for verdict in sorted((judge_any(m, catalog, hardware, options) for m in models), key=rank_key):
+        if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
             where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
-            reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, about {speed.generation_tokens_per_s:.0f} tokens/s"
+            reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict)}"
             return Outcome(requirement, "met", reason)
         if best is None:
             best = verdict
@@ -201,16 +272,55 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     if verdict.level == "unknown" or (failed and verdict.level == "does-not-fit"):
         cause = f"the {failed.probe} probe failed: {failed.message}" if failed else verdict.reasons[0]
         return Outcome(requirement, "unknown", f"could not tell: {cause}", (failed.hint,) if failed and failed.hint else ())
-    speed = verdict.estimate.speed if verdict.estimate else None
     if verdict.level in RUNNABLE or verdict.level == "too-slow":
-        got = f"about {speed.generation_tokens_per_s:.1f} tokens/s" if speed else "speed unknown"
-        wanted = requirement.min_generation_tokens_per_s or 3
-        reason = f"{verdict.model_name}: {got}, needs {wanted:g}"
+        reason = f"{verdict.model_name}: {speed_text(verdict)}, needs {wanted_text(requirement, verdict)}"
     else:
         reason = f"{verdict.model_name}: {verdict.reasons[-1] if verdict.reasons else verdict.level}"
     if requirement.task and not requirement.model:
         reason = f"no {requirement.task} model meets it; closest: {reason}"
     return Outcome(requirement, "not-met", reason, verdict.suggestions)
+
+
+def fast_enough(requirement: Requirement, verdict) -> bool:
+    """Whether a verdict's headline speed meets the requirement's bound in the task's unit."""
+    speed = verdict.speed
+    bounds = (
+        (requirement.min_generation_tokens_per_s, "tokens/s", lambda s, b: s >= b),
+        (requirement.min_realtime, "x realtime", lambda s, b: s >= b),
+        (requirement.max_seconds_per_image, "s/image", lambda s, b: s <= b),
+        (requirement.min_chunks_per_minute, "chunks/s", lambda s, b: s * 60 >= b),
+    )
+    for bound, unit, ok in bounds:
+        if bound is not None and (speed is None or verdict.speed_unit != unit or not ok(speed, bound)):
+            return False
+    return True
+
+
+def speed_text(verdict) -> str:
+    speed, unit = verdict.speed, verdict.speed_unit
+    if speed is None:
+        return "speed unknown"
+    if unit == "tokens/s":
+        return f"about {speed:.1f} tokens/s" if speed < 10 else f"about {speed:.0f} tokens/s"
+    if unit == "x realtime":
+        return f"about {speed:.1f}x real time"
+    if unit == "s/image":
+        return f"about {speed:.1f} s per image"
+    if unit == "chunks/s":
+        return f"about {speed * 60:,.0f} chunks a minute"
+    return f"about {speed:,.0f} {unit}"
+
+
+def wanted_text(requirement: Requirement, verdict) -> str:
+    if requirement.min_realtime:
+        return f"{requirement.min_realtime:g}x real time"
+    if requirement.max_seconds_per_image:
+        return f"at most {requirement.max_seconds_per_image:g} s per image"
+    if requirement.min_chunks_per_minute:
+        return f"{requirement.min_chunks_per_minute:,.0f} chunks a minute"
+    if requirement.min_generation_tokens_per_s or verdict.task == "text-generation":
+        return f"{requirement.min_generation_tokens_per_s or 3:g} tokens/s"
+    return "a usable speed"
 
 
 def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: list[Problem]) -> Outcome:

@@ -31,13 +31,15 @@ def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", type=int, metavar="TOKENS", help="context length to judge at (default 8192, capped at the model's maximum)")
-    parser.add_argument("--quant", metavar="Q", help="judge only this quantisation, e.g. Q4_K_M")
+    parser.add_argument("--quant", metavar="Q", help="judge only this quantisation or variant, e.g. Q4_K_M, fp8, int8")
     parser.add_argument(
         "--placement",
-        choices=("gpu", "split", "cpu"),
+        choices=("gpu", "offload", "split", "cpu"),
         default="cpu",
-        help="weakest placement accepted: gpu (GPU only), split (GPU or GPU+CPU), cpu (anything; default)",
+        help="weakest placement accepted: gpu (GPU only), offload (or image-model offload), split (or GPU+CPU), cpu (anything; default)",
     )
+    parser.add_argument("--documents", type=int, metavar="N", help="document search: documents to index (default 10,000 of ~5 chunks)")
+    parser.add_argument("--resolution", metavar="WxH", help="image generation: image size, e.g. 1024x1024 (default: each model's native size)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--task", help="a task must be feasible, e.g. text-generation")
     check.add_argument("--model", help="this catalogue model must run")
     check.add_argument("--min-speed", type=float, metavar="TOKENS_PER_S", help="minimum generation speed")
+    check.add_argument("--min-realtime", type=float, metavar="X", help="speech: at least X times real time, e.g. 5")
+    check.add_argument("--max-seconds-per-image", type=float, metavar="S", help="image generation: at most S seconds per image")
+    check.add_argument("--min-chunks-per-minute", type=float, metavar="N", help="document search: embed at least N chunks a minute")
     check.add_argument("--min-memory", metavar="SIZE", help="minimum usable system memory, e.g. 16GB")
     check.add_argument("--min-gpu-memory", metavar="SIZE", help="minimum usable GPU memory, e.g. 12GB")
     check.add_argument("--requirements", metavar="FILE", help="a TOML file of [[require]] tables")
@@ -148,7 +153,23 @@ def _options(args):
 
     if args.context is not None and args.context <= 0:
         raise UsageError("--context must be a positive number of tokens")
-    return Options(context_tokens=args.context, quant=getattr(args, "quant", None), placement=args.placement)
+    documents, resolution = _task_sizes(args)
+    return Options(context_tokens=args.context, quant=getattr(args, "quant", None), placement=args.placement,
+                   documents=documents, resolution=resolution)
+
+
+def _task_sizes(args) -> tuple[int | None, tuple[int, int] | None]:
+    """--documents and --resolution, checked."""
+    from gpuready.check import parse_documents, parse_resolution
+
+    documents = getattr(args, "documents", None)
+    resolution = getattr(args, "resolution", None)
+    try:
+        documents = parse_documents(documents) if documents is not None else None
+        resolution = parse_resolution(resolution) if resolution is not None else None
+    except UsageError as error:
+        raise UsageError(f"--{'documents' if 'documents' in str(error) else 'resolution'}: {error}") from None
+    return documents, resolution
 
 
 def _check_task(task: str | None) -> None:
@@ -166,8 +187,9 @@ def cmd_report(args) -> int:
 
     _check_task(args.task)
     catalog = _catalog(args)
-    if args.quant and args.quant not in catalog.quants:
-        raise UsageError(f"unknown quantisation '{args.quant}' (known: {', '.join(sorted(catalog.quants))})")
+    known = set(catalog.quants) | {variant for model in catalog.models.values() for variant in model.quants}
+    if args.quant and args.quant not in known:
+        raise UsageError(f"unknown quantisation '{args.quant}' (known: {', '.join(sorted(known))})")
     hardware, problems = _hardware(args)
     options = _options(args)
     if options.quant:
@@ -195,6 +217,12 @@ def cmd_check(args) -> int:
     requirements = []
     if args.requirements:
         requirements += load_requirements(Path(args.requirements), catalog)
+    documents, resolution = _task_sizes(args)
+    speeds = {"--min-speed": args.min_speed, "--min-realtime": args.min_realtime,
+              "--max-seconds-per-image": args.max_seconds_per_image, "--min-chunks-per-minute": args.min_chunks_per_minute}
+    for flag, value in speeds.items():
+        if value is not None and value <= 0:
+            raise UsageError(f"{flag} must be positive")
     if args.task or args.model:
         requirements.append(
             validate(
@@ -205,12 +233,20 @@ def cmd_check(args) -> int:
                     context_tokens=args.context,
                     min_generation_tokens_per_s=args.min_speed,
                     placement=args.placement,
+                    min_realtime=args.min_realtime,
+                    max_seconds_per_image=args.max_seconds_per_image,
+                    resolution=resolution,
+                    min_chunks_per_minute=args.min_chunks_per_minute,
+                    documents=documents,
                 ),
                 catalog,
             )
         )
-    elif args.min_speed is not None:
-        raise UsageError("--min-speed needs --task or --model")
+    else:
+        given = [flag for flag, value in speeds.items() if value is not None]
+        given += [flag for flag, value in (("--resolution", resolution), ("--documents", documents)) if value is not None]
+        if given:
+            raise UsageError(f"{given[0]} needs --task or --model")
     if args.min_memory:
         requirements.append(Requirement(min_memory_bytes=_size(args.min_memory, "--min-memory")))
     if args.min_gpu_memory:
@@ -254,7 +290,7 @@ def cmd_models(args) -> int:
                 "task": m.task,
                 "params": m.params,
                 "active_params": m.active_params,
-                "context_length": m.context_length,
+                "context_length": getattr(m, "context_length", None),
                 "quants": list(m.quants),
                 "source": m.source,
             }
@@ -264,7 +300,11 @@ def cmd_models(args) -> int:
         return ExitCode.READY
     from gpuready.text import table
 
-    rows = [[m.id, m.name, m.task, f"{m.params / 1e9:.1f}B" + (f" ({m.active_params / 1e9:.1f}B active)" if m.is_moe else ""), f"{m.context_length:,}"] for m in models]
+    rows = [
+        [m.id, m.name, m.task, f"{m.params / 1e9:.2f}B" + (f" ({m.active_params / 1e9:.1f}B active)" if getattr(m, "is_moe", False) else ""),
+         f"{m.context_length:,}" if hasattr(m, "context_length") else "-"]
+        for m in models
+    ]
     sys.stdout.write("\n".join(table(rows, ["ID", "NAME", "TASK", "PARAMS", "CONTEXT"], right={4})) + "\n")
     return ExitCode.READY
 
@@ -292,7 +332,7 @@ def cmd_estimate(args) -> int:
     from gpuready.check import Requirement, validate
     from gpuready.localmodel import describe, local_kind
     from gpuready.report import verdict_json
-    from gpuready.verdict import judge_model
+    from gpuready.verdict import judge_any
 
     catalog = _catalog(args)
     local = local_kind(args.model)
@@ -303,7 +343,7 @@ def cmd_estimate(args) -> int:
         validate(Requirement(model=args.model, quant=args.quant), catalog)
         model = catalog.get(args.model)
     hardware, problems = _hardware(args)
-    verdict = judge_model(model, catalog, hardware, _options(args))
+    verdict = judge_any(model, catalog, hardware, _options(args))
     if args.json:
         sys.stdout.write(json.dumps(verdict_json(verdict), indent=2) + "\n")
     else:
@@ -366,6 +406,8 @@ def cmd_default(args) -> int:
     args.context = None
     args.quant = None
     args.placement = "cpu"
+    args.documents = None
+    args.resolution = None
     return cmd_report(args)
 
 

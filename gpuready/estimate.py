@@ -39,24 +39,31 @@ RUNTIME_OVERHEAD_BYTES = {
 
 # Share of peak memory bandwidth that llama.cpp's token generation reaches, per backend,
 # and share of peak FP16 (GPU) or estimated peak (CPU) throughput its prompt processing
-# reaches. Fitted as the median over the published measurements in
-# benchmarks/validation/text-generation.toml (llama.cpp discussions #4167 for Apple
-# silicon and #15013 for CUDA); see benchmarks/score_estimator.py for the fit.
+# reaches. Each is the median of measured / theoretical-at-100% over the rows of
+# benchmarks/validation/text-generation.toml whose hardware is in catalog/gpus.toml (CPU
+# rows: benchmarks/score_estimator.py CPU_SPECS + catalog/cpus.toml), computed by
+# benchmarks/score_estimator.py (results in benchmarks/ACCURACY.md). Sources of those rows:
+# XiongjieDai/GPU-Benchmarks-on-LLM-Inference (CUDA and Apple, Llama 3 8B/70B), llama.cpp
+# discussion #4167 (Apple silicon, Llama 2 7B) and #15013 (CUDA), llama.cpp Vulkan/ROCm
+# pull-request tables (RX 6700 XT, RX 9070 XT, RTX 3090 Vulkan), and CPU llama-bench posts.
+# Rows fitted: generation cuda 45, metal 30, vulkan 12, rocm 5, cpu 4; prompt cuda 45,
+# metal 21, vulkan 10, rocm 4, cpu 4. sycl has no rows: its values are unfitted guesses
+# (kept from the first draft) and its estimates carry the "assumed" uncertainty.
 BANDWIDTH_EFFICIENCY = {
-    "cuda": 0.70,
-    "rocm": 0.60,
+    "cuda": 0.68,
+    "rocm": 0.49,
     "vulkan": 0.60,
     "sycl": 0.50,
-    "metal": 0.60,
-    "cpu": 0.55,
+    "metal": 0.73,
+    "cpu": 0.35,
 }
 COMPUTE_EFFICIENCY = {
-    "cuda": 0.60,
-    "rocm": 0.35,
-    "vulkan": 0.35,
+    "cuda": 0.35,
+    "rocm": 0.55,
+    "vulkan": 0.47,
     "sycl": 0.30,
-    "metal": 0.40,
-    "cpu": 0.50,
+    "metal": 0.63,
+    "cpu": 0.75,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.

@@ -28,7 +28,13 @@ from gpuready.verdict import LEVELS, RUNNABLE, Options, Verdict, judge_all
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "report.schema.json"
 # Probes a task's verdicts depend on: when one failed, "could not tell" beats "no".
-TASK_PROBES = {"text-generation": ("cpu", "memory", "nvidia", "amd", "intel", "apple", "windows-gpu")}
+_GPU_TASK_PROBES = ("cpu", "memory", "nvidia", "amd", "intel", "apple", "windows-gpu")
+TASK_PROBES = {
+    "text-generation": _GPU_TASK_PROBES,
+    "image-generation": _GPU_TASK_PROBES,
+    "speech": _GPU_TASK_PROBES,
+    "document-search": _GPU_TASK_PROBES,
+}
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,8 @@ def report_json(report: Report) -> dict:
             "context_tokens": report.options.context_tokens,
             "quant": report.options.quant,
             "placement": report.options.placement,
+            "documents": report.options.documents,
+            "resolution": list(report.options.resolution) if report.options.resolution else None,
         },
         "hardware": hardware_json(report.hardware),
         "tasks": [to_dict(task) for task in report.tasks],

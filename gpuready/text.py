@@ -97,6 +97,45 @@ def verdict_row(verdict: Verdict) -> list[str]:
     ]
 
 
+def speed_cell(verdict: Verdict) -> str:
+    """The headline speed of a non-LLM verdict in its task's unit."""
+    speed, unit = verdict.speed, verdict.speed_unit
+    if speed is None or verdict.placement is None:
+        return "-"
+    if unit == "s/image":
+        return f"{speed:.1f} s/image" if speed < 100 else f"{speed:.0f} s/image"
+    if unit == "x realtime":
+        return f"{speed:.1f}x" if speed < 100 else f"{speed:.0f}x"
+    if unit == "chunks/s":
+        return f"{speed * 60:,.0f}/min"
+    return f"{speed:,.0f} {unit}"
+
+
+def task_row(verdict: Verdict) -> list[str]:
+    fits = verdict.placement is not None
+    return [
+        verdict.model_name,
+        LEVEL_WORDS[verdict.level],
+        verdict.quant or "-",
+        fmt_gb(verdict.memory_needed_bytes),
+        verdict.placement.upper() if fits else "-",
+        speed_cell(verdict),
+        verdict.runtime or "-",
+    ]
+
+
+# Per task: the note under the title, the column headers, right-aligned columns, the row.
+TASK_COLUMNS = {
+    "text-generation": (None, ["MODEL", "VERDICT", "QUANT", "MEMORY", "WHERE", "GEN tok/s", "PROMPT tok/s"], {3, 5, 6}, verdict_row),
+    "image-generation": ("native resolution and step count of each model; change with --resolution",
+                         ["MODEL", "VERDICT", "VARIANT", "MEMORY", "WHERE", "TIME", "RUNTIME"], {3, 5}, task_row),
+    "speech": ("speed as times real time: minutes of audio per minute",
+               ["MODEL", "VERDICT", "VARIANT", "MEMORY", "WHERE", "REALTIME", "RUNTIME"], {3, 5}, task_row),
+    "document-search": ("embedding speed in chunks a minute; index of {documents:,} documents x 5 chunks; change with --documents",
+                        ["MODEL", "VERDICT", "VARIANT", "MEMORY", "WHERE", "SPEED", "RUNTIME"], {3, 5}, task_row),
+}
+
+
 def table(rows: list[list[str]], header: list[str], right: set[int]) -> list[str]:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = []
@@ -140,16 +179,43 @@ def render(report: Report, task: str | None = None) -> str:
         verdicts = [v for v in report.verdicts if v.task == summary.task]
         if not verdicts:
             continue
-        context = verdicts[0].context_tokens
-        lines.append(f"  (context {report.options.context_tokens or context:,} tokens; change with --context)")
-        header = ["MODEL", "VERDICT", "QUANT", "MEMORY", "WHERE", "GEN tok/s", "PROMPT tok/s"]
-        lines += table([verdict_row(v) for v in verdicts], header, right={3, 5, 6})
-    lines += ["", "Speeds are estimates (llama.cpp-class runtimes, +/- shown in `gpuready estimate MODEL`)."]
+        note, header, right, row = TASK_COLUMNS.get(summary.task, TASK_COLUMNS["image-generation"][:3] + (task_row,))
+        if summary.task == "text-generation":
+            context = verdicts[0].context_tokens
+            note = f"context {report.options.context_tokens or context:,} tokens; change with --context"
+        from gpuready.tasks.search import DEFAULT_DOCUMENTS
+
+        lines.append(f"  ({note.format(documents=report.options.documents or DEFAULT_DOCUMENTS)})")
+        lines += table([row(v) for v in verdicts], header, right=right)
+    lines += ["", "Speeds are estimates (+/- and their basis shown in `gpuready estimate MODEL`)."]
+    return "\n".join(lines) + "\n"
+
+
+def render_task_estimate(verdict: Verdict) -> str:
+    """Breakdown for one image, speech or document-search model."""
+    lines = [f"{verdict.model_name} ({verdict.model_id})", ""]
+    lines.append(f"Verdict   {LEVEL_WORDS[verdict.level]}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
+    estimate = verdict.estimate
+    if estimate is not None:
+        lines += [f"Variant   {estimate.quant}, placement {estimate.placement}", "", "Memory"]
+        lines += [f"  {part.label:<34} {fmt_gb(part.bytes):>10}  ({part.where})" for part in estimate.memory.parts]
+        lines.append(f"  {'total':<34} {fmt_gb(estimate.memory.total_bytes):>10}  (available: {fmt_gb(verdict.memory_available_bytes)})")
+        if estimate.speed is not None:
+            lines += ["", f"Speed (+/-{estimate.uncertainty:.0%})", f"  {estimate.speed:,.2f} {estimate.speed_unit}"]
+        lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
+    lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
+    if verdict.suggestions:
+        lines += ["", "What would change it"] + [f"  {s}" for s in verdict.suggestions]
+    if verdict.variants:
+        rows = [[v.quant, LEVEL_WORDS[v.level], fmt_gb(v.memory_needed_bytes), v.placement or "-"] for v in verdict.variants]
+        lines += ["", "Variants"] + table(rows, ["VARIANT", "VERDICT", "MEMORY", "WHERE"], right={2})
     return "\n".join(lines) + "\n"
 
 
 def render_estimate(verdict: Verdict) -> str:
     """Full breakdown for one model, as `gpuready estimate` prints it."""
+    if verdict.task != "text-generation":
+        return render_task_estimate(verdict)
     lines = [f"{verdict.model_name} ({verdict.model_id}) at {verdict.context_tokens:,} tokens of context", ""]
     lines.append(f"Verdict   {LEVEL_WORDS[verdict.level]}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
     estimate = verdict.estimate

@@ -25,7 +25,9 @@ TEXT_GENERATION_FLOORS = {"runs-well": 20.0, "runs": 8.0, "slow": 3.0}
 PROMPT_TOKENS_FOR_PATIENCE = 2000
 PROMPT_PATIENCE_S = 30.0
 
-PLACEMENT_ORDER = ("gpu", "split", "cpu")
+# Weakest accepted placement last. "offload" (image models: components take turns on the GPU,
+# all compute stays there) ranks above "split" (layers computed by the CPU).
+PLACEMENT_ORDER = ("gpu", "offload", "split", "cpu")
 BACKEND_BY_VENDOR = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}
 RUNTIME_BY_BACKEND = {
     "cuda": "llama.cpp (CUDA)",
@@ -72,11 +74,14 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Options:
-    """What the user asked for: a context length, a fixed quantisation, the weakest placement accepted."""
+    """What the user asked for: a context length, a fixed quantisation (or variant), the weakest
+    placement accepted, and the other tasks' sizes (documents to index, image resolution)."""
 
     context_tokens: int | None = None
     quant: str | None = None
-    placement: str = "cpu"  # gpu: GPU only; split: GPU or split; cpu: anything
+    placement: str = "cpu"  # gpu: GPU only; offload: or model offload; split: or GPU+CPU split; cpu: anything
+    documents: int | None = None  # document search: size of the collection to index
+    resolution: tuple[int, int] | None = None  # image generation: width, height (default: the model's own)
 
 
 def fmt_gb(value: float | None) -> str:
@@ -388,12 +393,21 @@ def suggestions(
     return found
 
 
+def judge_any(model, catalog: Catalog, hardware: Hardware, options: Options) -> Verdict:
+    """A verdict for a model of any task: language models here, the other tasks in gpuready.tasks."""
+    if isinstance(model, LanguageModel):
+        return judge_model(model, catalog, hardware, options)
+    from gpuready.tasks import judge_task
+
+    return judge_task(model, catalog, hardware, options)
+
+
 def judge_all(catalog: Catalog, hardware: Hardware, options: Options, task: str | None = None) -> list[Verdict]:
     """A verdict for every model in the catalogue (or one task), best first."""
     verdicts = [
-        judge_model(model, catalog, hardware, options)
+        judge_any(model, catalog, hardware, options)
         for model in catalog.models.values()
-        if (task is None or model.task == task) and isinstance(model, LanguageModel)
+        if task is None or model.task == task
     ]
     return sorted(verdicts, key=rank_key)
 

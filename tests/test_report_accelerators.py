@@ -67,6 +67,8 @@ def test_a_mac_verdict_names_metal_and_says_what_its_usable_memory_is(catalog):
 def test_an_npu_is_listed_with_the_reason_it_does_not_run_text_generation(catalog):
     hardware, problems = probe_hardware(ReplayHost(FIXTURES / "linux-strix-ryzen-ai-370"))
     for verdict in build_report(hardware, problems, catalog).verdicts:
+        if verdict.task != "text-generation":
+            continue
         assert verdict.placement != "npu"
         assert verdict.reasons[-1] == (
             "AMD Ryzen AI NPU (Strix Point / Krackan Point), 50 TOPS: not used, llama.cpp-class runtimes have no "
@@ -78,7 +80,7 @@ def test_an_intel_mac_runs_models_on_the_cpu_not_on_its_radeon(catalog):
     hardware, problems = probe_hardware(ReplayHost(FIXTURES / "mac-intel-i9"))
     verdicts = build_report(hardware, problems, catalog).verdicts
     assert {v.placement for v in verdicts} <= {"cpu", None}
-    assert {v.runtime for v in verdicts if v.placement} == {"llama.cpp (CPU)"}
+    assert {v.runtime for v in verdicts if v.placement and v.task == "text-generation"} == {"llama.cpp (CPU)"}
 
 
 def test_a_probe_that_crashes_does_not_lose_the_others(monkeypatch):

@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""Score gpuready's estimators against the published measurements in benchmarks/validation/.
+
+Each measured row becomes hypothetical hardware built from the GPU table (catalog/gpus.toml:
+the row's gpu_id, else a unique gpuready.tables.find_gpus match of its gpu_hint) or, for
+CPU rows, from CPU_SPECS below plus catalog/cpus.toml's bandwidth. Rows whose hardware or
+model is not known are skipped and counted. For every task it prints the median and worst
+absolute percentage error, and the efficiency each backend would need (measured /
+theoretical at 100%) whose medians the constants in gpuready were fitted to.
+
+Usage: python benchmarks/score_estimator.py > benchmarks/ACCURACY.md   (from the repository root)
+The fits are in-sample: the constants were set to these medians over these same rows.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gpuready import estimate as est  # noqa: E402
+from gpuready.catalog import LanguageModel, Quant, load_catalog  # noqa: E402
+from gpuready.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
+from gpuready.tasks import common, image, speech  # noqa: E402
+from gpuready.tomlcompat import tomllib  # noqa: E402
+
+GIB = 1024**3
+# (constant name, key) -> (fitted median, the constant in gpuready), filled by each section;
+# tests/test_score_estimator.py checks the two agree, so a changed formula or validation
+# row without a refit fails loudly.
+FITS: dict[tuple[str, str], tuple[float, float | None]] = {}
+VALIDATION = ROOT / "benchmarks" / "validation"
+
+# CPUs named by CPU rows: (name as a probe reports it, for catalog/cpus.toml's bandwidth;
+# physical cores; ISA features as gpuready's CPU probe reports them). Cores from the
+# vendors' spec pages: Intel ARK (i3-1315U 6 = 2P+4E, i7-12700K 12 = 8P+4E, i7-8700 6),
+# Apple (M1 Max 10, M2 Max 12, M3 8, M3 Max 16 CPU cores), Raspberry Pi 5 datasheet
+# (4 x Cortex-A76). Rows using fewer threads than cores use that many cores.
+CPU_SPECS = {
+    "Intel Core i3-1315U": ("13th Gen Intel(R) Core(TM) i3-1315U", 6, ("avx2", "fma")),
+    "Intel Core i7-12700K": ("12th Gen Intel(R) Core(TM) i7-12700K", 12, ("avx2", "fma")),
+    "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz (Ubuntu 20.04.4 LTS)": ("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", 6, ("avx2", "fma")),
+    "Raspberry Pi 5 (BCM2712, Cortex-A76)": ("Raspberry Pi 5", 4, ("dotprod", "fp16", "neon")),
+    "Raspberry Pi 5 (BCM2712, active cooler)": ("Raspberry Pi 5", 4, ("dotprod", "fp16", "neon")),
+    "Apple M1 Max": ("Apple M1 Max", 10, ("dotprod", "fp16", "neon")),
+    "Apple M2 Max": ("Apple M2 Max", 12, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
+    "Apple M3": ("Apple M3", 8, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
+    "Apple M3 Max": ("Apple M3 Max", 16, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
+}
+
+# Base models the text-generation rows measure that are not in the catalogue, from each
+# model's config.json on Hugging Face (meta-llama/Llama-2-7b-hf, Llama-2-13b-hf,
+# Llama-2-70b-hf, Meta-Llama-3-8B, Meta-Llama-3-70B, mistralai/Mistral-7B-Instruct-v0.2,
+# TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T): params, layers, hidden, heads, KV heads, vocab.
+ARCHITECTURES = {
+    "llama-2-7b": (6.74e9, 32, 4096, 32, 32, 32000),
+    "llama-2-13b": (13.02e9, 40, 5120, 40, 40, 32000),
+    "llama-2-70b": (68.98e9, 80, 8192, 64, 8, 32000),
+    "llama-3-8b": (8.03e9, 32, 4096, 32, 8, 128256),
+    "llama-3-70b": (70.55e9, 80, 8192, 64, 8, 128256),
+    "mistral-7b-instruct-v0.2": (7.24e9, 32, 4096, 32, 8, 32000),
+    "tinyllama-1.1b-1t-openorca": (1.1e9, 22, 2048, 32, 4, 32000),
+}
+ALIASES = {"llama-7b": "llama-2-7b", "llama-13b": "llama-2-13b", "llama-8b": "llama-3-8b",
+           "llama-3.2-3b-instruct": "llama-3.2-3b", "gemma-3-4b-it-qat": "gemma-3-4b",
+           "qwen3-coder-30b-a3b": "qwen3-30b-a3b"}
+
+
+def load(task: str) -> list[dict]:
+    with open(VALIDATION / f"{task}.toml", "rb") as handle:
+        return tomllib.load(handle)["measurements"]
+
+
+def ape(estimated: float, measured: float) -> float:
+    return abs(estimated - measured) / measured * 100
+
+
+# --- hardware from the tables -----------------------------------------------------------
+
+
+def gpu_spec(row: dict):
+    table = {spec.id: spec for spec in gpu_table()}
+    if row.get("gpu_id"):
+        return table.get(row["gpu_id"])
+    hint = row.get("gpu_hint", "")
+    if hint == "cpu" or "variant not stated" in hint:
+        return None
+    matches = find_gpus(hint)
+    return matches[0] if len(matches) == 1 else None
+
+
+def gpu_device(row: dict, backend: str) -> est.Device | None:
+    spec = gpu_spec(row)
+    if spec is None:
+        return None
+    return est.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
+                      bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
+                      unified=spec.vendor == "apple")
+
+
+def cpu_device(row: dict) -> est.Device | None:
+    known = CPU_SPECS.get(row.get("cpu_hint", ""))
+    if known is None:
+        return None
+    name, cores, features = known
+    platform = match_cpu(name)
+    if platform is None:
+        return None
+    used = min(cores, row["threads"]) if row.get("threads") else cores
+    return est.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None,
+                      bandwidth_bytes_per_s=platform.bandwidth_bytes_per_s, flops=est.cpu_peak_flops(used, features))
+
+
+# --- text generation ---------------------------------------------------------------------
+
+
+def language_model(row: dict, catalog) -> LanguageModel | None:
+    base = row["model"].split(" (")[0]
+    base = ALIASES.get(base, base)
+    if base in ARCHITECTURES:
+        params, layers, hidden, heads, kv, vocab = ARCHITECTURES[base]
+        model = LanguageModel(id=base, name=base, params=params, active_params=params, layers=layers,
+                              hidden_size=hidden, attention_heads=heads, kv_heads=kv, head_dim=hidden // heads,
+                              context_length=4096, quants=(), source="config.json", vocab_size=vocab)
+    else:
+        model = catalog.get(base)
+        if model is None or model.task != "text-generation":
+            return None
+    if row.get("params") and abs(row["params"] - model.params) / model.params > 0.02 and not model.is_moe:
+        model = LanguageModel(**{**model.__dict__, "params": row["params"], "active_params": row["params"]})
+    return model
+
+
+def real_size(row: dict) -> float | None:
+    # XiongjieDai's model_size_gb values (4.58 for Llama 3 8B Q4_K_M) are llama.cpp's GiB
+    # figures (the same 4.58 GiB quantize's table lists, see catalog/quants.toml), so both are GiB.
+    size = row.get("model_size_gib") or row.get("model_size_gb")
+    return size * GIB if size else None
+
+
+def text_generation(catalog, out: list[str]) -> None:
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    observed: dict[tuple[str, str], list[float]] = defaultdict(list)
+    memory_errors: list[float] = []
+    skipped = defaultdict(int)
+    for row in load("text-generation"):
+        kind = "generation" if row["test"].startswith("tg") else "prompt"
+        backend = row["backend"]
+        model = language_model(row, catalog)
+        if model is None:
+            skipped["model not known"] += 1
+            continue
+        device = cpu_device(row) if backend == "cpu" else gpu_device(row, backend)
+        if device is None:
+            skipped["hardware not in the tables"] += 1
+            continue
+        size = real_size(row)
+        quant = catalog.quants.get(row["quant"])
+        if size and quant and quant.id not in ("MXFP4",):
+            estimated, _ = est.weights_bytes(model, quant)
+            memory_errors.append(ape(estimated, size))
+        if size is None and quant is None:
+            skipped["quantisation unknown and no file size"] += 1
+            continue
+        weights = int(size) if size else est.weights_bytes(model, quant)[0]
+        memory = est.MemoryBreakdown(weights, est.kv_cache_bytes(model, 512), 0, 0)
+        gpu = device if device.kind == "gpu" else None
+        speed = est.speed(model, memory, 512, gpu, device if gpu is None else cpu_placeholder(), 1.0 if gpu else 0.0)
+        if kind == "prompt" and not device.flops:
+            skipped["no FLOPS figure for the hardware"] += 1
+            continue
+        predicted = speed.generation_tokens_per_s if kind == "generation" else speed.prompt_tokens_per_s
+        where = "Apple" if backend == "metal" else ("CPU" if backend == "cpu" else "GPU")
+        groups[(kind, where)].append(ape(predicted, row["tokens_per_s"]))
+        constant = (est.BANDWIDTH_EFFICIENCY if kind == "generation" else est.COMPUTE_EFFICIENCY)[backend]
+        observed[(kind, backend)].append(row["tokens_per_s"] / predicted * constant)
+    out.append("## Text generation (llama.cpp)\n")
+    out.append("| speed | hardware | rows | median error | worst error |\n|---|---|---:|---:|---:|")
+    for (kind, where), errors in sorted(groups.items()):
+        out.append(f"| {kind} | {where} | {len(errors)} | {statistics.median(errors):.0f}% | {max(errors):.0f}% |")
+    out.append(f"\nSkipped: {dict(skipped)}.\n")
+    out.append("Weights memory (parameters x bits per weight from catalog/quants.toml) against the real file size the row "
+               f"reports: {len(memory_errors)} rows, median error {statistics.median(memory_errors):.1f}%, "
+               f"worst {max(memory_errors):.1f}%.\n")
+    out.append("Efficiency each row implies (measured / theoretical at 100%), median per backend; "
+               "gpuready/estimate.py's constants are set to these medians:\n")
+    out.append("| speed | backend | rows | fitted median | constant in estimate.py |\n|---|---|---:|---:|---:|")
+    for (kind, backend), values in sorted(observed.items()):
+        constant = (est.BANDWIDTH_EFFICIENCY if kind == "generation" else est.COMPUTE_EFFICIENCY)[backend]
+        name = "BANDWIDTH_EFFICIENCY" if kind == "generation" else "COMPUTE_EFFICIENCY"
+        FITS[(name, backend)] = (statistics.median(values), constant)
+        out.append(f"| {kind} | {backend} | {len(values)} | {statistics.median(values):.2f} | {constant:.2f} |")
+    out.append("")
+
+
+def cpu_placeholder() -> est.Device:
+    return est.Device("cpu", "unused", "cpu", None, 1.0, None)
+
+
+# --- image generation --------------------------------------------------------------------
+
+IMAGE_MODELS = {"sd-1.5": "sd-1.5", "sd-1.4": "sd-1.5", "sdxl": "sdxl", "flux.1-dev": "flux.1-dev"}
+IMAGE_BACKENDS = {"cuda": "cuda", "coreml-gpu": "metal", "coreml-all": "metal"}
+
+
+def image_generation(catalog, out: list[str]) -> None:
+    errors: dict[str, list[float]] = defaultdict(list)
+    observed: dict[tuple[str, str], list[float]] = defaultdict(list)
+    skipped = defaultdict(int)
+    for row in load("image-generation"):
+        model = catalog.get(IMAGE_MODELS.get(row["model"], "")) if row["model"] in IMAGE_MODELS else None
+        backend = IMAGE_BACKENDS.get(row["backend"])
+        if model is None or backend is None:
+            skipped["model or backend not modelled"] += 1
+            continue
+        device = gpu_device(row, backend)
+        if device is None or not device.flops:
+            skipped["hardware not in the tables"] += 1
+            continue
+        width = row.get("width", model.resolution)
+        height = row.get("height", model.resolution)
+        step_s, _ = image.seconds_per_step(model, width, height, device)
+        step_s *= row.get("batch", 1)
+        if "iterations_per_s" in row:
+            predicted, measured = 1 / step_s, row["iterations_per_s"]
+        else:
+            predicted, measured = 1 / (step_s * row["steps"]), 1 / row["seconds_per_image"]
+        ratio, _ = image.throughput_ratio(model, backend)
+        errors[f"{model.architecture} ({backend})"].append(ape(predicted, measured))
+        observed[(model.architecture, backend)].append(measured / predicted * ratio)
+    out.append("## Image generation (steps per second of the denoiser)\n")
+    out.append("| denoiser (backend) | rows | median error | worst error |\n|---|---:|---:|---:|")
+    for key, values in sorted(errors.items()):
+        out.append(f"| {key} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
+    out.append(f"\nSkipped: {dict(skipped)}.\n")
+    out.append("Throughput ratio each row implies (measured / (peak FLOPS / FLOPs per step)), median:\n")
+    out.append("| denoiser | backend | rows | fitted median | constant in tasks/image.py |\n|---|---|---:|---:|---:|")
+    for (arch, backend), values in sorted(observed.items()):
+        FITS[(f"THROUGHPUT_RATIO[{arch}]", backend)] = (statistics.median(values), image.THROUGHPUT_RATIO[arch].get(backend))
+        constant = image.THROUGHPUT_RATIO[arch].get(backend, "scaled from cuda")
+        constant = f"{constant:.2f}" if isinstance(constant, float) else constant
+        out.append(f"| {arch} | {backend} | {len(values)} | {statistics.median(values):.2f} | {constant} |")
+    out.append("")
+
+
+# --- speech -------------------------------------------------------------------------------
+
+WHISPER = {"whisper-large": "whisper-large-v3", "whisper-large-v2": "whisper-large-v3"}
+
+
+def whisper_model(catalog, name: str):
+    name = name.removesuffix(".en")
+    return catalog.get(WHISPER.get(name, name))
+
+
+def speech_rows(catalog, out: list[str]) -> None:
+    encoder_errors: dict[str, list[float]] = defaultdict(list)
+    realtime_errors: dict[str, list[float]] = defaultdict(list)
+    observed: dict[str, list[float]] = defaultdict(list)
+    decoder_observed: dict[str, list[float]] = defaultdict(list)
+    skipped = defaultdict(int)
+    for row in load("speech"):
+        model = whisper_model(catalog, row["model"])
+        backend = row["backend"]
+        device = cpu_device(row) if backend == "cpu" else gpu_device(row, backend)
+        if model is None:
+            skipped["model not known"] += 1
+            continue
+        if device is None:
+            skipped["hardware not in the tables"] += 1
+            continue
+        if "encode_ms" in row:
+            predicted, _ = speech.encoder_seconds(model, device)
+            measured = row["encode_ms"] / 1000
+            efficiency, _ = common.encoder_efficiency(backend)
+            encoder_errors[backend].append(ape(predicted, measured))
+            observed[backend].append(predicted / measured * efficiency)
+        elif row["implementation"] == "faster-whisper" and row.get("batch_size") == 1:
+            variant = {"fp16": "fp16", "int8": "int8", "fp32": "fp32"}[row["precision"]]
+            predicted, encode, _ = speech.stt_realtime(model, variant, device)
+            measured = row["audio_seconds"] / row["wall_seconds"]
+            realtime_errors[backend].append(ape(predicted, measured))
+            decode = speech.WINDOW_SECONDS / measured - encode
+            if decode <= 0:
+                skipped["decoder fit: estimated encoder alone is slower than the measurement"] += 1
+                continue
+            per_token, _ = speech.decoder_seconds_per_token(model, variant, device)
+            efficiency, _ = speech.decoder_efficiency(backend)
+            decoder_observed[backend].append(per_token * speech.TOKENS_PER_WINDOW / decode * efficiency)
+        else:
+            skipped["implementation not modelled (openai/whisper, transformers, batched)"] += 1
+    out.append("## Speech to text (Whisper)\n")
+    out.append("| measure | backend | rows | median error | worst error |\n|---|---|---:|---:|---:|")
+    for backend, values in sorted(encoder_errors.items()):
+        out.append(f"| whisper.cpp encoder, one 30 s window | {backend} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
+    for backend, values in sorted(realtime_errors.items()):
+        out.append(f"| faster-whisper x real time, 13 min file | {backend} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
+    out.append(f"\nSkipped: {dict(skipped)}.\n")
+    out.append("Encoder efficiency each row implies, median (tasks/common.py ENCODER_EFFICIENCY):\n")
+    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
+    for backend, values in sorted(observed.items()):
+        FITS[("ENCODER_EFFICIENCY", backend)] = (statistics.median(values), common.ENCODER_EFFICIENCY.get(backend))
+        out.append(f"| {backend} | {len(values)} | {statistics.median(values):.2f} | {common.ENCODER_EFFICIENCY.get(backend, '-')} |")
+    out.append("\nDecoder bandwidth efficiency each faster-whisper row implies (time left after the estimated encoder), "
+               "median (tasks/speech.py DECODER_EFFICIENCY):\n")
+    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
+    for backend, values in sorted(decoder_observed.items()):
+        FITS[("DECODER_EFFICIENCY", backend)] = (statistics.median(values), speech.DECODER_EFFICIENCY.get(backend))
+        out.append(f"| {backend} | {len(values)} | {statistics.median(values):.2f} | {speech.DECODER_EFFICIENCY.get(backend, '-')} |")
+    out.append("")
+
+
+def report() -> str:
+    """The whole accuracy report as Markdown (and FITS filled in)."""
+    catalog = load_catalog()
+    out = ["# Estimator accuracy", "",
+           "Generated by `python benchmarks/score_estimator.py`: every row of benchmarks/validation/*.toml whose hardware "
+           "is in the tables, through gpuready's estimators on hypothetical hardware built from catalog/gpus.toml "
+           "(and catalog/cpus.toml for CPU rows). Errors are absolute percentage errors of the estimate against the "
+           "measurement. The efficiency constants were fitted on these same rows (in-sample).", ""]
+    text_generation(catalog, out)
+    image_generation(catalog, out)
+    speech_rows(catalog, out)
+    out += ["## Text to speech and document search", "",
+            "No published measurements in benchmarks/validation yet: these estimates are unscored, and their "
+            "uncertainty bands (+/-60% text to speech, +/-50% embedding) say so.", ""]
+    return "\n".join(out)
+
+
+def main() -> int:
+    print(report())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

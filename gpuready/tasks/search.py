@@ -1,0 +1,219 @@
+"""Document search: embedding models and rerankers, in chunks per second, and the index.
+
+An embedding model turns each chunk of text into a vector; embedding is compute bound
+(a batch of chunks through an encoder: 2 x parameters FLOPs per token, plus attention).
+Chunks are 256 tokens: the length sentence-transformers/all-MiniLM-L6-v2 truncates to
+("By default, input text longer than 256 word pieces is truncated",
+https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2), a common chunk size.
+The index holds one float32 vector per chunk plus an HNSW graph:
+(d x 4 + M x 2 x 4) bytes per vector (faiss wiki, "Guidelines to choose an index",
+https://github.com/facebookresearch/faiss/wiki/Guidelines-to-choose-an-index, quoted in
+https://github.com/lolishinshi/imsearch/issues/12), with
+hnswlib's default M = 16 (https://github.com/nmslib/hnswlib/blob/master/ALGO_PARAMS.md).
+A reranker scores (query, chunk) pairs with a cross-encoder: same cost per pair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuready import estimate as est
+from gpuready.catalog import CatalogError, Entry
+from gpuready.tasks.common import (
+    MemoryPart,
+    MemoryParts,
+    TaskEstimate,
+    device_flops_basis,
+    encoder_efficiency,
+)
+
+CHUNK_TOKENS = 256
+HNSW_M = 16
+# A realistic personal collection: 10,000 documents (notes, mails, PDFs) of about five
+# 256-token chunks each (~1,000 words a document). An assumption; change it with --documents.
+DEFAULT_DOCUMENTS = 10_000
+CHUNKS_PER_DOCUMENT = 5
+# Pairs a reranker scores per query: the top 100 of the first-stage search (an assumption).
+RERANK_CANDIDATES = 100
+# Chunks embedded in one batch (sentence-transformers' encode() default batch_size = 32).
+BATCH_CHUNKS = 32
+VARIANT_BITS = {"fp32": 32.0, "fp16": 16.0, "int8": 8.0}
+# No embedding measurements in benchmarks/validation yet: the efficiency is the speech
+# encoder's (same kind of work), so the band is wide.
+UNCERTAINTY = 0.5
+
+
+@dataclass(frozen=True)
+class SearchModel:
+    id: str
+    name: str
+    kind: str  # embedding | reranker
+    params: float
+    layers: int
+    hidden_size: int
+    max_tokens: int
+    variants: tuple[str, ...]
+    source: str
+    dimensions: int | None = None  # embedding models: vector size
+    publisher: str | None = None
+    license: str | None = None
+    hf_repo: str | None = None
+    notes: str | None = None
+    origin: str = ""
+    task: str = "document-search"
+
+    @property
+    def quants(self) -> tuple[str, ...]:
+        return self.variants
+
+    @property
+    def active_params(self) -> float:
+        return self.params
+
+
+def parse_search_model(entry: Entry, quants=None) -> SearchModel:
+    kind = entry.text("kind")
+    if kind not in ("embedding", "reranker"):
+        raise CatalogError(f"{entry.where}: 'kind' must be 'embedding' or 'reranker' (got {kind!r})")
+    variants = entry.strings("variants", required=True)
+    for variant in variants:
+        if variant not in VARIANT_BITS:
+            raise CatalogError(f"{entry.where}: 'variants' names unknown precision '{variant}' (known: {', '.join(VARIANT_BITS)})")
+    if kind == "embedding" and not entry.has("dimensions"):
+        raise CatalogError(f"{entry.where}: an embedding model needs 'dimensions'")
+    return SearchModel(
+        id=entry.ident(),
+        name=entry.text("name"),
+        kind=kind,
+        params=entry.number("params"),
+        layers=entry.integer("layers"),
+        hidden_size=entry.integer("hidden_size"),
+        max_tokens=entry.integer("max_tokens"),
+        variants=variants,
+        source=entry.text("source"),
+        dimensions=entry.integer("dimensions", required=False),
+        publisher=entry.text("publisher", required=False),
+        license=entry.text("license", required=False),
+        hf_repo=entry.text("hf_repo", required=False),
+        notes=entry.text("notes", required=False),
+        origin=entry.where,
+    )
+
+
+# --- formulas --------------------------------------------------------------------------
+
+
+def chunk_tokens(model: SearchModel) -> int:
+    return min(CHUNK_TOKENS, model.max_tokens)
+
+
+def layer_params(model: SearchModel) -> float:
+    """Parameters that multiply: 12 x hidden^2 per layer (attention 4 h^2, MLP 8 h^2); embeddings are a lookup."""
+    return 12 * model.hidden_size**2 * model.layers
+
+
+def flops_per_chunk(model: SearchModel) -> float:
+    """2 x layer parameters x tokens + attention 4 x tokens^2 x width x layers."""
+    tokens = chunk_tokens(model)
+    return 2 * layer_params(model) * tokens + 4 * tokens**2 * model.hidden_size * model.layers
+
+
+def index_bytes(model: SearchModel, documents: int) -> int:
+    """float32 vectors plus the HNSW graph's links: (d x 4 + M x 2 x 4) bytes per chunk."""
+    return documents * CHUNKS_PER_DOCUMENT * (model.dimensions * 4 + HNSW_M * 2 * 4)
+
+
+def activation_bytes(model: SearchModel) -> int:
+    """One batch's hidden states (fp32) and attention scores for one layer at a time."""
+    tokens = chunk_tokens(model)
+    return BATCH_CHUNKS * tokens * 4 * (4 * model.hidden_size + tokens * max(1, model.hidden_size // 64))
+
+
+def chunks_per_second(model: SearchModel, device: est.Device) -> tuple[float | None, str]:
+    if not device.flops:
+        return None, f"throughput of {device.name} unknown: speed not estimated"
+    efficiency, why = encoder_efficiency(device.backend)
+    flops = flops_per_chunk(model)
+    return device.flops * efficiency / flops, (
+        f"{flops / 1e9:.1f} GFLOPs per {chunk_tokens(model)}-token chunk; {device_flops_basis(device)} x {why}"
+    )
+
+
+def estimate(model: SearchModel, variant: str, documents: int, gpu: est.Device | None, cpu: est.Device) -> TaskEstimate:
+    weights = int(model.params * VARIANT_BITS[variant] / 8)
+    activations = activation_bytes(model)
+    basis = [f"weights: {model.params / 1e6:.0f}M parameters at {variant}",
+             f"activations: batch of {BATCH_CHUNKS} chunks x {chunk_tokens(model)} tokens"]
+    placement, device = "cpu", cpu
+    overhead = est.RUNTIME_OVERHEAD_BYTES["cpu"]
+    if gpu is not None and gpu.usable_memory_bytes:
+        gpu_overhead = est.RUNTIME_OVERHEAD_BYTES.get(gpu.backend, est.RUNTIME_OVERHEAD_BYTES["cpu"])
+        if weights + activations + gpu_overhead <= gpu.usable_memory_bytes:
+            placement, device, overhead = "gpu", gpu, gpu_overhead
+    where = "gpu" if placement == "gpu" else "system"
+    parts = [MemoryPart(f"weights ({variant})", weights, where), MemoryPart("activations", activations, where),
+             MemoryPart("runtime overhead", overhead, where)]
+    if model.kind == "embedding":
+        index = index_bytes(model, documents)
+        parts.append(MemoryPart(f"index ({documents:,} documents)", index, "system"))
+        basis.append(
+            f"index: {documents:,} documents x {CHUNKS_PER_DOCUMENT} chunks x ({model.dimensions} dims x 4 bytes"
+            f" + HNSW M={HNSW_M} x 2 x 4 bytes), in system memory"
+        )
+    memory = MemoryParts(tuple(parts))
+    basis.append(f"on {device.name} ({device.backend})")
+    speed, why = chunks_per_second(model, device)
+    basis.append(why)
+    details = ()
+    if speed and model.kind == "embedding":
+        total = documents * CHUNKS_PER_DOCUMENT
+        details = (("chunks", float(total)), ("index_build_seconds", total / speed))
+        basis.append(f"embedding all {total:,} chunks takes about {_duration(total / speed)}")
+    elif speed:
+        details = (("seconds_per_query", RERANK_CANDIDATES / speed),)
+        basis.append(f"reranking {RERANK_CANDIDATES} candidates takes about {RERANK_CANDIDATES / speed:.2f} s per query")
+    unit = "chunks/s" if model.kind == "embedding" else "pairs/s"
+    return TaskEstimate(model.id, variant, placement, memory, memory.on("gpu"), memory.on("system"), speed, unit,
+                        UNCERTAINTY, details, tuple(basis))
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# --- judging ---------------------------------------------------------------------------
+
+# Embedding: time to index the whole collection. Ten minutes is a coffee break, an hour is
+# acceptable once, eight hours (overnight) is the most a person will wait; product
+# judgements. Reranking: seconds per query for RERANK_CANDIDATES pairs (0.5 s feels
+# instant, 2 s is acceptable, 10 s is the limit of patience).
+INDEX_SECONDS_CEILINGS = {"runs-well": 600.0, "runs": 3600.0, "slow": 8 * 3600.0}
+RERANK_SECONDS_CEILINGS = {"runs-well": 0.5, "runs": 2.0, "slow": 10.0}
+RUNTIME_BY_BACKEND = {"cuda": "sentence-transformers (CUDA)", "rocm": "sentence-transformers (ROCm)",
+                      "metal": "sentence-transformers (MPS)", "sycl": "sentence-transformers (XPU) or OpenVINO",
+                      "vulkan": "llama.cpp embeddings (Vulkan)", "cpu": "sentence-transformers (CPU)"}
+
+
+def judge_model(model: SearchModel, catalog, hardware, options):
+    from gpuready.tasks import common
+    from gpuready.tasks.judge import judge
+
+    documents = options.documents or DEFAULT_DOCUMENTS
+    total_chunks = documents * CHUNKS_PER_DOCUMENT
+    if model.kind == "embedding":
+        floors = {level: total_chunks / seconds for level, seconds in INDEX_SECONDS_CEILINGS.items()}
+        describe = lambda e: f"about {e.speed:,.0f} chunks/s ({e.speed * 60:,.0f} a minute): {documents:,} documents indexed in {_duration(total_chunks / e.speed)}"
+    else:
+        floors = {level: RERANK_CANDIDATES / seconds for level, seconds in RERANK_SECONDS_CEILINGS.items()}
+        describe = lambda e: f"about {e.speed:,.0f} pairs/s: {RERANK_CANDIDATES} candidates reranked in {RERANK_CANDIDATES / e.speed:.2f} s"
+    return judge(
+        model, hardware, options,
+        lambda variant, gpu, cpu: estimate(model, variant, documents, gpu, cpu),
+        lambda speed: common.level_at_least(speed, floors),
+        describe,
+        lambda e, gpu: RUNTIME_BY_BACKEND.get(gpu.backend if gpu and e.placement != "cpu" else "cpu", "sentence-transformers"),
+    )

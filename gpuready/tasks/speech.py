@@ -1,0 +1,261 @@
+"""Speech: speech-to-text (Whisper family) and text-to-speech, speed as a real-time factor.
+
+Speed is "x real time": seconds of audio handled per second of wall time (5 = an hour of
+audio in 12 minutes, i.e. 5 minutes of audio per minute). Speech-to-text runs Whisper's
+encoder-decoder on 30 s windows: the encoder is compute bound (2 x encoder parameters x
+1,500 frames, plus attention over the frames), the decoder is bandwidth bound (every
+generated token reads the decoder's weights once, as in text generation). Text-to-speech
+is compute bound: 2 x parameters x output frames per second of audio x passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuready import estimate as est
+from gpuready.catalog import CatalogError, Entry
+from gpuready.tasks.common import (
+    MemoryPart,
+    MemoryParts,
+    TaskEstimate,
+    device_flops_basis,
+    encoder_efficiency,
+)
+
+# Whisper processes audio in 30 s windows of 1,500 encoder frames (n_audio_ctx = 1500;
+# openai/whisper whisper/model.py ModelDimensions, 3,000 mel frames halved by the conv stem).
+WINDOW_SECONDS = 30.0
+ENCODER_FRAMES = 1500
+# Tokens the decoder writes per 30 s window: about 150 spoken words a minute (a commonly
+# quoted conversational English rate; an assumption) x ~1.3 tokens a word = ~100.
+TOKENS_PER_WINDOW = 100
+# Beam size 5: the default of faster-whisper's transcribe() and of the benchmarks in
+# benchmarks/validation/speech.toml. The beams share each weight read (one batched step).
+BEAM_SIZE = 5
+# Share of peak bandwidth Whisper's decoder reaches per generated token, beam search,
+# timestamp tokens and per-step overheads included. Fitted by benchmarks/score_estimator.py
+# on the faster-whisper rows of benchmarks/validation/speech.toml (SYSTRAN/faster-whisper
+# README benchmark: 13 minutes of audio, beam 5, batch 1; RTX 3070 Ti fp16 and int8): the
+# time left after the estimated encoder time, against the decoder's weight reads. Far below
+# text generation's: Whisper's decoder spends its time in per-step overheads (beam search,
+# timestamp rules), not in reading weights. The CPU rows leave no time for the decoder
+# (CTranslate2's int8 encoder beats the whisper.cpp-fitted encoder estimate), so CPU keeps
+# the text-generation constant.
+DECODER_EFFICIENCY = {"cuda": 0.12}
+VARIANT_BITS = {"fp32": 32.0, "fp16": 16.0, "int8": 8.0, "q8_0": 8.5, "q5_0": 5.5}
+STT_UNCERTAINTY = 0.35
+# Text-to-speech has no measurements in benchmarks/validation yet, and the formula undercounts
+# convolutional vocoders (HiFi-GAN/iSTFTNet weights run at many upsampled positions): wide band.
+TTS_UNCERTAINTY = 0.6
+
+
+@dataclass(frozen=True)
+class SpeechModel:
+    id: str
+    name: str
+    kind: str  # stt | tts
+    params: float
+    variants: tuple[str, ...]
+    source: str
+    d_model: int | None = None  # stt: Whisper width
+    encoder_layers: int | None = None
+    decoder_layers: int | None = None
+    frames_per_second: float | None = None  # tts: output frames per second of audio
+    passes_per_frame: int = 1  # tts: e.g. flow-matching steps x guidance passes
+    publisher: str | None = None
+    license: str | None = None
+    hf_repo: str | None = None
+    notes: str | None = None
+    origin: str = ""
+    task: str = "speech"
+
+    @property
+    def quants(self) -> tuple[str, ...]:
+        return self.variants
+
+    @property
+    def active_params(self) -> float:
+        return self.params
+
+    @property
+    def encoder_params(self) -> float:
+        """Per encoder layer: attention 4 d^2 + MLP 8 d^2 (Whisper's MLP is 4 d wide)."""
+        return 12 * self.d_model**2 * self.encoder_layers
+
+    @property
+    def decoder_params(self) -> float:
+        """Everything that is not the encoder: decoder layers, cross-attention and token embeddings."""
+        return self.params - self.encoder_params
+
+
+def parse_speech_model(entry: Entry, quants=None) -> SpeechModel:
+    kind = entry.text("kind")
+    if kind not in ("stt", "tts"):
+        raise CatalogError(f"{entry.where}: 'kind' must be 'stt' or 'tts' (got {kind!r})")
+    variants = entry.strings("variants", required=True)
+    for variant in variants:
+        if variant not in VARIANT_BITS:
+            raise CatalogError(f"{entry.where}: 'variants' names unknown precision '{variant}' (known: {', '.join(VARIANT_BITS)})")
+    needed = ("d_model", "encoder_layers", "decoder_layers") if kind == "stt" else ("frames_per_second",)
+    for key in needed:
+        if not entry.has(key):
+            raise CatalogError(f"{entry.where}: a '{kind}' model needs '{key}'")
+    model = SpeechModel(
+        id=entry.ident(),
+        name=entry.text("name"),
+        kind=kind,
+        params=entry.number("params"),
+        variants=variants,
+        source=entry.text("source"),
+        d_model=entry.integer("d_model", required=False),
+        encoder_layers=entry.integer("encoder_layers", required=False),
+        decoder_layers=entry.integer("decoder_layers", required=False),
+        frames_per_second=entry.number("frames_per_second", required=False),
+        passes_per_frame=entry.integer("passes_per_frame", required=False) or 1,
+        publisher=entry.text("publisher", required=False),
+        license=entry.text("license", required=False),
+        hf_repo=entry.text("hf_repo", required=False),
+        notes=entry.text("notes", required=False),
+        origin=entry.where,
+    )
+    if kind == "stt" and model.decoder_params <= 0:
+        raise CatalogError(f"{entry.where}: 'params' is smaller than the encoder implied by d_model and encoder_layers")
+    return model
+
+
+# --- formulas --------------------------------------------------------------------------
+
+
+def weights_bytes(model: SpeechModel, variant: str) -> int:
+    return int(model.params * VARIANT_BITS[variant] / 8)
+
+
+def encoder_flops_per_window(model: SpeechModel) -> float:
+    """2 x encoder parameters x 1,500 frames + attention 4 x 1,500^2 x width x layers."""
+    return 2 * model.encoder_params * ENCODER_FRAMES + 4 * ENCODER_FRAMES**2 * model.d_model * model.encoder_layers
+
+
+def cross_attention_cache_bytes(model: SpeechModel) -> int:
+    """K and V of the encoder output for every decoder layer and beam, fp16."""
+    return 2 * ENCODER_FRAMES * model.d_model * model.decoder_layers * 2 * BEAM_SIZE
+
+
+def encoder_seconds(model: SpeechModel, device: est.Device) -> tuple[float, str]:
+    efficiency, why = encoder_efficiency(device.backend)
+    flops = encoder_flops_per_window(model)
+    return flops / (device.flops * efficiency), f"encoder: {flops / 1e12:.2f} TFLOPs per 30 s window; {device_flops_basis(device)} x {why}"
+
+
+def decoder_efficiency(backend: str) -> tuple[float, str]:
+    if backend in DECODER_EFFICIENCY:
+        return DECODER_EFFICIENCY[backend], "fitted on faster-whisper benchmarks"
+    value = est.BANDWIDTH_EFFICIENCY.get(backend, est.BANDWIDTH_EFFICIENCY["cpu"])
+    return value, f"no Whisper decoder benchmark for {backend}: text-generation bandwidth constant"
+
+
+def decoder_seconds_per_token(model: SpeechModel, variant: str, device: est.Device) -> tuple[float, str]:
+    efficiency, why = decoder_efficiency(device.backend)
+    read = model.decoder_params * VARIANT_BITS[variant] / 8
+    return read / (device.bandwidth_bytes_per_s * efficiency), (
+        f"decoder: {read / 1e6:.0f} MB read per token at {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s x {efficiency:.0%}"
+        f" ({why}); {TOKENS_PER_WINDOW} tokens per window"
+    )
+
+
+def stt_realtime(model: SpeechModel, variant: str, device: est.Device) -> tuple[float | None, float | None, list[str]]:
+    """(x real time, encoder seconds per window, basis) for speech-to-text on one device."""
+    if not device.flops or not device.bandwidth_bytes_per_s:
+        return None, None, [f"throughput or bandwidth of {device.name} unknown: speed not estimated"]
+    encode, why_encoder = encoder_seconds(model, device)
+    per_token, why_decoder = decoder_seconds_per_token(model, variant, device)
+    window = encode + TOKENS_PER_WINDOW * per_token
+    return WINDOW_SECONDS / window, encode, [why_encoder, why_decoder]
+
+
+def tts_realtime(model: SpeechModel, device: est.Device) -> tuple[float | None, list[str]]:
+    if not device.flops:
+        return None, [f"throughput of {device.name} unknown: speed not estimated"]
+    # A TTS model runs every output frame of an utterance through the network at once, like a
+    # prompt through an LLM: the text-generation prompt efficiency applies. Cross-check, not a
+    # fit: F5-TTS at 32 NFE is quoted at RTF ~0.12 (8x real time) on an RTX 3090
+    # (https://her-os.app/RESEARCH-INDICF5-TTS-OPTIMIZATION.md); this gives ~6x.
+    efficiency = est.COMPUTE_EFFICIENCY.get(device.backend, est.COMPUTE_EFFICIENCY["cpu"])
+    why = f"{efficiency:.0%} {device.backend} efficiency (text-generation prompt constant)"
+    flops = 2 * model.params * model.frames_per_second * model.passes_per_frame
+    seconds = flops / (device.flops * efficiency)
+    return 1.0 / seconds, [
+        f"{flops / 1e9:.1f} GFLOPs per second of audio (2 x {model.params / 1e6:.0f}M parameters x "
+        f"{model.frames_per_second:g} frames x {model.passes_per_frame} passes); {device_flops_basis(device)} x {why}"
+    ]
+
+
+def estimate(model: SpeechModel, variant: str, gpu: est.Device | None, cpu: est.Device) -> TaskEstimate:
+    weights = weights_bytes(model, variant)
+    working = cross_attention_cache_bytes(model) if model.kind == "stt" else int(model.params * 2)
+    basis = [f"weights: {model.params / 1e6:.0f}M parameters at {variant} ({VARIANT_BITS[variant]:g} bits)"]
+    if model.kind == "stt":
+        basis.append(f"working memory: cross-attention K/V for {BEAM_SIZE} beams x {model.decoder_layers} decoder layers x 1,500 frames, fp16")
+    else:
+        basis.append("working memory: assumed equal to the fp16 weights (activations of one utterance)")
+    placement, device = "cpu", cpu
+    overhead = est.RUNTIME_OVERHEAD_BYTES["cpu"]
+    if gpu is not None and gpu.usable_memory_bytes:
+        gpu_overhead = est.RUNTIME_OVERHEAD_BYTES.get(gpu.backend, est.RUNTIME_OVERHEAD_BYTES["cpu"])
+        if weights + working + gpu_overhead <= gpu.usable_memory_bytes:
+            placement, device, overhead = "gpu", gpu, gpu_overhead
+    where = "gpu" if placement == "gpu" else "system"
+    memory = MemoryParts((MemoryPart(f"weights ({variant})", weights, where), MemoryPart("working memory", working, where),
+                          MemoryPart("runtime overhead", overhead, where)))
+    basis.append(f"on {device.name} ({device.backend})")
+    if model.kind == "stt":
+        speed, encode, lines = stt_realtime(model, variant, device)
+        details = (("encoder_seconds_per_window", encode or 0.0), ("tokens_per_window", float(TOKENS_PER_WINDOW)))
+        uncertainty = STT_UNCERTAINTY
+    else:
+        speed, lines = tts_realtime(model, device)
+        details = ()
+        uncertainty = TTS_UNCERTAINTY
+    return TaskEstimate(model.id, variant, placement, memory, memory.on("gpu"), memory.on("system"), speed,
+                        "x realtime", uncertainty, details, tuple(basis + lines))
+
+
+# --- judging ---------------------------------------------------------------------------
+
+# x real time. Speech-to-text: 10x turns an hour of recording around in 6 minutes; 2x keeps up
+# with live speech with room to spare; 0.5x (a recording takes twice its length) is the
+# floor of usable for batch transcription. Text-to-speech: 1.5x speaks without stalling.
+# Product judgements, not measurements.
+STT_FLOORS = {"runs-well": 10.0, "runs": 2.0, "slow": 0.5}
+TTS_FLOORS = {"runs-well": 5.0, "runs": 1.5, "slow": 0.5}
+
+
+def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: est.Device | None) -> str:
+    backend = gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
+    if model.kind == "tts":
+        if model.id.startswith("piper"):
+            return "Piper (ONNX Runtime, CUDA)" if backend == "cuda" else "Piper (ONNX Runtime, CPU)"
+        return {"cuda": "PyTorch (CUDA)", "metal": "PyTorch (MPS) or MLX", "cpu": "PyTorch (CPU)"}.get(backend, f"PyTorch ({backend})")
+    if estimate.quant.startswith("q"):
+        return {"cuda": "whisper.cpp (CUDA)", "metal": "whisper.cpp (Metal)", "rocm": "whisper.cpp (ROCm/HIP)",
+                "vulkan": "whisper.cpp (Vulkan)", "sycl": "whisper.cpp (SYCL)"}.get(backend, "whisper.cpp (CPU)")
+    if backend == "cuda":
+        return f"faster-whisper (CUDA {estimate.quant})"
+    if backend == "cpu":
+        # CTranslate2 has no fp16 on CPU; whisper.cpp's default ggml models are F16 and run there.
+        return "whisper.cpp (CPU)" if estimate.quant == "fp16" else f"faster-whisper (CPU {estimate.quant})"
+    return {"metal": "whisper.cpp (Metal) or mlx-whisper"}.get(backend, f"whisper.cpp ({backend})")
+
+
+def judge_model(model: SpeechModel, catalog, hardware, options):
+    from gpuready.tasks import common
+    from gpuready.tasks.judge import judge
+
+    floors = STT_FLOORS if model.kind == "stt" else TTS_FLOORS
+    what = "transcribes" if model.kind == "stt" else "speaks"
+    return judge(
+        model, hardware, options,
+        lambda variant, gpu, cpu: estimate(model, variant, gpu, cpu),
+        lambda speed: common.level_at_least(speed, floors),
+        lambda e: f"{what} about {e.speed:.1f}x real time ({e.speed:.1f} min of audio per minute)",
+        lambda e, gpu: runtime_name(model, e, gpu),
+    )

@@ -1,0 +1,216 @@
+"""The per-task formulas (image, speech, document search) against hand-computed values.
+
+Each expectation spells out its arithmetic from the catalogue numbers, so a changed
+constant or formula shows up as a changed product, not a silently shifted total.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuready import estimate as est
+from gpuready.catalog import load_catalog
+from gpuready.tasks import common, image, search, speech
+from gpuready.tasks.common import MemoryPart, MemoryParts
+
+CATALOG = load_catalog()
+
+
+def model(model_id: str):
+    return CATALOG.get(model_id)
+
+
+def gpu(memory_bytes: int, flops: float = 100e12, bandwidth: float = 1000e9, backend: str = "cuda") -> est.Device:
+    return est.Device("gpu", "Test GPU", backend, memory_bytes, bandwidth, flops)
+
+
+CPU = est.Device("cpu", "Test CPU", "cpu", 64 * 1024**3, 80e9, 1e12)
+
+
+# --- image generation ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model_id", "size", "expected"),
+    [
+        # UNet: 2 x 860M parameters x (512/8)^2 = 4,096 latent pixels
+        ("sd-1.5", 512, 2 * 860e6 * 4096),
+        # SDXL at 1024: 2 x 2.567B x 128^2 = 16,384 latent pixels
+        ("sdxl", 1024, 2 * 2.567e9 * 16384),
+        # FLUX.1-dev at 1024: (128/2)^2 = 4,096 image tokens + 512 text tokens = 4,608;
+        # 2 x 12B x 4,608 = 1.10592e14, attention 4 x 4,608^2 x 3,072 x 57 = 1.4872398004224e13
+        ("flux.1-dev", 1024, 110_592_000_000_000 + 14_872_398_004_224),
+        # SD 3.5 Large at 1024: 4,096 + 333 = 4,429 tokens; 2 x 8.1B x 4,429 + 4 x 4,429^2 x 2,432 x 38
+        ("sd-3.5-large", 1024, 2 * 8.1e9 * 4429 + 4 * 4429**2 * 2432 * 38),
+    ],
+)
+def test_denoiser_flops_per_forward_follow_parameters_times_latent_tokens(model_id, size, expected):
+    assert image.flops_per_forward(model(model_id), size, size) == pytest.approx(expected)
+
+
+def test_classifier_free_guidance_doubles_the_work_of_a_step_and_distilled_models_do_not():
+    assert image.flops_per_step(model("sdxl"), 1024, 1024) == 2 * image.flops_per_forward(model("sdxl"), 1024, 1024)
+    assert image.flops_per_step(model("sdxl-turbo"), 512, 512) == image.flops_per_forward(model("sdxl-turbo"), 512, 512)
+
+
+@pytest.mark.parametrize(
+    ("variant", "denoiser", "encoders"),
+    [
+        # 12B at 16 bits = 24 GB; CLIP-L 123M + T5-XXL 4.76B at fp16 = 9.766 GB
+        ("bf16", 24_000_000_000, (123e6 + 4.76e9) * 2),
+        # fp8: 12 GB; T5 (over 1B) drops to fp8: 4.76 GB + CLIP 0.246 GB
+        ("fp8", 12_000_000_000, 4.76e9 + 123e6 * 2),
+        # NF4 4.5 bits: 12B x 4.5 / 8 = 6.75 GB
+        ("nf4", 6_750_000_000, 4.76e9 + 123e6 * 2),
+        # GGUF Q8_0 8.5 bits: 12.75 GB
+        ("q8_0", 12_750_000_000, 4.76e9 + 123e6 * 2),
+    ],
+)
+def test_flux_components_take_their_variants_bytes(variant, denoiser, encoders):
+    flux = model("flux.1-dev")
+    assert image.denoiser_bytes(flux, variant) == denoiser
+    assert image.encoder_bytes(flux, variant) == int(encoders)
+
+
+def test_vae_activations_at_1024_are_three_128_channel_fp16_maps():
+    assert image.activation_bytes(1024, 1024) == 3 * 128 * 1024 * 1024 * 2  # 805,306,368
+
+
+def test_flux_in_bf16_is_offloaded_on_a_24_gb_card_and_fits_whole_on_an_80_gb_one():
+    flux = model("flux.1-dev")
+    # 24 + 9.766 + 0.168 GB of weights do not fit 24 GiB; the 24 GB denoiser + 0.805 GB
+    # activations + 0.367 GB CUDA context (25.17e9) does.
+    small = image.estimate(flux, "bf16", 1024, 1024, 50, gpu(24 * 1024**3), CPU)
+    assert small.placement == "offload"
+    assert small.gpu_memory_bytes == 24_000_000_000 + 805_306_368 + 350 * 1024**2
+    assert small.system_memory_bytes == 24_000_000_000 + 9_766_000_000 + 167_600_000
+    big = image.estimate(flux, "bf16", 1024, 1024, 50, gpu(80 * 1024**3), CPU)
+    assert big.placement == "gpu"
+    assert big.system_memory_bytes == 0
+    none = image.estimate(flux, "bf16", 1024, 1024, 50, None, CPU)
+    assert none.placement == "cpu"
+
+
+def test_seconds_per_image_is_steps_times_step_flops_over_fitted_throughput_plus_offload_transfer():
+    flux = model("flux.1-dev")
+    step_flops = 110_592_000_000_000 + 14_872_398_004_224
+    ratio = image.THROUGHPUT_RATIO["dit"]["cuda"]
+    on_gpu = image.estimate(flux, "fp8", 1024, 1024, 50, gpu(80 * 1024**3), CPU)
+    assert on_gpu.speed == pytest.approx(50 * step_flops / (100e12 * ratio))
+    offloaded = image.estimate(flux, "bf16", 1024, 1024, 50, gpu(24 * 1024**3), CPU)
+    moved = 24_000_000_000 + 9_766_000_000 + 167_600_000
+    assert offloaded.speed == pytest.approx(50 * step_flops / (100e12 * ratio) + moved / 31.5e9)
+
+
+# --- speech ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model_id", "encoder", "decoder"),
+    [
+        # 12 x 1280^2 x 32 = 629,145,600; the rest of 1,550M is the decoder
+        ("whisper-large-v3", 629_145_600, 1_550_000_000 - 629_145_600),
+        # turbo keeps the 32-layer encoder: 809M - 629.1M
+        ("whisper-large-v3-turbo", 629_145_600, 809_000_000 - 629_145_600),
+        # tiny: 12 x 384^2 x 4 = 7,077,888
+        ("whisper-tiny", 7_077_888, 39_000_000 - 7_077_888),
+    ],
+)
+def test_whisper_splits_into_encoder_and_decoder_parameters(model_id, encoder, decoder):
+    assert model(model_id).encoder_params == encoder
+    assert model(model_id).decoder_params == decoder
+
+
+def test_whisper_encoder_flops_per_window_count_weights_and_attention_over_1500_frames():
+    # 2 x 629,145,600 x 1,500 + 4 x 1,500^2 x 1,280 x 32
+    assert speech.encoder_flops_per_window(model("whisper-large-v3")) == 2_256_076_800_000
+
+
+def test_whisper_realtime_adds_encoder_compute_and_bandwidth_bound_decoding_per_window():
+    large = model("whisper-large-v3")
+    device = gpu(24 * 1024**3, flops=100e12, bandwidth=1000e9)
+    encode = 2_256_076_800_000 / (100e12 * common.ENCODER_EFFICIENCY["cuda"])
+    # fp16 decoder: 920,854,400 parameters x 2 bytes read per token
+    per_token = 920_854_400 * 2 / (1000e9 * speech.DECODER_EFFICIENCY["cuda"])
+    realtime, encoder_seconds, _ = speech.stt_realtime(large, "fp16", device)
+    assert encoder_seconds == pytest.approx(encode)
+    assert realtime == pytest.approx(30 / (encode + 100 * per_token))
+
+
+def test_whisper_memory_is_weights_cross_attention_cache_and_runtime():
+    large = model("whisper-large-v3")
+    estimate = speech.estimate(large, "int8", gpu(8 * 1024**3), CPU)
+    assert estimate.memory == MemoryParts((
+        MemoryPart("weights (int8)", 1_550_000_000, "gpu"),
+        # K,V x 1,500 frames x 1,280 x 32 layers x 2 bytes x 5 beams
+        MemoryPart("working memory", 1_228_800_000, "gpu"),
+        MemoryPart("runtime overhead", 350 * 1024**2, "gpu"),
+    ))
+
+
+def test_text_to_speech_cost_is_parameters_times_frames_times_passes():
+    f5 = model("f5-tts")
+    device = gpu(24 * 1024**3, flops=100e12)
+    # 2 x 336M x 93.75 frames x 64 passes = 4.032e12 FLOPs per second of audio
+    realtime, _ = speech.tts_realtime(f5, device)
+    assert realtime == pytest.approx(100e12 * est.COMPUTE_EFFICIENCY["cuda"] / 4.032e12)
+
+
+# --- document search --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model_id", "flops"),
+    [
+        # 12 x 384^2 x 6 = 10,616,832 layer parameters; 2 x that x 256 + 4 x 256^2 x 384 x 6
+        ("all-minilm-l6-v2", 5_435_817_984 + 603_979_776),
+        # bge-m3: 12 x 1024^2 x 24 = 301,989,888; embeddings (250k x 1024) are not multiplies
+        ("bge-m3", 2 * 301_989_888 * 256 + 4 * 256**2 * 1024 * 24),
+    ],
+)
+def test_embedding_flops_per_chunk_count_the_transformer_layers_at_256_tokens(model_id, flops):
+    assert search.flops_per_chunk(model(model_id)) == flops
+
+
+@pytest.mark.parametrize(
+    ("model_id", "documents", "expected"),
+    [
+        # 10,000 x 5 chunks x (768 x 4 + 16 x 2 x 4 = 3,200 bytes)
+        ("bge-base-en-v1.5", 10_000, 160_000_000),
+        # 1,000,000 x 5 x (1,024 x 4 + 128 = 4,224)
+        ("bge-m3", 1_000_000, 21_120_000_000),
+        # 100 x 5 x (384 x 4 + 128 = 1,664)
+        ("all-minilm-l6-v2", 100, 832_000),
+    ],
+)
+def test_the_index_holds_float32_vectors_and_hnsw_links_per_chunk(model_id, documents, expected):
+    assert search.index_bytes(model(model_id), documents) == expected
+
+
+def test_chunks_per_second_are_device_flops_times_efficiency_over_flops_per_chunk():
+    minilm = model("all-minilm-l6-v2")
+    speed, _ = search.chunks_per_second(minilm, CPU)
+    assert speed == pytest.approx(1e12 * common.ENCODER_EFFICIENCY["cpu"] / 6_039_797_760)
+
+
+def test_the_index_lives_in_system_memory_even_when_the_model_runs_on_the_gpu():
+    estimate = search.estimate(model("bge-base-en-v1.5"), "fp16", 10_000, gpu(8 * 1024**3), CPU)
+    assert estimate.placement == "gpu"
+    assert estimate.system_memory_bytes == 160_000_000
+    assert estimate.memory.parts[-1] == MemoryPart("index (10,000 documents)", 160_000_000, "system")
+
+
+# --- levels ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seconds", "level"),
+    [(4.0, "runs-well"), (15.0, "runs-well"), (40.0, "runs"), (299.0, "slow"), (301.0, "too-slow"), (None, "unknown")],
+)
+def test_seconds_per_image_map_to_levels_lower_is_better(seconds, level):
+    assert common.level_at_most(seconds, image.SECONDS_PER_IMAGE_CEILINGS) == level
+
+
+@pytest.mark.parametrize(("realtime", "level"), [(12.0, "runs-well"), (2.0, "runs"), (0.6, "slow"), (0.4, "too-slow")])
+def test_speech_to_text_speed_maps_to_levels_higher_is_better(realtime, level):
+    assert common.level_at_least(realtime, speech.STT_FLOORS) == level

@@ -1,0 +1,212 @@
+"""Image, speech and document-search verdicts on recorded and what-if machines, the
+catalogue files behind them, and the preflight flags in each task's unit (exit codes 0-3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuready.catalog import CatalogError, builtin_catalog_dir, load_catalog, read_toml
+from gpuready.cli import main
+from gpuready.hardware import GPU
+from gpuready.host import ReplayHost
+from gpuready.probes import probe_hardware
+from gpuready.report import build_report, hardware_json
+from gpuready.tables import enrich, find_gpus
+from gpuready.verdict import Options, judge_all
+
+FIXTURES = Path(__file__).parent / "fixtures" / "machines"
+RYZEN = str(FIXTURES / "linux-desktop-ryzen-7950x")
+TASK_FILES = ("image-generation", "speech", "document-search")
+CATALOG = load_catalog()
+
+
+def ryzen():
+    hardware, problems = probe_hardware(ReplayHost(FIXTURES / "linux-desktop-ryzen-7950x"))
+    assert problems == []
+    return hardware
+
+
+def with_gpu(hardware, name: str):
+    """What-if: the same machine with one GPU from catalog/gpus.toml, all of its memory free."""
+    (spec,) = find_gpus(name)
+    gpu = GPU(vendor=spec.vendor, name=spec.name, memory_total_bytes=spec.memory_bytes,
+              memory_free_bytes=spec.memory_bytes, backends=("cuda",), source="user")
+    return enrich(dataclasses.replace(hardware, gpus=(gpu,)))
+
+
+def summary(verdicts, task: str) -> dict[str, tuple]:
+    return {v.model_id: (v.level, v.quant, v.placement, v.runtime) for v in verdicts if v.task == task}
+
+
+# --- catalogue ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", TASK_FILES)
+def test_every_entry_of_each_task_file_validates_and_cites_a_source(task):
+    raw = read_toml(builtin_catalog_dir() / f"{task}.toml")
+    assert raw["task"] == task
+    ids = [table["id"] for table in raw["models"]]
+    models = [CATALOG.get(model_id) for model_id in ids]
+    assert all(m is not None and m.task == task for m in models)
+    assert all(m.source.startswith("https://") for m in models), [m.id for m in models if not m.source.startswith("https://")]
+
+
+def test_the_catalogue_holds_the_models_people_choose_between():
+    wanted = {
+        "image-generation": {"sd-1.5", "sdxl", "sdxl-turbo", "sd-3.5-medium", "sd-3.5-large", "flux.1-schnell", "flux.1-dev"},
+        "speech": {"whisper-tiny", "whisper-base", "whisper-small", "whisper-medium", "whisper-large-v3",
+                   "whisper-large-v3-turbo", "distil-whisper-large-v3", "piper-medium", "kokoro-82m", "f5-tts"},
+        "document-search": {"all-minilm-l6-v2", "bge-small-en-v1.5", "bge-base-en-v1.5", "bge-large-en-v1.5",
+                            "multilingual-e5-large", "nomic-embed-text-v1.5", "gte-base", "mxbai-embed-large-v1",
+                            "bge-m3", "bge-reranker-v2-m3", "ms-marco-minilm-l-6-v2"},
+    }
+    for task, ids in wanted.items():
+        assert {m.id for m in CATALOG.for_task(task)} == ids
+    assert set(CATALOG.get("flux.1-dev").variants) == {"bf16", "fp8", "nf4", "q8_0", "q4_0"}
+
+
+def test_a_user_entry_with_an_unknown_variant_is_rejected_naming_file_and_key(tmp_path):
+    (tmp_path / "speech.toml").write_text(
+        'task = "speech"\n[[models]]\nid = "my-whisper"\nname = "Mine"\nkind = "stt"\nparams = 39e6\n'
+        'd_model = 384\nencoder_layers = 4\ndecoder_layers = 4\nvariants = ["fp12"]\nsource = "https://example.org"\n'
+    )
+    with pytest.raises(CatalogError) as error:
+        load_catalog(user=tmp_path)
+    assert str(error.value).startswith(f"{tmp_path / 'speech.toml'}: models[0] (id 'my-whisper'): 'variants' names unknown precision 'fp12'")
+
+
+# --- verdicts -----------------------------------------------------------------------------
+
+
+def test_a_gpu_less_ryzen_desktop_runs_small_models_of_every_task_on_the_cpu():
+    verdicts = judge_all(CATALOG, ryzen(), Options())
+    speech = summary(verdicts, "speech")
+    assert speech["whisper-small"] == ("runs-well", "fp16", "cpu", "whisper.cpp (CPU)")
+    assert speech["whisper-large-v3"] == ("runs", "fp16", "cpu", "whisper.cpp (CPU)")
+    # 2 x 336M x 93.75 frames x 64 passes = 4.03 TFLOPs per audio second on ~3 TFLOPS of CPU
+    assert speech["f5-tts"] == ("slow", "fp16", "cpu", "PyTorch (CPU)")
+    assert speech["piper-medium"] == ("runs-well", "fp32", "cpu", "Piper (ONNX Runtime, CPU)")
+    images = summary(verdicts, "image-generation")
+    assert images["sdxl-turbo"][:3] == ("runs-well", "fp16", "cpu")
+    assert images["flux.1-dev"][0] == "too-slow"
+    search = summary(verdicts, "document-search")
+    assert search["all-minilm-l6-v2"] == ("runs", "fp16", "cpu", "sentence-transformers (CPU)")
+    assert {v.speed_unit for v in verdicts if v.placement} == {"tokens/s", "s/image", "x realtime", "chunks/s", "pairs/s"}
+
+
+def test_an_rtx_4090_puts_flux_dev_in_model_offload_and_whisper_large_on_the_gpu():
+    verdicts = judge_all(CATALOG, with_gpu(ryzen(), "RTX 4090"), Options())
+    images = summary(verdicts, "image-generation")
+    assert images["flux.1-dev"] == ("runs", "bf16", "offload", "diffusers (CUDA) or ComfyUI")
+    assert images["sdxl"] == ("runs-well", "fp16", "gpu", "diffusers (CUDA) or ComfyUI")
+    assert summary(verdicts, "speech")["whisper-large-v3"] == ("runs-well", "fp16", "gpu", "faster-whisper (CUDA fp16)")
+    assert summary(verdicts, "document-search")["bge-m3"][:3] == ("runs-well", "fp16", "gpu")
+
+
+def test_gpu_only_placement_rules_out_offload_and_a_fixed_variant_is_judged_alone():
+    hardware = with_gpu(ryzen(), "RTX 4090")
+    gpu_only = summary(judge_all(CATALOG, hardware, Options(placement="gpu"), "image-generation"), "image-generation")
+    # bf16 cannot be whole on 24 GB; of the variants that can, Q8_0 (8.5 bits) keeps the most
+    assert gpu_only["flux.1-dev"][:3] == ("runs", "q8_0", "gpu")
+    fixed = summary(judge_all(CATALOG, hardware, Options(quant="bf16", placement="gpu"), "image-generation"), "image-generation")
+    assert fixed["flux.1-dev"][:3] == ("does-not-fit", "bf16", None)
+
+
+def test_a_bigger_document_collection_grows_the_index_in_system_memory():
+    hardware = ryzen()
+    small = summary(judge_all(CATALOG, hardware, Options(documents=10_000), "document-search"), "document-search")
+    verdicts = judge_all(CATALOG, hardware, Options(documents=10_000_000), "document-search")
+    bge = next(v for v in verdicts if v.model_id == "bge-m3")
+    # 10M documents x 5 chunks x (1,024 x 4 + 128) bytes = 211.2 GB > 64 GB of RAM
+    assert bge.level == "does-not-fit"
+    assert small["bge-m3"][0] != "does-not-fit"
+
+
+def test_the_json_report_carries_task_verdicts_with_their_units_and_the_new_settings():
+    report = build_report(ryzen(), [], CATALOG, Options(documents=500, resolution=(768, 768)))
+    assert [(t.task, t.status) for t in report.tasks][1:] == [
+        ("image-generation", "ready"), ("speech", "ready"), ("document-search", "ready")]
+    from gpuready.report import report_json
+
+    data = json.loads(json.dumps(report_json(report)))
+    assert data["settings"]["documents"] == 500 and data["settings"]["resolution"] == [768, 768]
+    whisper = next(v for v in data["verdicts"] if v["model_id"] == "whisper-tiny")
+    assert whisper["speed_unit"] == "x realtime"
+    assert whisper["estimate"]["memory"]["total_bytes"] == sum(p["bytes"] for p in whisper["estimate"]["memory"]["parts"])
+
+
+# --- check: flags, requirement files, exit codes -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["--model", "whisper-small", "--min-realtime", "5"], 0),
+        (["--model", "whisper-small", "--min-realtime", "5000"], 1),
+        (["--task", "speech", "--min-realtime", "5", "--placement", "gpu"], 1),  # no GPU here
+        (["--model", "sdxl-turbo", "--max-seconds-per-image", "30"], 0),
+        (["--model", "flux.1-dev", "--max-seconds-per-image", "30", "--resolution", "1024x1024"], 1),
+        (["--task", "image-generation", "--placement", "gpu"], 1),
+        (["--task", "document-search", "--min-chunks-per-minute", "1000"], 0),
+        (["--model", "bge-m3", "--min-chunks-per-minute", "100000", "--documents", "500"], 1),
+        (["--model", "sdxl", "--min-realtime", "5"], 2),  # a speech bound on an image model
+        (["--model", "sdxl", "--resolution", "1000x7"], 2),
+        (["--model", "bge-m3", "--documents", "0"], 2),
+        (["--min-realtime", "5"], 2),  # no task or model to apply it to
+        (["--model", "whisper-small", "--min-realtime", "-1"], 2),
+    ],
+)
+def test_check_speaks_each_tasks_unit_with_exit_codes(argv, code, capsys):
+    assert main(["check", "--machine", RYZEN, *argv]) == code
+
+
+def test_a_what_if_gpu_from_a_hardware_file_makes_a_flux_schnell_image_in_under_30_seconds(tmp_path, capsys):
+    hardware_file = tmp_path / "hardware.json"
+    hardware_file.write_text(json.dumps(hardware_json(with_gpu(ryzen(), "RTX 4090"))))
+    argv = ["check", "--hardware", str(hardware_file), "--model", "flux.1-schnell",
+            "--max-seconds-per-image", "30", "--resolution", "1024x1024", "--placement", "gpu"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ok   model flux.1-schnell, <= 30 s per image at 1024x1024, placement gpu: FLUX.1 [schnell] runs well:")
+
+
+def test_a_requirements_file_takes_the_new_keys(tmp_path, capsys):
+    path = tmp_path / "needs.toml"
+    path.write_text(
+        '[[require]]\nmodel = "whisper-base"\nmin_realtime = 5\n'
+        '[[require]]\ntask = "document-search"\nmin_chunks_per_minute = 600\ndocuments = 2000\n'
+        '[[require]]\nmodel = "sd-1.5"\nmax_seconds_per_image = 600\nresolution = "512x512"\n'
+    )
+    assert main(["check", "--machine", RYZEN, "--requirements", str(path), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [r["status"] for r in payload["requirements"]] == ["met", "met", "met"]
+    path.write_text('[[require]]\nmodel = "sd-1.5"\nmax_seconds_per_image = 1\n')
+    assert main(["check", "--machine", RYZEN, "--requirements", str(path)]) == 1
+
+
+@pytest.mark.parametrize(
+    "table",
+    ['model = "sd-1.5"\nresolution = 512', 'model = "whisper-base"\nmin_realtime = "fast"',
+     'model = "whisper-base"\nmax_seconds_per_image = 3', 'task = "speech"\ndocuments = 10'],
+)
+def test_a_requirements_file_with_a_misplaced_or_mistyped_new_key_is_bad_input(table, tmp_path, capsys):
+    path = tmp_path / "needs.toml"
+    path.write_text(f"[[require]]\n{table}\n")
+    assert main(["check", "--machine", RYZEN, "--requirements", str(path)]) == 2
+
+
+def test_a_failed_cpu_probe_means_could_not_tell_for_a_speech_requirement(capsys):
+    assert main(["check", "--machine", str(FIXTURES / "linux-garbled-proc"), "--model", "whisper-tiny", "--min-realtime", "1"]) == 3
+
+
+def test_report_and_estimate_take_documents_and_resolution(capsys):
+    assert main(["report", "--machine", RYZEN, "--task", "document-search", "--documents", "250"]) == 0
+    assert "index of 250 documents x 5 chunks" in capsys.readouterr().out
+    assert main(["estimate", "sdxl", "--machine", RYZEN, "--resolution", "768x768"]) == 0
+    out = capsys.readouterr().out
+    assert "at 768x768 (9,216 latent tokens)" in out
+    assert main(["report", "--machine", RYZEN, "--resolution", "12x12"]) == 2
