@@ -258,3 +258,31 @@ def enrich(hardware: Hardware) -> Hardware:
     return dataclasses.replace(
         hardware, cpu=enrich_cpu(hardware.cpu), gpus=tuple(enrich_gpu(gpu) for gpu in hardware.gpus)
     )
+
+
+# --- cross-checking bandwidth -------------------------------------------------------
+
+# Derived and table bandwidth may differ a little (rounded marketing figures, factory
+# overclocks); beyond this the derivation is more likely wrong than the table.
+BANDWIDTH_DISAGREEMENT = 0.15
+
+
+def reconcile_bandwidth(gpu: GPU, derived_bytes_per_s: int | None, derived_source: str) -> tuple[int | None, str | None, str | None]:
+    """Bandwidth to use, its source, and a note when the derived figure and the table disagree by >15%.
+
+    The table wins a disagreement: a driver reporting an idle or capped memory clock is
+    more common than a vendor misprinting its own specification.
+    """
+    spec = match_gpu(gpu)
+    if derived_bytes_per_s is None:
+        return (spec.bandwidth_bytes_per_s, f"table:{spec.id}", None) if spec else (None, None, None)
+    if spec is None or not spec.bandwidth_bytes_per_s:
+        return derived_bytes_per_s, derived_source, None
+    ratio = derived_bytes_per_s / spec.bandwidth_bytes_per_s
+    if abs(ratio - 1.0) > BANDWIDTH_DISAGREEMENT:
+        note = (
+            f"{gpu.name}: {derived_source} gives {derived_bytes_per_s / 1e9:.0f} GB/s memory bandwidth, "
+            f"the table {spec.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({spec.id}); using the table"
+        )
+        return spec.bandwidth_bytes_per_s, f"table:{spec.id}", note
+    return derived_bytes_per_s, derived_source, None
