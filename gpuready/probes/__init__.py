@@ -31,7 +31,9 @@ def run_probe(name: str, function: Callable[[Host], tuple[T, list[Problem]]], ho
 
 
 def _gpu_probes() -> list[tuple[str, Callable[[Host], tuple[list[GPU], list[Problem]]]]]:
-    return []
+    from gpuready.probes import amd, intel, nvidia, windows
+
+    return [("nvidia", nvidia.probe), ("amd", amd.probe), ("intel", intel.probe), ("windows-gpu", windows.probe)]
 
 
 def _npu_probes() -> list[tuple[str, Callable[[Host], tuple[list[NPU], list[Problem]]]]]:
