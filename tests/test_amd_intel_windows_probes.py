@@ -196,3 +196,18 @@ def test_a_crashing_probe_becomes_an_error_problem_and_the_others_still_run(monk
     hardware, problems = probe_hardware(_replay("amd-780m-plus-7900xtx"))
     assert [p.probe for p in problems if p.severity == "error"] == ["amd"]
     assert hardware.cpu.name == "AMD Ryzen 7 8700G w/ Radeon 780M Graphics"
+
+
+def test_amdsmi_names_a_card_that_amdgpu_ids_does_not_know():
+    host = amd_host()
+    host.files["/usr/share/libdrm/amdgpu.ids"] = "1.0.0\n"
+    host.libraries["amdsmi"] = {"devices": [{"bdf": "0000:03:00.0", "market_name": "Radeon RX 7900 XTX", "target_graphics_version": "gfx1100"}]}
+    gpus, _ = amd.probe(host)
+    assert [g.name for g in gpus] == ["AMD Radeon RX 7900 XTX"]
+
+
+def test_without_any_name_source_an_amd_gpu_is_named_by_target_and_pci_id():
+    host = amd_host()
+    host.files["/usr/share/libdrm/amdgpu.ids"] = "1.0.0\n"
+    gpus, _ = amd.probe(host)
+    assert [g.name for g in gpus] == ["AMD GPU gfx1100 (1002:744c)"]

@@ -6,7 +6,8 @@ Sources:
   ``mem_info_gtt_total``/``_used``, ``product_name``;
 * ``/sys/class/kfd/kfd/topology/nodes/*/properties`` (``gfx_target_version``,
   ``simd_count``, ``location_id``, ``domain``): which cards ROCm can drive;
-* ``/usr/share/libdrm/amdgpu.ids`` (marketing names by device and revision);
+* ``/usr/share/libdrm/amdgpu.ids`` (marketing names by device and revision), and the
+  optional ``amdsmi`` readout for cards it does not know;
 * ``/proc/meminfo`` (an APU's shared pool cannot exceed free system memory);
 * ``/dev``, ``/proc/self/status``, ``/etc/group``: may this user open /dev/kfd?
 * environment: ``HSA_OVERRIDE_GFX_VERSION``, ``ROCR_VISIBLE_DEVICES``, ``HIP_VISIBLE_DEVICES``.
@@ -132,7 +133,19 @@ def _amdgpu_ids(host: Host) -> dict[tuple[str, str], str]:
     return {}
 
 
+def _amdsmi_names(host: Host) -> dict[str, str]:
+    """Market names by PCI address from the optional amdsmi readout."""
+    readout = host.library("amdsmi") or {}
+    names = {}
+    for device in readout.get("devices") or []:
+        if isinstance(device, dict) and isinstance(device.get("bdf"), str) and isinstance(device.get("market_name"), str):
+            if device["market_name"].strip() and device["market_name"] != "N/A":
+                names[device["bdf"].lower()] = device["market_name"].strip()
+    return names
+
+
 def _name(host: Host, device: pci.PCIDevice, ids: dict, target: str | None) -> str:
+    """amdgpu.ids, then sysfs product_name, then amdsmi (only read when needed), then the ids."""
     revision = pci.parse_hex(host.read_text(f"{device.sysfs}/revision"), 2) or ""
     named = ids.get((device.device_id, revision))
     if named:
@@ -140,6 +153,9 @@ def _name(host: Host, device: pci.PCIDevice, ids: dict, target: str | None) -> s
     product = (host.read_text(f"{device.sysfs}/product_name") or "").strip()
     if product:
         return product
+    from_amdsmi = _amdsmi_names(host).get(device.address.lower())
+    if from_amdsmi:
+        return from_amdsmi if from_amdsmi.upper().startswith("AMD") else f"AMD {from_amdsmi}"
     same_device = sorted(name for (dev, _), name in ids.items() if dev == device.device_id)
     if len(set(same_device)) == 1:
         return same_device[0]
