@@ -10,7 +10,7 @@ from gpu_fakes import FakeHost, pci_files
 
 from gpuready.hardware import GPU, Problem
 from gpuready.host import CommandResult
-from gpuready.probes import nvidia
+from gpuready.probes import nvidia, nvidia_fallback
 from gpuready.readouts import nvml as nvml_readout
 
 MIB = 1024**2
@@ -102,7 +102,7 @@ def test_nvidia_smi_stands_in_when_pynvml_is_missing():
 
 def test_nvidia_smi_not_available_values_stay_unknown():
     # `nvidia-smi --query-gpu=...` on a DGX Spark: https://github.com/marimo-team/marimo/pull/6822
-    seen = nvidia.parse_smi_csv("0, NVIDIA GB10, [N/A], [N/A], 580.95.05, [N/A]\n")
+    seen = nvidia_fallback.parse_smi_csv("0, NVIDIA GB10, [N/A], [N/A], 580.95.05, [N/A]\n")
     assert [(s.gpu.kind, s.gpu.memory_total_bytes, s.gpu.memory_free_bytes, s.gpu.pci_id) for s in seen] == [("unified", None, None, None)]
 
 
@@ -284,3 +284,20 @@ def test_the_readout_lists_mig_instances_and_skips_empty_slots(monkeypatch):
 def test_the_readout_says_so_when_pynvml_is_not_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
     assert nvml_readout.read()["error"] == "PYNVML_NOT_INSTALLED"
+
+
+def test_a_container_without_gpu_access_is_told_to_pass_the_gpus_in():
+    files = pci_files("0000:01:00.0", "0x10de", "0x2684", driver="nvidia") | {"/.dockerenv": ""}
+    _, problems = nvidia.probe(FakeHost(files=files, libraries={"nvml": {"error": "NVML_ERROR_LIBRARY_NOT_FOUND"}}))
+    assert [p.hint for p in problems] == [nvidia.CONTAINER_HINT]
+
+
+def test_a_jetson_board_without_nvml_is_found_from_its_device_tree_model():
+    host = FakeHost(arch="arm64", files={
+        "/proc/device-tree/model": "NVIDIA Jetson AGX Orin Developer Kit\x00",
+        "/proc/meminfo": "MemTotal:       62841312 kB\nMemAvailable:   58000000 kB\n"})
+    gpus, problems = nvidia.probe(host)
+    assert gpus == [GPU(vendor="nvidia", name="NVIDIA Jetson AGX Orin", kind="unified", memory_total_bytes=62841312 * 1024,
+                        memory_free_bytes=58000000 * 1024, memory_usable_bytes=58000000 * 1024, bandwidth_bytes_per_s=204_800_000_000,
+                        bandwidth_source="table:jetson-agx-orin-64gb", driver="nvgpu", backends=("cuda",), source="devicetree+proc_meminfo")]
+    assert [p.severity for p in problems] == ["info"]

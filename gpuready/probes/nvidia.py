@@ -4,7 +4,8 @@ Sources, in order:
 * the ``nvml`` readout (:mod:`gpuready.readouts.nvml`, the one place pynvml is called);
 * ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits`` when NVML is unusable;
 * ``/sys/bus/pci/devices/*/{vendor,device,class,uevent}`` to tell "no NVIDIA GPU" from
-  "an NVIDIA GPU whose driver is not working", and ``/dev/dxg`` for WSL2;
+  "an NVIDIA GPU whose driver is not working", ``/dev/dxg`` for WSL2 and the device-tree
+  model for Jetson boards (see :mod:`gpuready.probes.nvidia_fallback`);
 * ``/proc/meminfo`` for unified-memory systems (GB10 / DGX Spark, Jetson) whose NVML
   reports no framebuffer;
 * environment: ``CUDA_VISIBLE_DEVICES``, ``NVIDIA_VISIBLE_DEVICES``.
@@ -18,7 +19,6 @@ import re
 from gpuready import tables
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
-from gpuready.probes import pci
 from gpuready.probes.memory import parse_meminfo
 
 MIB = 1024**2
@@ -36,7 +36,7 @@ TRANSFERS_PER_CLOCK = 2
 
 # Names of NVIDIA systems whose GPU shares the CPU's memory (NVML reports no framebuffer
 # on GB10: https://github.com/XuehaiPan/nvitop/pull/208, fixture nvidia-gb10-dgx-spark).
-_UNIFIED_NAMES = re.compile(r"\b(GB10|Orin|Thor|Xavier|Tegra)\b|nvgpu", re.IGNORECASE)
+UNIFIED_NAMES = re.compile(r"\b(GB10|Orin|Thor|Xavier|Tegra)\b|nvgpu", re.IGNORECASE)
 _MIG_PROFILE = re.compile(r"\bMIG\s+(\d+g\.\d+gb)", re.IGNORECASE)
 
 SMI_FIELDS = ("index", "name", "memory.total", "memory.free", "driver_version", "pci.device_id")
@@ -50,6 +50,10 @@ NVML_HINTS = {
     "NVML_ERROR_LIBRARY_NOT_FOUND": "libnvidia-ml.so was not found: install the NVIDIA driver's user-space libraries.",
     "PYNVML_NOT_INSTALLED": "Install nvidia-ml-py (`pip install nvidia-ml-py`) for exact free-memory figures.",
 }
+CONTAINER_HINT = (
+    "This looks like a container without GPU access: start it with `--gpus all` (Docker with the NVIDIA "
+    "Container Toolkit) or the equivalent device options of your runtime."
+)
 WSL_HINT = (
     "On WSL2 the GPU driver lives in Windows: install the NVIDIA Windows driver, do not install a Linux "
     "driver inside WSL, and make sure /usr/lib/wsl/lib is on the library path."
@@ -75,7 +79,7 @@ def pci_id(pci_device_id: int | None) -> str | None:
 
 def derived_bandwidth(bus_width_bits: int | None, max_memory_clock_mhz: int | None) -> int | None:
     """Peak memory bandwidth in bytes/s from NVML's bus width and max memory clock."""
-    if not bus_width_bits or not max_memory_clock_mhz:
+    if not (isinstance(bus_width_bits, int) and isinstance(max_memory_clock_mhz, int)) or bus_width_bits <= 0 or max_memory_clock_mhz <= 0:
         return None
     return bus_width_bits // 8 * max_memory_clock_mhz * 1_000_000 * TRANSFERS_PER_CLOCK
 
@@ -136,7 +140,7 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
     for position, device in enumerate(readout.get("devices") or []):
         if not isinstance(device, dict):
             continue
-        errors = device.get("errors") or {}
+        errors = device.get("errors") if isinstance(device.get("errors"), dict) else {}
         index = device.get("index") if isinstance(device.get("index"), int) else position
         name = device.get("name") if isinstance(device.get("name"), str) else None
         if name is None:
@@ -147,12 +151,12 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
         kind = "discrete"
         usable = free
         memory_source = "nvml"
-        if total is None and (_UNIFIED_NAMES.search(name) or errors.get("memory") == "NVML_ERROR_NOT_SUPPORTED"):
+        if total is None and (UNIFIED_NAMES.search(name) or errors.get("memory") == "NVML_ERROR_NOT_SUPPORTED"):
             kind = "unified"
             total, free = (meminfo or {}).get("MemTotal"), (meminfo or {}).get("MemAvailable")
             usable = free
             memory_source = "proc_meminfo"
-        elif _UNIFIED_NAMES.search(name):
+        elif UNIFIED_NAMES.search(name):
             kind = "unified"
         capability = device.get("compute_capability")
         capability_text = f"{capability[0]}.{capability[1]}" if isinstance(capability, list) and len(capability) == 2 else None
@@ -165,7 +169,7 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
             memory_total_bytes=total,
             memory_free_bytes=free,
             memory_usable_bytes=usable,
-            architecture=ARCHITECTURES.get(device.get("architecture")),
+            architecture=ARCHITECTURES.get(device["architecture"]) if isinstance(device.get("architecture"), int) else None,
             compute_capability=capability_text,
             driver="nvidia",
             driver_version=driver_version,
@@ -255,101 +259,6 @@ def apply_visibility(gpus: list[Seen], cuda_visible: str | None, nvidia_visible:
     return result, problems
 
 
-def parse_smi_csv(text: str) -> list[Seen]:
-    """GPUs from ``nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits``."""
-    gpus = []
-    for line in text.splitlines():
-        cells = [cell.strip() for cell in line.split(",")]
-        if len(cells) != len(SMI_FIELDS):
-            continue
-        values = dict(zip(SMI_FIELDS, cells))
-
-        def mib(key: str) -> int | None:
-            try:
-                return int(float(values[key])) * MIB
-            except ValueError:  # "[N/A]", "[Not Supported]"
-                return None
-
-        try:
-            index = int(values["index"])
-        except ValueError:
-            continue
-        device_id = values["pci.device_id"]
-        gpu = GPU(
-            vendor="nvidia",
-            name=values["name"],
-            kind="unified" if _UNIFIED_NAMES.search(values["name"]) else "discrete",
-            index=index,
-            memory_total_bytes=mib("memory.total"),
-            memory_free_bytes=mib("memory.free"),
-            memory_usable_bytes=mib("memory.free"),
-            driver="nvidia",
-            driver_version=values["driver_version"] or None,
-            pci_id=pci_id(int(device_id, 16)) if re.fullmatch(r"0x[0-9a-fA-F]+", device_id) else None,
-            backends=("cuda",),
-            source="nvidia-smi",
-        )
-        value, source, _ = tables.reconcile_bandwidth(gpu, None, "")
-        gpus.append(Seen(dataclasses.replace(gpu, bandwidth_bytes_per_s=value, bandwidth_source=source)))
-    return gpus
-
-
-def smi_error(stdout: str, stderr: str, returncode: int | None) -> str:
-    """The NVML error name nvidia-smi's message stands for."""
-    text = f"{stdout}\n{stderr}".lower()
-    if "version mismatch" in text:
-        return "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
-    if "couldn't communicate with the nvidia driver" in text or "driver not loaded" in text:
-        return "NVML_ERROR_DRIVER_NOT_LOADED"
-    if "insufficient permissions" in text or "no permission" in text:
-        return "NVML_ERROR_NO_PERMISSION"
-    return f"nvidia-smi exit code {returncode}"
-
-
-# --- gathering ----------------------------------------------------------------------
-
-
-def _unified_meminfo(host: Host) -> dict[str, int]:
-    return parse_meminfo(host.read_text("/proc/meminfo") or "")
-
-
-def _is_wsl(host: Host) -> bool:
-    return "microsoft" in (host.read_text("/proc/sys/kernel/osrelease") or "").lower()
-
-
-def _unusable(host: Host, error: str, detail: str | None) -> tuple[list[GPU], list[Problem]]:
-    """NVML and nvidia-smi both failed: is there an NVIDIA GPU at all?"""
-    devices = pci.display_devices(host, "nvidia") if host.platform == "linux" else []
-    wsl = host.platform == "linux" and _is_wsl(host) and "dxg" in (host.list_dir("/dev") or [])
-    if not devices and not wsl:
-        return [], []  # no NVIDIA GPU: nothing to say
-    hint = NVML_HINTS.get(error, "Run `nvidia-smi` to see what the driver says.")
-    drivers = {d.driver for d in devices}
-    if devices and drivers == {"nouveau"}:
-        hint = "The open-source nouveau driver is bound to the GPU; CUDA needs NVIDIA's driver. Install it and reboot."
-    elif devices and drivers == {None} and error in ("NVML_ERROR_LIBRARY_NOT_FOUND", "PYNVML_NOT_INSTALLED", "not_found"):
-        hint = NVML_HINTS["NVML_ERROR_DRIVER_NOT_LOADED"]
-    if wsl and not devices:
-        hint = WSL_HINT
-    why = f"{error}{f' ({detail})' if detail else ''}"
-    gpus = [
-        GPU(
-            vendor="nvidia",
-            name=f"NVIDIA GPU {device.pci_id}",
-            index=None,
-            driver=device.driver,
-            pci_id=device.pci_id,
-            counted=False,
-            not_counted_reason=f"the NVIDIA driver is not usable: {error}",
-            source="sysfs",
-        )
-        for device in devices
-    ]
-    what = f"{len(devices)} NVIDIA GPU(s) on the PCI bus" if devices else "a WSL2 GPU (/dev/dxg)"
-    problems = [Problem("nvidia", f"{what} but the driver cannot be used: {why}", hint, "warning")]
-    return gpus, problems
-
-
 def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
     """NVIDIA GPUs with total and free memory; a Problem with a hint when the driver is present but unusable."""
     if host.platform == "darwin":
@@ -358,21 +267,24 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
     problems: list[Problem] = []
     error, detail = "not_found", None
     if isinstance(readout, dict) and not readout.get("error") and isinstance(readout.get("devices"), list):
-        meminfo = _unified_meminfo(host) if host.platform == "linux" else {}
+        meminfo = parse_meminfo(host.read_text("/proc/meminfo") or "") if host.platform == "linux" else {}
         gpus, problems = parse_nvml(readout, meminfo)
     else:
         if isinstance(readout, dict):
             error, detail = str(readout.get("error") or "no devices"), readout.get("detail")
+        from gpuready.probes import nvidia_fallback as fallback
+
         result = host.run(SMI_ARGV, timeout=10.0)
         if result.ok:
-            gpus = parse_smi_csv(result.stdout)
+            gpus = fallback.parse_smi_csv(result.stdout)
             if error not in ("not_found", "PYNVML_NOT_INSTALLED"):
                 problems.append(Problem("nvidia", f"NVML failed ({error}); read the GPUs with nvidia-smi instead", NVML_HINTS.get(error), "info"))
             elif gpus:
                 problems.append(Problem("nvidia", "NVML is not available; read the GPUs with nvidia-smi (no bandwidth or MIG details)", NVML_HINTS["PYNVML_NOT_INSTALLED"], "info"))
         else:
-            if result.status == "ok":
-                error = smi_error(result.stdout, result.stderr, result.returncode) if error in ("not_found", "PYNVML_NOT_INSTALLED") else error
-            return _unusable(host, error, detail)
+            if result.status == "ok" and error in ("not_found", "PYNVML_NOT_INSTALLED", "NVML_ERROR_LIBRARY_NOT_FOUND"):
+                said = fallback.smi_error(result.stdout, result.stderr, result.returncode)
+                error = said if said.startswith("NVML_") or error == "not_found" else error
+            return fallback.unusable(host, error, detail)
     visible, visibility = apply_visibility(gpus, host.env("CUDA_VISIBLE_DEVICES"), host.env("NVIDIA_VISIBLE_DEVICES"))
     return visible, problems + visibility
