@@ -34,6 +34,10 @@ EXPECTED_GPUS = {
     "intel-uhd620-laptop": (
         GPU('intel', 'Intel UHD Graphics 620', kind='integrated', bandwidth_bytes_per_s=38400000000, bandwidth_source='table:uhd-620', fp16_flops=800000000000.0, flops_source='table:uhd-620', architecture='Gen9.5', driver='i915', pci_id='8086:5917', table_id='uhd-620', counted=False, not_counted_reason="graphics older than Gen12 (Xe): Intel's compute runtime and llama.cpp SYCL do not support it", source='sysfs'),
     ),
+    "laptop-rtx4060-iris-xe": (
+        GPU('nvidia', 'NVIDIA GeForce RTX 4060 Laptop GPU', index=0, memory_total_bytes=8585740288, memory_free_bytes=8184135680, memory_usable_bytes=8184135680, bandwidth_bytes_per_s=256032000000, bandwidth_source='nvml', fp16_flops=23200000000000.0, flops_source='table:rtx-4060-laptop', architecture='Ada Lovelace', compute_capability='8.9', driver='nvidia', driver_version='550.120', pci_id='10de:28e0', cuda_version='12.4', table_id='rtx-4060-laptop', backends=('cuda',), source='nvml'),
+        GPU('intel', 'Intel Iris Xe Graphics', kind='integrated', memory_usable_bytes=24576000000, bandwidth_bytes_per_s=68300000000, bandwidth_source='table:iris-xe-96eu', fp16_flops=3400000000000.0, flops_source='table:iris-xe-96eu', architecture='Xe-LP (Gen12)', driver='i915', pci_id='8086:a7a0', table_id='iris-xe-96eu', backends=('sycl', 'vulkan'), source='sysfs'),
+    ),
     "nvidia-3090-a5000-cuda-visible": (
         GPU('nvidia', 'NVIDIA GeForce RTX 3090', index=0, memory_total_bytes=25769803776, memory_free_bytes=25495076864, memory_usable_bytes=25495076864, bandwidth_bytes_per_s=936096000000, bandwidth_source='nvml', fp16_flops=71200000000000.0, flops_source='table:rtx-3090', architecture='Ampere', compute_capability='8.6', driver='nvidia', driver_version='550.107.02', pci_id='10de:2204', cuda_version='12.4', table_id='rtx-3090', counted=False, not_counted_reason='not in CUDA_VISIBLE_DEVICES=1', backends=('cuda',), source='nvml'),
         GPU('nvidia', 'NVIDIA RTX A5000', index=1, memory_total_bytes=25757220864, memory_free_bytes=25748832256, memory_usable_bytes=25748832256, bandwidth_bytes_per_s=768096000000, bandwidth_source='nvml', fp16_flops=111100000000000.0, flops_source='table:rtx-a5000', architecture='Ampere', compute_capability='8.6', driver='nvidia', driver_version='550.107.02', pci_id='10de:2231', cuda_version='12.4', table_id='rtx-a5000', backends=('cuda',), source='nvml'),
@@ -104,6 +108,12 @@ def test_a_discrete_card_beats_the_integrated_gpu_and_the_igpu_memory_is_not_add
     device = gpu_device(hardware)
     assert (device.name, device.count, device.usable_memory_bytes, device.unified) == (
         "AMD Radeon RX 7900 XTX", 1, 24570679296, False)
+
+
+def test_a_laptop_dgpu_beats_an_igpu_that_could_borrow_more_memory():
+    hardware, _ = probe("laptop-rtx4060-iris-xe")
+    device = gpu_device(hardware)
+    assert (device.name, device.usable_memory_bytes, device.backend) == ("NVIDIA GeForce RTX 4060 Laptop GPU", 8184135680, "cuda")
 
 
 def test_windows_vram_comes_from_the_64_bit_registry_value_not_the_4_gb_cap():
