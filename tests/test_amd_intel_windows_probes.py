@@ -210,3 +210,32 @@ def test_without_any_name_source_an_amd_gpu_is_named_by_target_and_pci_id():
     host.files["/usr/share/libdrm/amdgpu.ids"] = "1.0.0\n"
     gpus, _ = amd.probe(host)
     assert [g.name for g in gpus] == ["AMD GPU gfx1100 (1002:744c)"]
+
+
+@pytest.mark.parametrize(
+    "desc, kind",
+    [
+        ("Intel(R) UHD Graphics 770", "integrated"),
+        ("Intel(R) Iris(R) Xe Graphics", "integrated"),
+        ("Intel(R) Arc(TM) Graphics", "integrated"),
+        ("Intel(R) Arc(TM) 140V GPU (16GB)", "integrated"),
+        ("Intel(R) Arc(TM) A770 Graphics", "discrete"),
+        ("Intel(R) Arc(TM) B580 Graphics", "discrete"),
+        ("AMD Radeon(TM) Graphics", "integrated"),
+        ("AMD Radeon(TM) 780M", "integrated"),
+        ("AMD Radeon(TM) 8060S Graphics", "unified"),
+        ("AMD Radeon RX 7600M XT", "discrete"),
+        ("AMD Radeon RX 7900 XTX", "discrete"),
+        ("NVIDIA GeForce RTX 4060 Laptop GPU", "discrete"),
+    ],
+)
+def test_windows_adapter_names_tell_integrated_from_discrete(desc, kind):
+    vendor_id = {"Intel": "8086", "AMD ": "1002", "NVIDI": "10DE"}[next(k for k in ("Intel", "AMD ", "NVIDI") if desc.startswith(k))]
+    gpu, _ = windows.parse_adapter({"driver_desc": desc, "matching_device_id": f"PCI\\VEN_{vendor_id}&DEV_0001", "qw_memory_size": 8 * GIB}, 20 * GIB)
+    assert gpu.kind == kind
+
+
+def test_a_windows_apu_carve_out_adds_to_free_system_memory():
+    gpu, _ = windows.parse_adapter({"driver_desc": "AMD Radeon(TM) 8060S Graphics", "matching_device_id": "PCI\\VEN_1002&DEV_1586",
+                                    "qw_memory_size": 96 * GIB}, 20 * GIB)
+    assert (gpu.kind, gpu.memory_total_bytes, gpu.memory_usable_bytes) == ("unified", None, 116 * GIB)

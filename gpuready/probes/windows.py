@@ -28,6 +28,9 @@ _INTEGRATED = re.compile(
     re.IGNORECASE,
 )
 
+# APUs built around one large memory pool (Ryzen AI Max, "Strix Halo"), as the table lists them.
+_UNIFIED = re.compile(r"Radeon.*80[456]0S", re.IGNORECASE)
+
 
 def parse_adapter(adapter: dict, available_bytes: int | None) -> tuple[GPU | None, list[Problem]]:
     """One registry display adapter as a GPU (None for software adapters)."""
@@ -52,16 +55,24 @@ def parse_adapter(adapter: dict, available_bytes: int | None) -> tuple[GPU | Non
         elif isinstance(dword, int) and dword > 0:
             problems.append(Problem("windows-gpu", f"{name}: the registry only has the 32-bit memory size ({dword / 1024**3:.1f} GiB, likely capped); using the GPU table's size", severity="info"))
     old = vendor == "intel" and bool(PRE_GEN12.search(name))
+    usable = total
+    if integrated and not old:
+        # What integrated graphics may use is system memory; a large BIOS carve-out (AMD's
+        # "UMA frame buffer", up to 96 GB on Ryzen AI Max) is reported as qwMemorySize and
+        # is taken out of system memory, so it adds to what is free there.
+        carve_out = qw if isinstance(qw, int) and qw >= 2 * 1024**3 else 0
+        usable = carve_out + available_bytes if available_bytes is not None else None
+    elif old:
+        usable = None
     backends = {"nvidia": ("cuda", "vulkan"), "amd": ("vulkan", "directml"), "intel": ("sycl", "vulkan"), "qualcomm": ("directml",)}[vendor]
     gpu = GPU(
         vendor=vendor,
         name=name,
-        kind="integrated" if integrated else "discrete",
+        kind=("unified" if _UNIFIED.search(name) else "integrated") if integrated else "discrete",
         memory_total_bytes=total,
         memory_free_bytes=None,
-        # The registry has no free-memory figure: a discrete card is assumed empty; integrated
-        # graphics may use what system memory has free.
-        memory_usable_bytes=(available_bytes if not old else None) if integrated else total,
+        # The registry has no free-memory figure: a discrete card is assumed empty.
+        memory_usable_bytes=usable,
         driver_version=adapter.get("driver_version"),
         pci_id=f"{vendor_id}:{device_id}" if ids else None,
         counted=not old,
