@@ -239,3 +239,39 @@ def test_a_windows_apu_carve_out_adds_to_free_system_memory():
     gpu, _ = windows.parse_adapter({"driver_desc": "AMD Radeon(TM) 8060S Graphics", "matching_device_id": "PCI\\VEN_1002&DEV_1586",
                                     "qw_memory_size": 96 * GIB}, 20 * GIB)
     assert (gpu.kind, gpu.memory_total_bytes, gpu.memory_usable_bytes) == ("unified", None, 116 * GIB)
+
+
+GARBLED_READOUTS = [
+    {"devices": "not a list"},
+    {"devices": [None, 3, "x", {"name": None}, {"name": "NVIDIA GeForce RTX 4090", "memory": {"total": "24GB", "free": -1}}]},
+    {"devices": [{"name": "NVIDIA A100-SXM4-40GB", "mig_mode": "on", "mig_devices": "x", "errors": ["x"],
+                  "architecture": [7], "compute_capability": "8.0", "memory_bus_width_bits": "wide", "max_memory_clock_mhz": 1.5}]},
+    {"devices": [{"name": "NVIDIA A100-SXM4-40GB", "mig_mode": [1], "mig_devices": [{"name": "MIG", "memory": None}, {"name": 1}]}]},
+    {"driver_version": 5, "cuda_driver_version": "12.4", "devices": []},
+]
+
+
+@pytest.mark.parametrize("readout", GARBLED_READOUTS)
+def test_a_garbled_nvml_readout_never_becomes_a_traceback(readout):
+    from gpuready.probes import nvidia
+
+    problems: list[Problem] = []
+    run_probe("nvidia", nvidia.probe, FakeHost(libraries={"nvml": readout}), problems, [])
+    assert not [p for p in problems if "crashed" in p.message], problems
+
+
+@pytest.mark.parametrize(
+    "readout",
+    [
+        {"display_adapters": [None, "x", {"driver_desc": 5}, {"driver_desc": "AMD Radeon RX 7900 XTX", "matching_device_id": None,
+                                                            "qw_memory_size": "big", "memory_size": [1]}]},
+        {"display_adapters": [{"driver_desc": "AMD Radeon RX 7900 XTX", "matching_device_id": "PCI\\VEN_1002&DEV_744C",
+                               "qw_memory_size": "big", "memory_size": [1]}], "memory": "lots"},
+        {"display_adapters": {}},
+        {"error": "not Windows"},
+    ],
+)
+def test_a_garbled_windows_readout_never_becomes_a_traceback(readout):
+    problems: list[Problem] = []
+    run_probe("windows-gpu", windows.probe, FakeHost(platform="windows", libraries={"windows": readout}), problems, [])
+    assert not [p for p in problems if "crashed" in p.message], problems

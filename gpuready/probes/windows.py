@@ -32,10 +32,14 @@ _INTEGRATED = re.compile(
 _UNIFIED = re.compile(r"Radeon.*80[456]0S", re.IGNORECASE)
 
 
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def parse_adapter(adapter: dict, available_bytes: int | None) -> tuple[GPU | None, list[Problem]]:
     """One registry display adapter as a GPU (None for software adapters)."""
-    name = (adapter.get("driver_desc") or "").strip()
-    matching = adapter.get("matching_device_id") or ""
+    name = _text(adapter.get("driver_desc")).strip()
+    matching = _text(adapter.get("matching_device_id"))
     if not name or _SOFTWARE.search(name) or matching.lower().startswith(("root\\", "swd\\")):
         return None, []
     ids = _DEVICE.search(matching)
@@ -73,7 +77,7 @@ def parse_adapter(adapter: dict, available_bytes: int | None) -> tuple[GPU | Non
         memory_free_bytes=None,
         # The registry has no free-memory figure: a discrete card is assumed empty.
         memory_usable_bytes=usable,
-        driver_version=adapter.get("driver_version"),
+        driver_version=_text(adapter.get("driver_version")) or None,
         pci_id=f"{vendor_id}:{device_id}" if ids else None,
         counted=not old,
         not_counted_reason=PRE_GEN12_REASON if old else None,
@@ -90,12 +94,14 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
     readout = host.library("windows") or {}
     adapters = readout.get("display_adapters")
     if not isinstance(adapters, list):
-        error = (readout.get("errors") or {}).get("display_adapters") or readout.get("error") or "no display adapters in the readout"
+        errors = readout.get("errors") if isinstance(readout.get("errors"), dict) else {}
+        error = errors.get("display_adapters") or readout.get("error") or "no display adapters in the readout"
         return [], [Problem("windows-gpu", f"could not read the display adapters from the registry: {error}",
                             "Run `gpuready record DIR` and attach it to an issue.", "error")]
-    nvml = host.library("nvml") or {}
+    nvml = host.library("nvml") if isinstance(host.library("nvml"), dict) else {}
     nvml_works = not nvml.get("error") and bool(nvml.get("devices"))
-    available = (readout.get("memory") or {}).get("available_bytes")
+    memory = readout.get("memory") if isinstance(readout.get("memory"), dict) else {}
+    available = memory.get("available_bytes") if isinstance(memory.get("available_bytes"), int) else None
     gpus, problems = [], []
     for adapter in adapters:
         if not isinstance(adapter, dict):
