@@ -29,6 +29,7 @@ from gpuready.tomlcompat import tomllib
 # so a recording never carries secrets from the user's environment.
 ENV_ALLOWLIST = (
     "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
     "NVIDIA_VISIBLE_DEVICES",
     "ROCR_VISIBLE_DEVICES",
     "HIP_VISIBLE_DEVICES",

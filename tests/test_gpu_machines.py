@@ -165,3 +165,9 @@ def test_a_split_reason_says_what_the_gpu_has_free_and_the_share_of_layers_on_it
 
 def _gb(value: int) -> str:
     return f"{value / 1024**3:.1f} GB"
+
+
+def test_indices_in_cuda_visible_devices_on_different_gpus_warn_about_cuda_device_order():
+    _, problems = probe("nvidia-3090-a5000-cuda-visible")
+    assert [(p.probe, p.severity, p.hint) for p in problems] == [
+        ("nvidia", "info", "Set CUDA_DEVICE_ORDER=PCI_BUS_ID (or use GPU UUIDs) so indices mean the same GPU everywhere.")]

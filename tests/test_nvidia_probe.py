@@ -301,3 +301,11 @@ def test_a_jetson_board_without_nvml_is_found_from_its_device_tree_model():
                         memory_free_bytes=58000000 * 1024, memory_usable_bytes=58000000 * 1024, bandwidth_bytes_per_s=204_800_000_000,
                         bandwidth_source="table:jetson-agx-orin-64gb", driver="nvgpu", backends=("cuda",), source="devicetree+proc_meminfo")]
     assert [p.severity for p in problems] == ["info"]
+
+
+def test_cuda_device_order_pci_bus_id_makes_indices_unambiguous():
+    other = RTX_4090 | {"index": 1, "name": "NVIDIA RTX A5000", "uuid": "GPU-00000000-0000-0000-0000-000000000002"}
+    host = FakeHost(environment={"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+                    libraries={"nvml": READOUT | {"devices": [RTX_4090, other]}})
+    gpus, problems = nvidia.probe(host)
+    assert ([(g.name, g.counted) for g in gpus], problems) == ([("NVIDIA GeForce RTX 4090", False), ("NVIDIA RTX A5000", True)], [])

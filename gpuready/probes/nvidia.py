@@ -8,7 +8,7 @@ Sources, in order:
   model for Jetson boards (see :mod:`gpuready.probes.nvidia_fallback`);
 * ``/proc/meminfo`` for unified-memory systems (GB10 / DGX Spark, Jetson) whose NVML
   reports no framebuffer;
-* environment: ``CUDA_VISIBLE_DEVICES``, ``NVIDIA_VISIBLE_DEVICES``.
+* environment: ``CUDA_VISIBLE_DEVICES``, ``CUDA_DEVICE_ORDER``, ``NVIDIA_VISIBLE_DEVICES``.
 """
 
 from __future__ import annotations
@@ -229,7 +229,9 @@ def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> list[Seen]:
     return gpus
 
 
-def apply_visibility(gpus: list[Seen], cuda_visible: str | None, nvidia_visible: str | None) -> tuple[list[GPU], list[Problem]]:
+def apply_visibility(
+    gpus: list[Seen], cuda_visible: str | None, nvidia_visible: str | None, cuda_order: str | None = None
+) -> tuple[list[GPU], list[Problem]]:
     """Mark GPUs hidden by CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES as not counted.
 
     Indices in CUDA_VISIBLE_DEVICES are taken in NVML (PCI bus) order, which is CUDA's
@@ -253,6 +255,11 @@ def apply_visibility(gpus: list[Seen], cuda_visible: str | None, nvidia_visible:
         if reason and gpu.counted:
             gpu = dataclasses.replace(gpu, counted=False, not_counted_reason=reason)
         result.append(gpu)
+    names = {seen.gpu.name for seen in gpus}
+    if cuda_entries and any(e.isdigit() for e in cuda_entries) and len(names) > 1 and (cuda_order or "").upper() != "PCI_BUS_ID":
+        problems.append(Problem("nvidia", f"CUDA_VISIBLE_DEVICES={cuda_visible} uses indices, read here in PCI bus order; CUDA itself "
+                                "orders different GPUs fastest first, so an index may mean another GPU",
+                                "Set CUDA_DEVICE_ORDER=PCI_BUS_ID (or use GPU UUIDs) so indices mean the same GPU everywhere.", "info"))
     if cuda_entries == [] and gpus:
         problems.append(Problem("nvidia", f"CUDA_VISIBLE_DEVICES={cuda_visible!r} hides every NVIDIA GPU",
                                 "Unset CUDA_VISIBLE_DEVICES (or list the GPUs to use) to run models on the GPU.", "warning"))
@@ -286,5 +293,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
                 said = fallback.smi_error(result.stdout, result.stderr, result.returncode)
                 error = said if said.startswith("NVML_") or error == "not_found" else error
             return fallback.unusable(host, error, detail)
-    visible, visibility = apply_visibility(gpus, host.env("CUDA_VISIBLE_DEVICES"), host.env("NVIDIA_VISIBLE_DEVICES"))
+    visible, visibility = apply_visibility(
+        gpus, host.env("CUDA_VISIBLE_DEVICES"), host.env("NVIDIA_VISIBLE_DEVICES"), host.env("CUDA_DEVICE_ORDER")
+    )
     return visible, problems + visibility
