@@ -304,7 +304,7 @@ def test_a_jetson_board_without_nvml_is_found_from_its_device_tree_model():
 
 
 def test_cuda_device_order_pci_bus_id_makes_indices_unambiguous():
-    other = RTX_4090 | {"index": 1, "name": "NVIDIA RTX A5000", "uuid": "GPU-00000000-0000-0000-0000-000000000002"}
+    other = RTX_4090 | {"index": 1, "name": "NVIDIA RTX A5000", "uuid": "GPU-00000000-0000-0000-0000-000000000002", "max_memory_clock_mhz": 8001}
     host = FakeHost(environment={"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
                     libraries={"nvml": READOUT | {"devices": [RTX_4090, other]}})
     gpus, problems = nvidia.probe(host)
