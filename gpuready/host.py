@@ -299,6 +299,15 @@ class Scrubber:
             self._uuids[original] = f"{prefix}00000000-0000-0000-0000-{number:012d}"
         return self._uuids[original]
 
+    def _field(self, key: str, item):
+        if key.lower() not in _SCRUBBED_KEYS or item is None:
+            return self.data(item)
+        # A GPU/MIG UUID becomes the same placeholder as in the environment, so that
+        # CUDA_VISIBLE_DEVICES=GPU-... still selects the same GPU when the recording is replayed.
+        if isinstance(item, str) and _UUID.fullmatch(item.strip()):
+            return self.text(item.strip())
+        return "REDACTED"
+
     def text(self, value: str) -> str:
         value = _UUID.sub(self._uuid, value)
         value = _SERIAL_LINE.sub(lambda m: m.group(1) + "REDACTED", value)
@@ -308,10 +317,7 @@ class Scrubber:
 
     def data(self, value):
         if isinstance(value, dict):
-            return {
-                key: ("REDACTED" if key.lower() in _SCRUBBED_KEYS and value[key] is not None else self.data(item))
-                for key, item in value.items()
-            }
+            return {key: self._field(key, item) for key, item in value.items()}
         if isinstance(value, list):
             return [self.data(item) for item in value]
         if isinstance(value, str):

@@ -309,3 +309,18 @@ def test_cuda_device_order_pci_bus_id_makes_indices_unambiguous():
                     libraries={"nvml": READOUT | {"devices": [RTX_4090, other]}})
     gpus, problems = nvidia.probe(host)
     assert ([(g.name, g.counted) for g in gpus], problems) == ([("NVIDIA GeForce RTX 4090", False), ("NVIDIA RTX A5000", True)], [])
+
+
+def test_a_recording_keeps_cuda_visible_devices_uuids_pointing_at_the_same_gpu(tmp_path):
+    from gpuready.host import RecordingHost, ReplayHost
+
+    real = "GPU-5e375e7e-b41f-155b-dcdc-534524c356fc"
+    other = RTX_4090 | {"index": 1, "uuid": real}
+    inner = FakeHost(environment={"CUDA_VISIBLE_DEVICES": real}, libraries={"nvml": READOUT | {"devices": [RTX_4090, other]}})
+    recording = RecordingHost(inner, tmp_path, hostname="box")
+    live_gpus, _ = nvidia.probe(recording)
+    recording.finish("test", "0")
+    replay = ReplayHost(tmp_path)
+    replay_gpus, _ = nvidia.probe(replay)
+    assert [g.counted for g in replay_gpus] == [g.counted for g in live_gpus] == [False, True]
+    assert real not in (tmp_path / "libraries" / "nvml.json").read_text() + (tmp_path / "machine.toml").read_text()
