@@ -37,6 +37,9 @@ TRANSFERS_PER_CLOCK = 2
 # Names of NVIDIA systems whose GPU shares the CPU's memory (NVML reports no framebuffer
 # on GB10: https://github.com/XuehaiPan/nvitop/pull/208, fixture nvidia-gb10-dgx-spark).
 UNIFIED_NAMES = re.compile(r"\b(GB10|Orin|Thor|Xavier|Tegra)\b|nvgpu", re.IGNORECASE)
+# A100 and H100 split into 7 compute slices; a "3g" profile holds 3 of them (NVIDIA MIG
+# User Guide, "Supported MIG Profiles": https://docs.nvidia.com/datacenter/tesla/mig-user-guide/).
+MIG_COMPUTE_SLICES = 7
 _MIG_PROFILE = re.compile(r"\bMIG\s+(\d+g\.\d+gb)", re.IGNORECASE)
 
 SMI_FIELDS = ("index", "name", "memory.total", "memory.free", "driver_version", "pci.device_id")
@@ -208,12 +211,15 @@ def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> list[Seen]:
     if not instances:
         reason = "MIG mode is on but no MIG instance exists, so CUDA cannot use this GPU"
         return [Seen(dataclasses.replace(parent, counted=False, not_counted_reason=reason), _text(parent_uuid))]
+    spec = tables.match_gpu(parent)
     gpus = []
     for instance in instances:
         total, free = _memory(instance)
         share = (total / parent.memory_total_bytes) if total and parent.memory_total_bytes else None
         bandwidth = int(parent.bandwidth_bytes_per_s * share) if parent.bandwidth_bytes_per_s and share else None
         profile = _MIG_PROFILE.search(instance["name"])
+        slices = int(profile.group(1).split("g")[0]) if profile else None
+        flops = spec.fp16_flops * slices / MIG_COMPUTE_SLICES if spec and spec.fp16_flops and slices else None
         gpu = dataclasses.replace(
             parent,
             name=instance["name"],
@@ -224,6 +230,8 @@ def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> list[Seen]:
             bandwidth_bytes_per_s=bandwidth,
             bandwidth_source=f"{parent.bandwidth_source} x MIG memory share" if bandwidth else None,
             mig_profile=profile.group(1).lower() if profile else None,
+            fp16_flops=flops,
+            flops_source=f"table:{spec.id} x {slices}/{MIG_COMPUTE_SLICES} MIG compute slices" if flops else None,
         )
         gpus.append(Seen(gpu, _text(instance.get("uuid")), _text(parent_uuid)))
     return gpus
