@@ -171,3 +171,12 @@ def test_indices_in_cuda_visible_devices_on_different_gpus_warn_about_cuda_devic
     _, problems = probe("nvidia-3090-a5000-cuda-visible")
     assert [(p.probe, p.severity, p.hint) for p in problems] == [
         ("nvidia", "info", "Set CUDA_DEVICE_ORDER=PCI_BUS_ID (or use GPU UUIDs) so indices mean the same GPU everywhere.")]
+
+
+@pytest.mark.parametrize("machine", sorted(EXPECTED_GPUS))
+def test_a_report_of_each_machine_reads_back_as_the_same_hardware(machine):
+    from gpuready.report import dumps, load_hardware_json
+
+    hardware, problems = probe(machine)
+    report = build_report(hardware, problems, load_catalog())
+    assert load_hardware_json(dumps(report), "report.json") == hardware
