@@ -275,3 +275,13 @@ def test_a_garbled_windows_readout_never_becomes_a_traceback(readout):
     problems: list[Problem] = []
     run_probe("windows-gpu", windows.probe, FakeHost(platform="windows", libraries={"windows": readout}), problems, [])
     assert not [p for p in problems if "crashed" in p.message], problems
+
+
+@pytest.mark.parametrize("value, target", [("11.0.0", "gfx1100"), ("10.3.0", "gfx1030"), ("9.0.10", "gfx90a"), ("junk", "junk")])
+def test_hsa_override_values_name_the_target_rocm_will_use(value, target):
+    assert amd.override_target(value) == target
+
+
+def test_a_rocm_uuid_in_hip_visible_devices_hides_nothing_we_cannot_check():
+    gpus, _ = amd.probe(amd_host(env={"HIP_VISIBLE_DEVICES": "GPU-b85e402c0fb3757f"}))
+    assert [g.counted for g in gpus] == [True]

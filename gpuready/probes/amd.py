@@ -163,10 +163,23 @@ def _name(host: Host, device: pci.PCIDevice, ids: dict, target: str | None) -> s
 
 
 def _visible(entries: str | None, index: int | None) -> bool:
+    """Whether ROCR/HIP_VISIBLE_DEVICES keeps this GPU; UUID entries cannot be checked, so they hide nothing."""
     if entries is None:
         return True
     wanted = [e.strip() for e in entries.split(",") if e.strip()]
+    if any(not e.isdigit() for e in wanted):
+        return True
     return index is not None and str(index) in wanted
+
+
+def override_target(value: str) -> str:
+    """HSA_OVERRIDE_GFX_VERSION "11.0.0" -> gfx1100, "9.0.10" -> gfx90a."""
+    parts = value.strip().split(".")
+    try:
+        major, minor, stepping = (int(p) for p in parts)
+    except ValueError:
+        return value
+    return f"gfx{major}{minor}{stepping:x}"
 
 
 def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
@@ -232,7 +245,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             gpu = dataclasses.replace(gpu, counted=False, not_counted_reason=f"hidden from ROCm by ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES={visible}")
         gpus.append(gpu)
         if target and override:
-            problems.append(Problem("amd", f"HSA_OVERRIDE_GFX_VERSION={override}: ROCm treats {name} ({target}) as gfx{override.replace('.', '')}", severity="info"))
+            problems.append(Problem("amd", f"HSA_OVERRIDE_GFX_VERSION={override}: ROCm treats {name} ({target}) as {override_target(override)}", severity="info"))
         elif target and target not in ROCM_SUPPORTED and gpu.counted:
             problems.append(Problem("amd", f"{name} ({target}) is not in ROCm's support list",
                                     "llama.cpp's Vulkan backend works on it; ROCm may work with HSA_OVERRIDE_GFX_VERSION set to a supported target.", "info"))
