@@ -285,3 +285,14 @@ def test_hsa_override_values_name_the_target_rocm_will_use(value, target):
 def test_a_rocm_uuid_in_hip_visible_devices_hides_nothing_we_cannot_check():
     gpus, _ = amd.probe(amd_host(env={"HIP_VISIBLE_DEVICES": "GPU-b85e402c0fb3757f"}))
     assert [g.counted for g in gpus] == [True]
+
+
+def test_an_arc_card_on_i915_without_a_published_vram_size_gets_its_size_from_the_table():
+    files = {
+        "/sys/class/drm/card1/device/vendor": "0x8086\n", "/sys/class/drm/card1/device/device": "0x56a1\n",
+        "/sys/class/drm/card1/device/class": "0x030000\n", "/sys/class/drm/card1/device/uevent": "DRIVER=i915\nPCI_SLOT_NAME=0000:03:00.0\n",
+    }
+    hardware, problems = probe_hardware(FakeHost(files=files | {"/proc/cpuinfo": "processor\t: 0\nmodel name\t: x\n", "/proc/meminfo": "MemTotal: 1 kB\n"}))
+    (gpu,) = hardware.gpus
+    assert (gpu.name, gpu.kind, gpu.memory_total_bytes, gpu.table_id) == ("Intel Arc A750", "discrete", 8 * GIB, "arc-a750")
+    assert [p.message for p in problems if p.probe == "intel"] == ["Intel Arc A750: the i915 driver does not publish the VRAM size in sysfs"]

@@ -105,7 +105,10 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         discrete = total is not None or device.device_id in ARC_DEVICES
         if discrete:
             usable = free if free is not None else total
-            if free is None and total is not None:
+            if total is None:
+                problems.append(Problem("intel", f"{name}: the {device.driver} driver does not publish the VRAM size in sysfs",
+                                        "The GPU table's size is used where the model name is unambiguous; the xe driver publishes it.", "info"))
+            elif free is None:
                 problems.append(Problem("intel", f"{name}: the {device.driver} driver does not publish free VRAM; assuming all {total / 1024**3:.1f} GiB is free", severity="info"))
             gpu = GPU(vendor="intel", name=name, kind="discrete", memory_total_bytes=total, memory_free_bytes=free,
                       memory_usable_bytes=usable, driver=device.driver, pci_id=device.pci_id,
