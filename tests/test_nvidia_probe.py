@@ -324,3 +324,11 @@ def test_a_recording_keeps_cuda_visible_devices_uuids_pointing_at_the_same_gpu(t
     replay_gpus, _ = nvidia.probe(replay)
     assert [g.counted for g in replay_gpus] == [g.counted for g in live_gpus] == [False, True]
     assert real not in (tmp_path / "libraries" / "nvml.json").read_text() + (tmp_path / "machine.toml").read_text()
+
+
+def test_wsl2_with_the_windows_library_present_but_unloadable_points_at_the_library_path():
+    host = FakeHost(files={"/proc/sys/kernel/osrelease": "5.15.153.1-microsoft-standard-WSL2\n", "/dev/dxg": "",
+                           "/usr/lib/wsl/lib/libnvidia-ml.so.1": ""},
+                    libraries={"nvml": {"error": "NVML_ERROR_LIBRARY_NOT_FOUND"}})
+    _, problems = nvidia.probe(host)
+    assert [p.hint for p in problems] == [nvidia.WSL_LIBRARY_HINT]

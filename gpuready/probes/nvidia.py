@@ -58,8 +58,12 @@ CONTAINER_HINT = (
     "Container Toolkit) or the equivalent device options of your runtime."
 )
 WSL_HINT = (
-    "On WSL2 the GPU driver lives in Windows: install the NVIDIA Windows driver, do not install a Linux "
-    "driver inside WSL, and make sure /usr/lib/wsl/lib is on the library path."
+    "On WSL2 the GPU driver lives in Windows: install or update the NVIDIA Windows driver, and do not install "
+    "a Linux driver inside WSL (it has no libnvidia-ml under /usr/lib/wsl/lib yet)."
+)
+WSL_LIBRARY_HINT = (
+    "libnvidia-ml.so.1 is in /usr/lib/wsl/lib but could not be loaded: make sure /usr/lib/wsl/lib is on the "
+    "library path (`sudo ldconfig`, or LD_LIBRARY_PATH) and that no Linux NVIDIA driver shadows it."
 )
 
 

@@ -17,7 +17,7 @@ from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
 from gpuready.probes import pci
 from gpuready.probes.memory import parse_meminfo
-from gpuready.probes.nvidia import CONTAINER_HINT, MIB, NVML_HINTS, SMI_FIELDS, UNIFIED_NAMES, WSL_HINT, Seen, pci_id
+from gpuready.probes.nvidia import CONTAINER_HINT, MIB, NVML_HINTS, SMI_FIELDS, UNIFIED_NAMES, WSL_HINT, WSL_LIBRARY_HINT, Seen, pci_id
 
 DEVICE_TREE_MODELS = ("/proc/device-tree/model", "/sys/firmware/devicetree/base/model")
 
@@ -114,7 +114,8 @@ def unusable(host: Host, error: str, detail: str | None) -> tuple[list[GPU], lis
     elif devices and drivers == {None} and error in ("NVML_ERROR_LIBRARY_NOT_FOUND", "PYNVML_NOT_INSTALLED", "not_found"):
         hint = NVML_HINTS["NVML_ERROR_DRIVER_NOT_LOADED"]
     if wsl and not devices:
-        hint = WSL_HINT
+        has_library = "libnvidia-ml.so.1" in (host.list_dir("/usr/lib/wsl/lib") or [])
+        hint = WSL_LIBRARY_HINT if has_library else WSL_HINT
     elif devices and error in ("NVML_ERROR_LIBRARY_NOT_FOUND", "not_found") and _in_container(host):
         hint = CONTAINER_HINT
     why = f"{error}{f' ({detail})' if detail else ''}"
