@@ -180,3 +180,13 @@ def test_a_report_of_each_machine_reads_back_as_the_same_hardware(machine):
     hardware, problems = probe(machine)
     report = build_report(hardware, problems, load_catalog())
     assert load_hardware_json(dumps(report), "report.json") == hardware
+
+
+def test_strix_halo_says_its_pool_relies_on_gtt_which_some_rocm_versions_do_not_use():
+    _, problems = probe("amd-strix-halo")
+    assert problems == [Problem(
+        "amd",
+        "AMD Radeon 8060S Graphics: 99.7 GiB of shared memory assumes the runtime can use GTT; some ROCm versions see only the 4.0 GiB carve-out",
+        "If a ROCm build reports less, use llama.cpp's Vulkan backend or raise the BIOS carve-out (UMA frame buffer).",
+        "info",
+    )]

@@ -111,6 +111,10 @@ def parse_group_access(status: str, group_file: str) -> bool | None:
     return wanted in gids
 
 
+def fmt_gib(value: int | None) -> str:
+    return f"{value / 1024**3:.1f} GiB" if value is not None else "unknown"
+
+
 # --- gathering ----------------------------------------------------------------------
 
 
@@ -225,6 +229,11 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             total = (vram_total or 0) + gtt_total
             free = (vram_free or 0) + max(0, gtt_free)
         backends = (("rocm",) if node else ()) + ("vulkan",)
+        if apu and gtt_total and vram_total and gtt_total > 2 * vram_total and node:
+            # ROCm has reported only part of the GTT pool on Strix Halo
+            # (https://github.com/ROCm/legacy-rocm-build/issues/5595); Vulkan sees all of it.
+            problems.append(Problem("amd", f"{name}: {fmt_gib(free)} of shared memory assumes the runtime can use GTT; some ROCm versions see only the {fmt_gib(vram_total)} carve-out",
+                                    "If a ROCm build reports less, use llama.cpp's Vulkan backend or raise the BIOS carve-out (UMA frame buffer).", "info"))
         gpu = GPU(
             vendor="amd",
             name=name,
