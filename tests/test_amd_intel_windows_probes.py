@@ -296,3 +296,65 @@ def test_an_arc_card_on_i915_without_a_published_vram_size_gets_its_size_from_th
     (gpu,) = hardware.gpus
     assert (gpu.name, gpu.kind, gpu.memory_total_bytes, gpu.table_id) == ("Intel Arc A750", "discrete", 8 * GIB, "arc-a750")
     assert [p.message for p in problems if p.probe == "intel"] == ["Intel Arc A750: the i915 driver does not publish the VRAM size in sysfs"]
+
+
+class FakeKey:
+    def __init__(self, values=None, subkeys=None):
+        self.values, self.subkeys = values or {}, subkeys or {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class FakeWinreg:
+    """The parts of winreg the readout uses, over a dict of keys."""
+
+    HKEY_LOCAL_MACHINE = "HKLM"
+
+    def __init__(self, root: FakeKey):
+        self.root = root
+
+    def OpenKey(self, parent, name):
+        key = self.root if parent == "HKLM" else parent.subkeys.get(name)
+        if key is None:
+            raise OSError(f"no key {name}")
+        return key
+
+    def EnumKey(self, key, index):
+        names = list(key.subkeys)
+        if index >= len(names):
+            raise OSError("no more")
+        return names[index]
+
+    def QueryValueEx(self, key, name):
+        if name not in key.values:
+            raise OSError(f"no value {name}")
+        return key.values[name], 0
+
+
+def test_the_windows_readout_reads_display_adapters_from_the_class_key():
+    from gpuready.readouts import windows as readout
+
+    adapters = FakeKey(subkeys={
+        "0000": FakeKey({"DriverDesc": "Intel(R) Arc(TM) A770 Graphics", "DriverVersion": "32.0.101.5972",
+                         "MatchingDeviceId": "pci\\ven_8086&dev_56a0", "ProviderName": "Intel Corporation",
+                         "HardwareInformation.MemorySize": b"\x00\xf0\xff\x7f"}),
+        "0001": FakeKey({"DriverDesc": "AMD Radeon RX 7800 XT", "HardwareInformation.qwMemorySize": 17163091968}),
+        "Properties": FakeKey(),
+    })
+    assert readout._display_adapters(FakeWinreg(adapters)) == [
+        {"key": "0000", "driver_desc": "Intel(R) Arc(TM) A770 Graphics", "driver_version": "32.0.101.5972",
+         "matching_device_id": "pci\\ven_8086&dev_56a0", "provider_name": "Intel Corporation", "qw_memory_size": None, "memory_size": 0x7FFFF000},
+        {"key": "0001", "driver_desc": "AMD Radeon RX 7800 XT", "driver_version": None, "matching_device_id": None,
+         "provider_name": None, "qw_memory_size": 17163091968, "memory_size": None},
+    ]
+
+
+@pytest.mark.skipif(__import__("sys").platform == "win32", reason="reads the real registry on Windows")
+def test_the_windows_readout_refuses_to_run_elsewhere():
+    from gpuready.readouts import windows as readout
+
+    assert readout.read() == {"error": "not Windows"}
