@@ -95,6 +95,11 @@ class GPU:
     driver: str | None = None
     driver_version: str | None = None
     pci_id: str | None = None  # vendor:device, e.g. 10de:2684
+    # Highest CUDA version the NVIDIA driver supports (nvmlSystemGetCudaDriverVersion_v2), e.g. "12.4".
+    cuda_version: str | None = None
+    # A MIG instance's profile (e.g. "3g.40gb"): one CUDA process can use one instance, so
+    # instances are never pooled like identical GPUs.
+    mig_profile: str | None = None
     table_id: str | None = None  # row of catalog/gpus.toml used
     # False for graphics that no AI runtime can use (old iGPUs, software renderers).
     counted: bool = True

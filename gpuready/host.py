@@ -30,6 +30,7 @@ from gpuready.tomlcompat import tomllib
 # so a recording never carries secrets from the user's environment.
 ENV_ALLOWLIST = (
     "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
     "NVIDIA_VISIBLE_DEVICES",
     "ROCR_VISIBLE_DEVICES",
     "HIP_VISIBLE_DEVICES",
@@ -312,6 +313,15 @@ class Scrubber:
             self._uuids[original] = f"{len(self._uuids) + 1:0{len(original)}x}"
         return self._uuids[original]
 
+    def _field(self, key: str, item):
+        if key.lower() not in _SCRUBBED_KEYS or item is None:
+            return self.data(item)
+        # A GPU/MIG UUID becomes the same placeholder as in the environment, so that
+        # CUDA_VISIBLE_DEVICES=GPU-... still selects the same GPU when the recording is replayed.
+        if isinstance(item, str) and _UUID.fullmatch(item.strip()):
+            return self.text(item.strip())
+        return "REDACTED"
+
     def text(self, value: str) -> str:
         value = _UUID.sub(self._uuid, value)
         value = _HEX_ID.sub(self._hex_id, value)
@@ -322,10 +332,7 @@ class Scrubber:
 
     def data(self, value):
         if isinstance(value, dict):
-            return {
-                key: ("REDACTED" if key.lower() in _SCRUBBED_KEYS and item is not None else self.data(item))
-                for key, item in value.items()
-            }
+            return {key: self._field(key, item) for key, item in value.items()}
         if isinstance(value, list):
             return [self.data(item) for item in value]
         if isinstance(value, str):

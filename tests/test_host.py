@@ -41,7 +41,8 @@ def test_recording_scrubs_uuids_serials_and_the_host_name(tmp_path):
         assert secret not in everything, secret
     placeholder = "GPU-00000000-0000-0000-0000-000000000001"
     assert placeholder in (tmp_path / "commands" / "nvidia-smi_L.txt").read_text()
-    assert json.loads((tmp_path / "libraries" / "nvml.json").read_text())["devices"][0]["uuid"] == "REDACTED"
+    device = json.loads((tmp_path / "libraries" / "nvml.json").read_text())["devices"][0]
+    assert (device["uuid"], device["serial"]) == (placeholder, "REDACTED")
     # The same UUID gets the same placeholder everywhere, so CUDA_VISIBLE_DEVICES still matches.
     assert placeholder in (tmp_path / "machine.toml").read_text()
 

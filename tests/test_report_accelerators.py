@@ -28,7 +28,7 @@ EXPECTED = {
     "linux-meteor-lake-npu": ([], ["intel-npu-3720"], [("vulkan", True)], []),
     "linux-strix-ryzen-ai-370": ([], ["amd-xdna2-strix-point"], [("vulkan", True)], []),
     "windows-snapdragon-x-elite": ([], ["qualcomm-hexagon-x-elite"], [("directml", True)], []),
-    "windows-directml-only": ([], [], [("directml", True)], []),
+    "windows-directml-only": ([("Intel(R) Iris(R) Xe Graphics", ("sycl", "vulkan"), True)], [], [("directml", True)], []),
 }
 
 

@@ -32,9 +32,15 @@ def run_probe(name: str, function: Callable[[Host], tuple[T, list[Problem]]], ho
 
 
 def _gpu_probes() -> list[tuple[str, Callable[[Host], tuple[list[GPU], list[Problem]]]]]:
-    from gpuready.probes import apple
+    from gpuready.probes import amd, apple, intel, nvidia, windows
 
-    return [("apple", apple.probe)]
+    return [
+        ("nvidia", nvidia.probe),
+        ("amd", amd.probe),
+        ("intel", intel.probe),
+        ("windows-gpu", windows.probe),
+        ("apple", apple.probe),
+    ]
 
 
 def _npu_probes() -> list[tuple[str, Callable[[Host], tuple[list[NPU], list[Problem]]]]]:

@@ -1,0 +1,311 @@
+"""NVIDIA GPU probe: name, total and free memory, bandwidth, CUDA, MIG, unified memory.
+
+Sources, in order:
+* the ``nvml`` readout (:mod:`gpuready.readouts.nvml`, the one place pynvml is called);
+* ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits`` when NVML is unusable;
+* ``/sys/bus/pci/devices/*/{vendor,device,class,uevent}`` to tell "no NVIDIA GPU" from
+  "an NVIDIA GPU whose driver is not working", ``/dev/dxg`` for WSL2 and the device-tree
+  model for Jetson boards (see :mod:`gpuready.probes.nvidia_fallback`);
+* ``/proc/meminfo`` for unified-memory systems (GB10 / DGX Spark, Jetson) whose NVML
+  reports no framebuffer;
+* environment: ``CUDA_VISIBLE_DEVICES``, ``CUDA_DEVICE_ORDER``, ``NVIDIA_VISIBLE_DEVICES``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from gpuready import tables
+from gpuready.hardware import GPU, Problem
+from gpuready.host import Host
+from gpuready.probes.memory import parse_meminfo
+
+MIB = 1024**2
+
+# nvmlDeviceArchitecture_t values (nvml.h, NVML_DEVICE_ARCH_*).
+ARCHITECTURES = {
+    2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing",
+    7: "Ampere", 8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell",
+}
+# NVML's "max memory clock" is half the data rate for GDDR5/5X/6/6X/7 and HBM alike:
+# nvbench prints an RTX 4090 as "1008 GB/sec (384-bit DDR @10501MHz)" =
+# 384 / 8 bytes x 10501 MHz x 2 (https://github.com/NVIDIA/nvbench/pull/207), and an
+# A100 40GB's 5120-bit HBM2 at 1215 MHz gives its specified 1555 GB/s.
+TRANSFERS_PER_CLOCK = 2
+
+# Names of NVIDIA systems whose GPU shares the CPU's memory (NVML reports no framebuffer
+# on GB10: https://github.com/XuehaiPan/nvitop/pull/208, fixture nvidia-gb10-dgx-spark).
+UNIFIED_NAMES = re.compile(r"\b(GB10|Orin|Thor|Xavier|Tegra)\b|nvgpu", re.IGNORECASE)
+# A100 and H100 split into 7 compute slices; a "3g" profile holds 3 of them (NVIDIA MIG
+# User Guide, "Supported MIG Profiles": https://docs.nvidia.com/datacenter/tesla/mig-user-guide/).
+MIG_COMPUTE_SLICES = 7
+_MIG_PROFILE = re.compile(r"\bMIG\s+(\d+g\.\d+gb)", re.IGNORECASE)
+
+SMI_FIELDS = ("index", "name", "memory.total", "memory.free", "driver_version", "pci.device_id")
+SMI_ARGV = ("nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits")
+
+# NVML errors that mean "the driver is there but not usable now", with what to do.
+NVML_HINTS = {
+    "NVML_ERROR_DRIVER_NOT_LOADED": "The NVIDIA kernel driver is not loaded: install the driver (or run `sudo modprobe nvidia`) and reboot.",
+    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": "The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot.",
+    "NVML_ERROR_NO_PERMISSION": "This user may not open /dev/nvidia*: check the device permissions (or the container's GPU access).",
+    "NVML_ERROR_LIBRARY_NOT_FOUND": "libnvidia-ml.so was not found: install the NVIDIA driver's user-space libraries.",
+    "PYNVML_NOT_INSTALLED": "Install nvidia-ml-py (`pip install nvidia-ml-py`) for exact free-memory figures.",
+}
+CONTAINER_HINT = (
+    "This looks like a container without GPU access: start it with `--gpus all` (Docker with the NVIDIA "
+    "Container Toolkit) or the equivalent device options of your runtime."
+)
+WSL_HINT = (
+    "On WSL2 the GPU driver lives in Windows: install or update the NVIDIA Windows driver, and do not install "
+    "a Linux driver inside WSL (it has no libnvidia-ml under /usr/lib/wsl/lib yet)."
+)
+WSL_LIBRARY_HINT = (
+    "libnvidia-ml.so.1 is in /usr/lib/wsl/lib but could not be loaded: make sure /usr/lib/wsl/lib is on the "
+    "library path (`sudo ldconfig`, or LD_LIBRARY_PATH) and that no Linux NVIDIA driver shadows it."
+)
+
+
+# --- pure parsing -------------------------------------------------------------------
+
+
+def cuda_version(value: int | None) -> str | None:
+    """NVML's CUDA driver version 12040 -> "12.4"."""
+    if not isinstance(value, int) or value <= 0:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def pci_id(pci_device_id: int | None) -> str | None:
+    """NVML's combined id 0x268410DE -> "10de:2684"."""
+    if not isinstance(pci_device_id, int) or pci_device_id <= 0:
+        return None
+    return f"{pci_device_id & 0xFFFF:04x}:{pci_device_id >> 16:04x}"
+
+
+def derived_bandwidth(bus_width_bits: int | None, max_memory_clock_mhz: int | None) -> int | None:
+    """Peak memory bandwidth in bytes/s from NVML's bus width and max memory clock."""
+    if not (isinstance(bus_width_bits, int) and isinstance(max_memory_clock_mhz, int)) or bus_width_bits <= 0 or max_memory_clock_mhz <= 0:
+        return None
+    return bus_width_bits // 8 * max_memory_clock_mhz * 1_000_000 * TRANSFERS_PER_CLOCK
+
+
+def parse_visible_devices(value: str | None) -> list[str] | None:
+    """CUDA_VISIBLE_DEVICES as CUDA reads it: None when unset; CUDA stops at the first invalid entry."""
+    if value is None:
+        return None
+    entries = []
+    for raw in value.split(","):
+        entry = raw.strip()
+        if re.fullmatch(r"\d+", entry):
+            entries.append(entry)
+        elif entry.upper().startswith(("GPU-", "MIG-")):
+            entries.append(entry)
+        else:
+            break  # "-1", "" or anything else ends the list
+    return entries
+
+
+def _selected(entries: list[str], index: int | None, uuid: str | None, parent_uuid: str | None = None) -> bool:
+    for entry in entries:
+        if entry.isdigit() and index is not None and int(entry) == index:
+            return True
+        lowered = entry.lower()
+        if uuid and uuid.lower().startswith(lowered):  # CUDA accepts a unique UUID prefix
+            return True
+        if parent_uuid and lowered.startswith("mig-gpu-") and lowered[4:].startswith(parent_uuid.lower()):
+            return True  # legacy MIG-GPU-<uuid>/<gi>/<ci> form
+    return False
+
+
+def _memory(device: dict) -> tuple[int | None, int | None]:
+    memory = device.get("memory")
+    if not isinstance(memory, dict):
+        return None, None
+    total, free = memory.get("total"), memory.get("free")
+    total = total if isinstance(total, int) and total > 0 else None
+    free = free if isinstance(free, int) and free >= 0 else None
+    return total, free
+
+
+@dataclasses.dataclass(frozen=True)
+class Seen:
+    """A GPU with the UUIDs that decide CUDA_VISIBLE_DEVICES matches (never reported)."""
+
+    gpu: GPU
+    uuid: str | None = None
+    parent_uuid: str | None = None
+
+
+def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[list[Seen], list[Problem]]:
+    """GPUs from an NVML readout; MIG instances become GPUs of their own, memory per instance."""
+    gpus: list[Seen] = []
+    problems: list[Problem] = []
+    driver_version = readout.get("driver_version") if isinstance(readout.get("driver_version"), str) else None
+    cuda = cuda_version(readout.get("cuda_driver_version"))
+    for position, device in enumerate(readout.get("devices") or []):
+        if not isinstance(device, dict):
+            continue
+        errors = device.get("errors") if isinstance(device.get("errors"), dict) else {}
+        index = device.get("index") if isinstance(device.get("index"), int) else position
+        name = device.get("name") if isinstance(device.get("name"), str) else None
+        if name is None:
+            problems.append(Problem("nvidia", f"NVML could not read GPU {index}: {', '.join(f'{k}: {v}' for k, v in errors.items()) or 'no name'}",
+                                    "Run `nvidia-smi -q` to see whether the driver can talk to this GPU.", "warning"))
+            continue
+        total, free = _memory(device)
+        kind = "discrete"
+        usable = free
+        memory_source = "nvml"
+        if total is None and (UNIFIED_NAMES.search(name) or errors.get("memory") == "NVML_ERROR_NOT_SUPPORTED"):
+            kind = "unified"
+            total, free = (meminfo or {}).get("MemTotal"), (meminfo or {}).get("MemAvailable")
+            usable = free
+            memory_source = "proc_meminfo"
+        elif UNIFIED_NAMES.search(name):
+            kind = "unified"
+        capability = device.get("compute_capability")
+        capability_text = f"{capability[0]}.{capability[1]}" if isinstance(capability, list) and len(capability) == 2 else None
+        bandwidth = derived_bandwidth(device.get("memory_bus_width_bits"), device.get("max_memory_clock_mhz"))
+        gpu = GPU(
+            vendor="nvidia",
+            name=name,
+            kind=kind,
+            index=index,
+            memory_total_bytes=total,
+            memory_free_bytes=free,
+            memory_usable_bytes=usable,
+            architecture=ARCHITECTURES.get(device["architecture"]) if isinstance(device.get("architecture"), int) else None,
+            compute_capability=capability_text,
+            driver="nvidia",
+            driver_version=driver_version,
+            cuda_version=cuda,
+            pci_id=pci_id(device.get("pci_device_id")),
+            backends=("cuda",),
+            source="nvml" if memory_source == "nvml" else "nvml+proc_meminfo",
+        )
+        value, source, note = tables.reconcile_bandwidth(gpu, bandwidth, "nvml")
+        gpu = dataclasses.replace(gpu, bandwidth_bytes_per_s=value, bandwidth_source=source)
+        if note:
+            problems.append(Problem("nvidia", note, severity="info"))
+        if total is None:
+            problems.append(Problem("nvidia", f"NVML reports no memory size for {name} ({errors.get('memory', 'no value')})",
+                                    "Verdicts use the GPU table's memory size, if the GPU is listed there.", "warning"))
+        mig_mode = device.get("mig_mode")
+        if isinstance(mig_mode, list) and mig_mode and mig_mode[0] == 1:
+            gpus.extend(_mig_gpus(gpu, device, device.get("uuid")))
+        else:
+            gpus.append(Seen(gpu, _text(device.get("uuid"))))
+    return gpus, problems
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> list[Seen]:
+    """One GPU per MIG instance, with the instance's memory and its share of the bandwidth.
+
+    Each memory slice of a MIG instance carries the same share of the GPU's memory
+    bandwidth as of its memory (NVIDIA MIG User Guide, "Terminology": memory slice =
+    1/8 of the memory, with proportional bandwidth; https://docs.nvidia.com/datacenter/tesla/mig-user-guide/).
+    """
+    instances = [m for m in device.get("mig_devices") or [] if isinstance(m, dict) and isinstance(m.get("name"), str)]
+    if not instances:
+        reason = "MIG mode is on but no MIG instance exists, so CUDA cannot use this GPU"
+        return [Seen(dataclasses.replace(parent, counted=False, not_counted_reason=reason), _text(parent_uuid))]
+    spec = tables.match_gpu(parent)
+    gpus = []
+    for instance in instances:
+        total, free = _memory(instance)
+        share = (total / parent.memory_total_bytes) if total and parent.memory_total_bytes else None
+        bandwidth = int(parent.bandwidth_bytes_per_s * share) if parent.bandwidth_bytes_per_s and share else None
+        profile = _MIG_PROFILE.search(instance["name"])
+        slices = int(profile.group(1).split("g")[0]) if profile else None
+        flops = spec.fp16_flops * slices / MIG_COMPUTE_SLICES if spec and spec.fp16_flops and slices else None
+        gpu = dataclasses.replace(
+            parent,
+            name=instance["name"],
+            index=parent.index,
+            memory_total_bytes=total,
+            memory_free_bytes=free,
+            memory_usable_bytes=free,
+            bandwidth_bytes_per_s=bandwidth,
+            bandwidth_source=f"{parent.bandwidth_source} x MIG memory share" if bandwidth else None,
+            mig_profile=profile.group(1).lower() if profile else None,
+            fp16_flops=flops,
+            flops_source=f"table:{spec.id} x {slices}/{MIG_COMPUTE_SLICES} MIG compute slices" if flops else None,
+        )
+        gpus.append(Seen(gpu, _text(instance.get("uuid")), _text(parent_uuid)))
+    return gpus
+
+
+def apply_visibility(
+    gpus: list[Seen], cuda_visible: str | None, nvidia_visible: str | None, cuda_order: str | None = None
+) -> tuple[list[GPU], list[Problem]]:
+    """Mark GPUs hidden by CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES as not counted.
+
+    Indices in CUDA_VISIBLE_DEVICES are taken in NVML (PCI bus) order, which is CUDA's
+    order under CUDA_DEVICE_ORDER=PCI_BUS_ID. NVIDIA_VISIBLE_DEVICES is applied by the
+    container runtime before NVML sees the GPUs, so only "none"/"void" and UUIDs are checked.
+    """
+    problems: list[Problem] = []
+    result = []
+    cuda_entries = parse_visible_devices(cuda_visible)
+    nvidia = (nvidia_visible or "").strip().lower()
+    nvidia_uuids = [e.strip() for e in nvidia.split(",") if e.strip().startswith(("gpu-", "mig-"))]
+    for seen in gpus:
+        gpu, uuid, parent_uuid = seen.gpu, seen.uuid, seen.parent_uuid
+        reason = None
+        if nvidia in ("none", "void"):
+            reason = f"NVIDIA_VISIBLE_DEVICES={nvidia_visible} hides every GPU"
+        elif nvidia_uuids and not _selected(nvidia_uuids, None, uuid, parent_uuid):
+            reason = "not in NVIDIA_VISIBLE_DEVICES"
+        elif cuda_entries is not None and not _selected(cuda_entries, None if gpu.mig_profile else gpu.index, uuid, parent_uuid):
+            reason = f"not in CUDA_VISIBLE_DEVICES={cuda_visible}"
+        if reason and gpu.counted:
+            gpu = dataclasses.replace(gpu, counted=False, not_counted_reason=reason)
+        result.append(gpu)
+    names = {seen.gpu.name for seen in gpus}
+    if cuda_entries and any(e.isdigit() for e in cuda_entries) and len(names) > 1 and (cuda_order or "").upper() != "PCI_BUS_ID":
+        problems.append(Problem("nvidia", f"CUDA_VISIBLE_DEVICES={cuda_visible} uses indices, read here in PCI bus order; CUDA itself "
+                                "orders different GPUs fastest first, so an index may mean another GPU",
+                                "Set CUDA_DEVICE_ORDER=PCI_BUS_ID (or use GPU UUIDs) so indices mean the same GPU everywhere.", "info"))
+    if cuda_entries == [] and gpus:
+        problems.append(Problem("nvidia", f"CUDA_VISIBLE_DEVICES={cuda_visible!r} hides every NVIDIA GPU",
+                                "Unset CUDA_VISIBLE_DEVICES (or list the GPUs to use) to run models on the GPU.", "warning"))
+    return result, problems
+
+
+def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
+    """NVIDIA GPUs with total and free memory; a Problem with a hint when the driver is present but unusable."""
+    if host.platform == "darwin":
+        return [], []
+    readout = host.library("nvml")
+    problems: list[Problem] = []
+    error, detail = "not_found", None
+    if isinstance(readout, dict) and not readout.get("error") and isinstance(readout.get("devices"), list):
+        meminfo = parse_meminfo(host.read_text("/proc/meminfo") or "") if host.platform == "linux" else {}
+        gpus, problems = parse_nvml(readout, meminfo)
+    else:
+        if isinstance(readout, dict):
+            error, detail = str(readout.get("error") or "no devices"), readout.get("detail")
+        from gpuready.probes import nvidia_fallback as fallback
+
+        result = host.run(SMI_ARGV, timeout=10.0)
+        if result.ok:
+            gpus = fallback.parse_smi_csv(result.stdout)
+            if error not in ("not_found", "PYNVML_NOT_INSTALLED"):
+                problems.append(Problem("nvidia", f"NVML failed ({error}); read the GPUs with nvidia-smi instead", NVML_HINTS.get(error), "info"))
+            elif gpus:
+                problems.append(Problem("nvidia", "NVML is not available; read the GPUs with nvidia-smi (no bandwidth or MIG details)", NVML_HINTS["PYNVML_NOT_INSTALLED"], "info"))
+        else:
+            if result.status == "ok" and error in ("not_found", "PYNVML_NOT_INSTALLED", "NVML_ERROR_LIBRARY_NOT_FOUND"):
+                said = fallback.smi_error(result.stdout, result.stderr, result.returncode)
+                error = said if said.startswith("NVML_") or error == "not_found" else error
+            return fallback.unusable(host, error, detail)
+    visible, visibility = apply_visibility(
+        gpus, host.env("CUDA_VISIBLE_DEVICES"), host.env("NVIDIA_VISIBLE_DEVICES"), host.env("CUDA_DEVICE_ORDER")
+    )
+    return visible, problems + visibility

@@ -1,0 +1,82 @@
+"""Matching GPU names from drivers and from people to rows of catalog/gpus.toml, and cross-checking bandwidth."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuready.hardware import GIB, GPU
+from gpuready.tables import find_gpus, match_gpu, reconcile_bandwidth
+
+
+@pytest.mark.parametrize(
+    "typed, rows",
+    [
+        ("RTX 4090", ["rtx-4090"]),
+        ("rtx4090", ["rtx-4090"]),
+        ("GeForce RTX 4090", ["rtx-4090"]),
+        ("4090", ["rtx-4090"]),
+        ("RTX 4090 24GB", ["rtx-4090"]),
+        ("A100 80GB", ["a100-sxm4-80gb"]),
+        ("7900 XTX", ["rx-7900-xtx"]),
+        ("7900XTX", ["rx-7900-xtx"]),
+        ("7900 XTX 24 GB", ["rx-7900-xtx"]),
+        ("RTX 4060 Ti 16GB", ["rtx-4060-ti-16gb"]),
+        ("RTX 4060 Ti 8 GB", ["rtx-4060-ti-8gb"]),
+        ("A770 8GB", ["arc-a770-8gb"]),
+        ("M3 Max 40-core", ["apple-m3-max-40c"]),
+        ("NVIDIA", []),
+        ("---", []),
+        ("", []),
+        ("RTX 4090 48GB", []),
+    ],
+)
+def test_what_people_type_finds_the_right_rows(typed, rows):
+    assert [spec.id for spec in find_gpus(typed)] == rows
+
+
+@pytest.mark.parametrize(
+    "vendor, reported, memory_gib, row",
+    [
+        ("nvidia", "NVIDIA GeForce RTX 4090", 24, "rtx-4090"),  # NVML
+        ("nvidia", "NVIDIA A100-SXM4-40GB", 40, "a100-40gb"),
+        ("nvidia", "NVIDIA H100 80GB HBM3", 80, "h100-sxm"),
+        ("nvidia", "Tesla T4", 15, "tesla-t4"),
+        ("nvidia", "NVIDIA GeForce RTX 4060 Ti", 16, "rtx-4060-ti-16gb"),  # same name, told apart by memory
+        ("nvidia", "NVIDIA GeForce RTX 4060 Ti", 8, "rtx-4060-ti-8gb"),
+        ("amd", "AMD Radeon RX 7900 XTX", 24, "rx-7900-xtx"),  # Windows DriverDesc and amdgpu.ids
+        ("amd", "AMD Radeon 8060S Graphics", None, "radeon-8060s"),
+        ("amd", "AMD Radeon 780M Graphics", None, "radeon-780m"),
+        ("intel", "Intel(R) Arc(TM) A770 Graphics", 16, "arc-a770-16gb"),  # Windows DriverDesc
+        ("intel", "Intel Arc A770", 8, "arc-a770-8gb"),
+        ("intel", "Intel(R) UHD Graphics 620", None, "uhd-620"),
+    ],
+)
+def test_names_as_drivers_report_them_match_their_rows(vendor, reported, memory_gib, row):
+    gpu = GPU(vendor=vendor, name=reported, memory_total_bytes=memory_gib * GIB if memory_gib else None)
+    assert match_gpu(gpu).id == row
+
+
+def test_a_name_shared_by_two_memory_sizes_matches_nothing_without_a_memory_size():
+    assert match_gpu(GPU(vendor="intel", name="Intel(R) Arc(TM) A770 Graphics")) is None
+
+
+def test_a_name_from_another_vendor_does_not_match():
+    assert match_gpu(GPU(vendor="amd", name="NVIDIA GeForce RTX 4090", memory_total_bytes=24 * GIB)) is None
+
+
+def test_bandwidth_within_fifteen_percent_of_the_table_keeps_the_measured_figure():
+    gpu = GPU(vendor="nvidia", name="NVIDIA GeForce RTX 4090", memory_total_bytes=24 * GIB)
+    assert reconcile_bandwidth(gpu, 1_008_096_000_000, "nvml") == (1_008_096_000_000, "nvml", None)
+
+
+def test_bandwidth_far_from_the_table_gives_way_to_the_table_with_a_note():
+    gpu = GPU(vendor="nvidia", name="NVIDIA GeForce RTX 4090", memory_total_bytes=24 * GIB)
+    assert reconcile_bandwidth(gpu, 500_000_000_000, "nvml") == (
+        1_008_000_000_000, "table:rtx-4090",
+        "NVIDIA GeForce RTX 4090: nvml gives 500 GB/s memory bandwidth, the table 1008 GB/s (rtx-4090); using the table")
+
+
+def test_an_unknown_gpu_keeps_its_measured_bandwidth_and_gets_none_from_the_table():
+    gpu = GPU(vendor="nvidia", name="NVIDIA Future GPU 9000")
+    assert (reconcile_bandwidth(gpu, 2_000_000_000_000, "nvml"), reconcile_bandwidth(gpu, None, "nvml")) == (
+        (2_000_000_000_000, "nvml", None), (None, None, None))
