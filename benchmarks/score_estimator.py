@@ -58,6 +58,9 @@ CPU_SPECS = {
     "AMD Ryzen 7 8840U w/ Radeon 780M Graphics": ("AMD Ryzen 7 8840U w/ Radeon 780M Graphics", 8, ("avx2", "avx512f", "fma")),
     "Intel(R) Core(TM) i3-14100": ("Intel(R) Core(TM) i3-14100", 4, ("avx2", "fma")),
     "Intel(R) Core(TM) i5-9500 CPU @ 3.00GHz": ("Intel(R) Core(TM) i5-9500 CPU @ 3.00GHz", 6, ("avx2", "fma")),
+    # AMD EPYC 9554: 64 cores, Zen 4 (AMD product page); Apple M2 Ultra: 24 CPU cores (16P + 8E, Apple).
+    "AMD EPYC 9554 64-Core Processor": ("AMD EPYC 9554 64-Core Processor", 64, ("avx2", "avx512f", "fma")),
+    "Apple M2 Ultra": ("Apple M2 Ultra", 24, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
 }
 # Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
 # (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and
