@@ -61,6 +61,8 @@ CPU_SPECS = {
     # AMD EPYC 9554: 64 cores, Zen 4 (AMD product page); Apple M2 Ultra: 24 CPU cores (16P + 8E, Apple).
     "AMD EPYC 9554 64-Core Processor": ("AMD EPYC 9554 64-Core Processor", 64, ("avx2", "avx512f", "fma")),
     "Apple M2 Ultra": ("Apple M2 Ultra", 24, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
+    # AWS Graviton3: Neoverse V1 (SVE, bf16, i8mm), no SMT; rows give the instance's vCPUs as threads.
+    "AWS Graviton3": ("AWS Graviton3 Processor", 64, ("bf16", "dotprod", "fp16", "i8mm", "neon", "sve")),
 }
 # Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
 # (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and
