@@ -14,6 +14,7 @@ The fits are in-sample: the constants were set to these medians over these same 
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -50,7 +51,26 @@ CPU_SPECS = {
     "Apple M2 Max": ("Apple M2 Max", 12, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
     "Apple M3": ("Apple M3", 8, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
     "Apple M3 Max": ("Apple M3 Max", 16, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
+    # Cores from AMD's product pages (Ryzen 9 7950X 16, Ryzen 9 5900X 12, Ryzen 7 8840U 8; Zen 4
+    # has AVX-512) and Intel ARK (i3-14100 4 P-cores, i5-9500 6).
+    "AMD Ryzen 9 7950X 16-Core Processor": ("AMD Ryzen 9 7950X 16-Core Processor", 16, ("avx2", "avx512f", "fma")),
+    "AMD Ryzen 9 5900X 12-Core Processor": ("AMD Ryzen 9 5900X 12-Core Processor", 12, ("avx2", "fma")),
+    "AMD Ryzen 7 8840U w/ Radeon 780M Graphics": ("AMD Ryzen 7 8840U w/ Radeon 780M Graphics", 8, ("avx2", "avx512f", "fma")),
+    "Intel(R) Core(TM) i3-14100": ("Intel(R) Core(TM) i3-14100", 4, ("avx2", "fma")),
+    "Intel(R) Core(TM) i5-9500 CPU @ 3.00GHz": ("Intel(R) Core(TM) i5-9500 CPU @ 3.00GHz", 6, ("avx2", "fma")),
+    # AMD EPYC 9554: 64 cores, Zen 4 (AMD product page); Apple M2 Ultra: 24 CPU cores (16P + 8E, Apple).
+    "AMD EPYC 9554 64-Core Processor": ("AMD EPYC 9554 64-Core Processor", 64, ("avx2", "avx512f", "fma")),
+    "Apple M2 Ultra": ("Apple M2 Ultra", 24, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
+    # AWS Graviton3: Neoverse V1 (SVE, bf16, i8mm), no SMT; rows give the instance's vCPUs as threads.
+    "AWS Graviton3": ("AWS Graviton3 Processor", 64, ("bf16", "dotprod", "fp16", "i8mm", "neon", "sve")),
 }
+# Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
+# (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and
+# llamafile ships its own tinyBLAS matmuls. gpuready estimates mainline llama.cpp (what
+# Ollama, LM Studio and llama.cpp releases run), so fork rows are scored and shown but kept
+# out of the CPU fit.
+FORKS = ("ik_llama.cpp", "llamafile")
+MEMORY = re.compile(r"^(?:LP)?DDR\d[A-Z]?-(\d{3,5}) (\d+)ch$")
 
 # Base models the text-generation rows measure that are not in the catalogue, from each
 # model's config.json on Hugging Face (meta-llama/Llama-2-7b-hf, Llama-2-13b-hf,
@@ -107,12 +127,28 @@ def cpu_device(row: dict) -> est.Device | None:
     if known is None:
         return None
     name, cores, features = known
-    platform = match_cpu(name)
-    if platform is None:
-        return None
+    bandwidth = stated_bandwidth(row)
+    if bandwidth is None:
+        platform = match_cpu(name)
+        if platform is None:
+            return None
+        bandwidth = platform.bandwidth_bytes_per_s
     used = min(cores, row["threads"]) if row.get("threads") else cores
     return est.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None,
-                      bandwidth_bytes_per_s=platform.bandwidth_bytes_per_s, flops=est.cpu_peak_flops(used, features))
+                      bandwidth_bytes_per_s=bandwidth, flops=est.cpu_peak_flops(used, features))
+
+
+def stated_bandwidth(row: dict) -> int | None:
+    """Theoretical bandwidth of the memory a row states ("DDR5-6000 2ch": 2 x 6000 MT/s x 8 bytes), else None.
+
+    What the machine really ran beats the platform's table maximum: a DDR5-3600 7950X has
+    57.6 GB/s, not the 83.2 GB/s of DDR5-5200 that catalog/cpus.toml assumes.
+    """
+    match = MEMORY.match(row.get("memory", ""))
+    if match is None:
+        return None
+    transfers_per_s, channels = int(match.group(1)) * 10**6, int(match.group(2))
+    return channels * transfers_per_s * 8
 
 
 # --- text generation ---------------------------------------------------------------------
@@ -146,6 +182,8 @@ def text_generation(catalog, out: list[str]) -> None:
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     observed: dict[tuple[str, str], list[float]] = defaultdict(list)
     memory_errors: list[float] = []
+    forks: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    cpu_rows: dict[str, list[tuple]] = defaultdict(list)
     skipped = defaultdict(int)
     for row in load("text-generation"):
         kind = "generation" if row["test"].startswith("tg") else "prompt"
@@ -175,9 +213,18 @@ def text_generation(catalog, out: list[str]) -> None:
             continue
         predicted = speed.generation_tokens_per_s if kind == "generation" else speed.prompt_tokens_per_s
         where = "Apple" if backend == "metal" else ("CPU" if backend == "cpu" else "GPU")
-        groups[(kind, where)].append(ape(predicted, row["tokens_per_s"]))
         constant = (est.BANDWIDTH_EFFICIENCY if kind == "generation" else est.COMPUTE_EFFICIENCY)[backend]
-        observed[(kind, backend)].append(row["tokens_per_s"] / predicted * constant)
+        implied = row["tokens_per_s"] / predicted * constant
+        fork = next((name for name in FORKS if name in row.get("implementation", "")), None)
+        if fork:
+            forks[(kind, fork)].append((ape(predicted, row["tokens_per_s"]), implied))
+            continue
+        groups[(kind, where)].append(ape(predicted, row["tokens_per_s"]))
+        observed[(kind, backend)].append(implied)
+        if backend == "cpu":
+            cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], row["quant"].split(" (")[0], row["test"],
+                                   row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",
+                                   row["tokens_per_s"], implied))
     out.append("## Text generation (llama.cpp)\n")
     out.append("| speed | hardware | rows | median error | worst error |\n|---|---|---:|---:|---:|")
     for (kind, where), errors in sorted(groups.items()):
@@ -194,6 +241,25 @@ def text_generation(catalog, out: list[str]) -> None:
         name = "BANDWIDTH_EFFICIENCY" if kind == "generation" else "COMPUTE_EFFICIENCY"
         FITS[(name, backend)] = (statistics.median(values), constant)
         out.append(f"| {kind} | {backend} | {len(values)} | {statistics.median(values):.2f} | {constant:.2f} |")
+    out.append("")
+    cpu_table(cpu_rows, forks, out)
+
+
+def cpu_table(cpu_rows: dict[str, list[tuple]], forks: dict[tuple[str, str], list[tuple[float, float]]], out: list[str]) -> None:
+    """Every fitted CPU row with the efficiency it implies, and the fork rows kept out of the fit."""
+    out.append("CPU rows in the fit (mainline llama.cpp; bandwidth from the row's stated memory where it gives one, "
+               "else catalog/cpus.toml):\n")
+    out.append("| speed | CPU | model | quant | test | threads | GB/s (from) | measured t/s | implied efficiency |\n"
+               "|---|---|---|---|---|---:|---:|---:|---:|")
+    for kind in sorted(cpu_rows):
+        for cpu, model, quant, test, threads, bandwidth, origin, measured, implied in sorted(cpu_rows[kind], key=lambda r: r[-1]):
+            out.append(f"| {kind} | {cpu} | {model} | {quant} | {test} | {threads or 'all'} | {bandwidth / 1e9:.1f} ({origin}) "
+                       f"| {measured} | {implied:.2f} |")
+    out.append("\nFork rows, scored against the same constants but not fitted (faster CPU kernels than mainline):\n")
+    out.append("| speed | implementation | rows | median error | implied efficiency, median |\n|---|---|---:|---:|---:|")
+    for (kind, fork), values in sorted(forks.items()):
+        errors, implied = zip(*values)
+        out.append(f"| {kind} | {fork} | {len(values)} | {statistics.median(errors):.0f}% | {statistics.median(implied):.2f} |")
     out.append("")
 
 

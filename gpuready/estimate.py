@@ -46,16 +46,28 @@ RUNTIME_OVERHEAD_BYTES = {
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference (CUDA and Apple, Llama 3 8B/70B), llama.cpp
 # discussion #4167 (Apple silicon, Llama 2 7B) and #15013 (CUDA), llama.cpp Vulkan/ROCm
 # pull-request tables (RX 6700 XT, RX 9070 XT, RTX 3090 Vulkan), and CPU llama-bench posts.
-# Rows fitted: generation cuda 45, metal 30, vulkan 12, rocm 5, cpu 4; prompt cuda 45,
-# metal 21, vulkan 10, rocm 4, cpu 4. sycl has no rows: its values are unfitted guesses
+# Rows fitted: generation cuda 45, metal 30, vulkan 12, rocm 5, cpu 18; prompt cuda 45,
+# metal 21, vulkan 10, rocm 4, cpu 12. sycl has no rows: its values are unfitted guesses
 # (kept from the first draft) and its estimates carry the "assumed" uncertainty.
+# CPU (mainline llama.cpp only; ik_llama.cpp and llamafile rows are scored but not fitted):
+# EPYC 9554 on 12-channel DDR5-4800 (ahelpme.com/?p=6685, Phi-4 14B, four quants), a
+# 32-vCPU Graviton3 instance (llama.cpp PR #29256's NEON baseline, Llama 3.2 3B Q6_K); Ryzen 9
+# 7950X and 5900X on DDR5/DDR4-3600 (llama.cpp issue #4716, Mixtral Q8_0) and the 7950X
+# mainline figures in ik_llama.cpp PRs #54 and #533 (Llama 3.1 8B Q4_0/Q8_0); Ryzen 7 8840U,
+# i3-14100, i5-9500 (brand-o/normiebench issues #8, #36, #34, Llama 3.1 8B Q4_K_M); i3-1315U
+# (geerlingguy/sbc-reviews #107); Apple M1 Max / M3 / M3 Max (XiongjieDai) and M2 Ultra
+# (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
+# bandwidth, the rest catalog/cpus.toml's. x86 desktops and the servers imply 0.51-0.85 of peak
+# bandwidth, the two x86 laptops 0.29 (2 threads) and 0.39 (table LPDDR5X speed assumed);
+# the Apple rows 0.26-0.50: their CPU clusters cannot draw the whole unified-memory
+# bandwidth the table lists.
 BANDWIDTH_EFFICIENCY = {
     "cuda": 0.68,
     "rocm": 0.49,
     "vulkan": 0.60,
     "sycl": 0.50,
     "metal": 0.73,
-    "cpu": 0.35,
+    "cpu": 0.57,
 }
 COMPUTE_EFFICIENCY = {
     "cuda": 0.35,
@@ -63,7 +75,7 @@ COMPUTE_EFFICIENCY = {
     "vulkan": 0.47,
     "sycl": 0.30,
     "metal": 0.63,
-    "cpu": 0.75,
+    "cpu": 0.73,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.

@@ -30,3 +30,15 @@ def test_the_committed_accuracy_figures_are_what_the_script_prints_now(scored):
     text, _ = scored
     committed = (SCRIPT.parent / "ACCURACY.md").read_text(encoding="utf-8")
     assert committed.strip() == text.strip()
+
+
+def test_a_rows_stated_memory_sets_its_bandwidth_over_the_platform_table():
+    spec = importlib.util.spec_from_file_location("score_estimator_memory", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row = {"cpu_hint": "AMD Ryzen 9 7950X 16-Core Processor", "memory": "DDR5-3600 2ch", "threads": 16}
+    assert module.stated_bandwidth(row) == 57_600_000_000
+    assert module.cpu_device(row).bandwidth_bytes_per_s == 57_600_000_000
+    unstated = {"cpu_hint": "AMD Ryzen 9 7950X 16-Core Processor", "memory": "DDR3 (speed and channels not stated)"}
+    assert module.stated_bandwidth(unstated) is None
+    assert module.cpu_device(unstated).bandwidth_bytes_per_s == 83_200_000_000  # catalog/cpus.toml, DDR5-5200 x 2
