@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="preflight: exit 0 when every requirement is met")
     check.add_argument("--task", help="a task must be feasible, e.g. text-generation")
-    check.add_argument("--model", help="this catalogue model must run")
+    check.add_argument("--model", help="this model must run: a catalogue id, a .gguf file or a config.json")
     check.add_argument("--min-speed", type=float, metavar="TOKENS_PER_S", help="minimum generation speed")
     check.add_argument("--min-realtime", type=float, metavar="X", help="speech: at least X times real time, e.g. 5")
     check.add_argument("--max-seconds-per-image", type=float, metavar="S", help="image generation: at most S seconds per image")
@@ -213,7 +213,14 @@ def cmd_check(args) -> int:
         validate,
     )
 
+    from gpuready.localmodel import local_kind
+
     catalog = _catalog(args)
+    if args.model and local_kind(args.model):
+        # A local .gguf or config.json joins the catalogue for this run under its own id.
+        model, catalog, quant = _local_model(args, catalog)
+        catalog.models[model.id] = model
+        args.model, args.quant = model.id, quant
     requirements = []
     if args.requirements:
         requirements += load_requirements(Path(args.requirements), catalog)

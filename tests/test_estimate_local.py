@@ -161,3 +161,14 @@ def test_a_catalogue_id_still_works_as_before(capsys, quant):
     code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--json", *extra)
     catalog = load_catalog()
     assert (code, json.loads(out)) == (0, library_verdict(catalog.get("llama-3.1-8b"), catalog, quant))
+
+
+def test_check_accepts_a_local_config_json_as_the_model(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA_3_1_8B))
+    desktop = "tests/fixtures/machines/linux-desktop-ryzen-7950x"
+    assert main(["check", "--model", str(path), "--machine", desktop]) == 0
+    assert capsys.readouterr().out.startswith("ok   model ")
+    assert main(["check", "--model", str(path), "--min-speed", "500", "--machine", desktop]) == 1
+    capsys.readouterr()
+    assert main(["check", "--model", str(tmp_path / "missing.gguf"), "--machine", desktop]) == 2
