@@ -11,17 +11,21 @@ import sys
 import textual  # noqa: F401  (ImportError here lets the CLI fall back to text)
 
 
+def inputs_from_args(args):
+    """Probe (or replay, or read --hardware) and load the catalogue, as the CLI does: slow, so run off the UI thread."""
+    from gpuready.cli import _catalog, _hardware
+    from gpuready.tui.app import Inputs
+
+    catalog = _catalog(args)
+    hardware, problems = _hardware(args)
+    return Inputs(hardware=hardware, problems=tuple(problems), catalog=catalog)
+
+
 def run_tui(args) -> int:
     """Run the UI for the machine the CLI arguments name (live, --machine, --hardware, --memory)."""
-    from gpuready.cli import _catalog, _hardware
-    from gpuready.tui.app import GpureadyApp, Inputs
+    from gpuready.tui.app import GpureadyApp
 
-    def load() -> Inputs:
-        catalog = _catalog(args)
-        hardware, problems = _hardware(args)
-        return Inputs(hardware=hardware, problems=tuple(problems), catalog=catalog)
-
-    app = GpureadyApp(load)
+    app = GpureadyApp(lambda: inputs_from_args(args))
     app.run()
     if app.fatal:
         sys.stderr.write(f"gpuready: error: {app.fatal}\n")

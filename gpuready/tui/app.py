@@ -71,9 +71,9 @@ class GpureadyApp(App):
         Binding("c", "settings", "Context"),
         Binding("r", "only_runnable", "Runs only"),
         Binding("w", "whatif", "What-if"),
-        Binding("x", "reset_whatif", "Undo what-if"),
+        Binding("x", "reset_whatif", "Undo"),
         Binding("e", "export", "Export"),
-        Binding("p", "reprobe", "Re-probe"),
+        Binding("p", "reprobe", "Probe"),
         Binding("s", "sort", "Sort"),
         Binding("t", "toggle_theme", "Light/dark", show=False),
         *(Binding(str(n), f"tab({n})", f"Tab {n}", show=False) for n in range(1, 10)),
@@ -100,14 +100,14 @@ class GpureadyApp(App):
             with TabPane("1 Overview", id="overview"):
                 with VerticalScroll(id="overview-scroll"):
                     with Horizontal(id="columns"):
-                        yield HardwarePane("Probing this machine…\n(the verdicts fill in when it is done)", id="hardware")
                         with Vertical(id="tasks"):
                             for task in TASKS:
                                 yield TaskCard(task, f"{fmt.task_title(task)}  waiting for the probe…", id=f"card-{task}", classes="card")
+                        yield HardwarePane("Probing this machine…\n(the verdicts fill in when it is done)", id="hardware")
             for number, task in enumerate(TASKS, start=2):
                 yield self._task_pane(task, number)
         yield FilterInput(placeholder="filter models by name (enter: back to the table, esc: clear)", id="filter")
-        yield Footer()
+        yield Footer(compact=True)
 
     def _task_pane(self, task: str, number: int) -> TabPane:
         return TabPane(
@@ -248,8 +248,8 @@ class GpureadyApp(App):
                 table.focus()
 
     def on_task_card_chosen(self, event: TaskCard.Chosen) -> None:
-        self.query_one("#tabs", TabbedContent).active = f"tab-{event.task}"
-        self.query_one(f"#table-{event.task}", ModelTable).focus()
+        self.query_one("#tabs", TabbedContent).active = f"tab-{event.task_name}"
+        self.query_one(f"#table-{event.task_name}", ModelTable).focus()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if not isinstance(event.data_table, ModelTable) or self.report is None:

@@ -80,8 +80,9 @@ _CPU_NOISE = [
     r"@ ?[\d.]+ ?GHz",
     r"\b\d+-Core Processor\b",
     r"\bProcessor\b",
-    r"^AMD\s+",
-    r"^Intel\s+",
+    r"\bAMD\b",
+    r"\bIntel\b",
+    r"\b\d+(st|nd|rd|th) Gen\b",
     r"\bwith Radeon Graphics\b",
 ]
 

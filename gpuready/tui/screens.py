@@ -60,7 +60,7 @@ class DetailScreen(Screen):
             yield Static(id="detail-body")
             yield Label("Variants", classes="section")
             yield DataTable(id="variants", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.show(self.verdict)
@@ -274,10 +274,11 @@ class WhatIfScreen(ModalScreen):
         words = query.lower().split()
         options = self.query_one("#gpu-list", OptionList)
         options.clear_options()
-        for spec in gpu_table():
-            haystack = f"{spec.name} {spec.id} {' '.join(spec.aliases)}".lower()
-            if all(word in haystack for word in words):
-                options.add_option(Option(spec_line(spec), id=spec.id))
+        options.add_options(
+            Option(spec_line(spec), id=spec.id)
+            for spec in gpu_table()
+            if all(word in f"{spec.name} {spec.id} {' '.join(spec.aliases)}".lower() for word in words)
+        )
         if options.option_count:
             options.highlighted = 0
 
