@@ -26,7 +26,7 @@ from gpuready.report import Report, build_report, dumps, load_hardware_json
 from gpuready.tui import format as fmt
 from gpuready.tui.screens import DetailScreen, ExportScreen, HelpScreen, SettingsScreen, WhatIf, WhatIfScreen
 from gpuready.tui.widgets import HardwarePane, ModelTable, TaskCard, color
-from gpuready.verdict import Options
+from gpuready.verdict import RUNNABLE, Options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,11 +191,11 @@ class GpureadyApp(App):
         if self.report is None:
             text.append("  probing this machine…")
         else:
-            text.append(f"  {fmt.machine_line(self.report.hardware)}")
-            context = self.options.context_tokens
-            text.append(f"  · context {context:,}" if context else "  · context 8,192", style=color(self, "foreground-muted"))
             if self.whatif:
-                text.append(f"  WHAT-IF: {self.whatif.label}", style=f"bold {color(self, 'warning')}")
+                text.append(f" WHAT-IF {self.whatif.label} ", style=f"bold reverse {color(self, 'warning')}")
+            text.append(f" {fmt.machine_line(self.report.hardware)}")
+            context = self.options.context_tokens
+            text.append(f" · context {context:,}" if context else " · context 8,192", style=color(self, "foreground-muted"))
             if self.probing:
                 text.append("  (re-probing…)", style=color(self, "foreground-muted"))
         self.query_one("#machine", Static).update(text)
@@ -208,7 +208,13 @@ class GpureadyApp(App):
         text = Text()
         if summary is not None:
             text.append(fmt.status_label(summary.status), style=f"bold {color(self, fmt.STATUS_STYLES.get(summary.status, 'secondary'))}")
-            text.append(f"  {summary.summary}")
+            best = self.report.verdict(summary.best_model_id) if summary.best_model_id else None
+            if best is not None:
+                running = sum(1 for v in table.verdicts if v.level in RUNNABLE)
+                text.append(f"  {running} of {len(table.verdicts)} models run here · best: ")
+                text.append(best.model_name, style="bold")
+            else:
+                text.append(f"  {summary.summary}")
         if table.verdicts:
             shown = len(table.shown())
             text.append(f"\nshowing {shown} of {len(table.verdicts)}", style=color(self, "foreground-muted"))

@@ -247,7 +247,7 @@ def uncertainty_cell(verdict: Verdict) -> str:
 
 def memory_cell(verdict: Verdict) -> str:
     """'18.6 / 56.0 GB': needed vs available where it would run."""
-    return f"{_gb(verdict.memory_needed_bytes)} / {_gb(verdict.memory_available_bytes)} GB"
+    return f"{_gb(verdict.memory_needed_bytes)}/{_gb(verdict.memory_available_bytes)} GB"
 
 
 def placement_cell(verdict: Verdict) -> str:

@@ -170,6 +170,9 @@ HEADINGS = {
     "where": "Where",
     "uncertainty": "±",
 }
+COMPACT_HEADINGS = {"memory": "GB need/has", "speed": "Speed"}
+COMPACT_WIDTH = 100
+RIGHT_ALIGNED = {"memory", "speed", "uncertainty"}
 
 
 def sort_value(verdict: Verdict, column: str, position: int):
@@ -207,18 +210,7 @@ class ModelTable(DataTable):
         self.sort_reverse = False
         self.filter_text = ""
         self.only_runnable = False
-
-    def on_mount(self) -> None:
-        self._columns()
-
-    def _columns(self) -> None:
-        self.clear(columns=True)
-        model_width = max(14, min(34, self.size.width - 78)) if self.size.width else 26
-        for column in COLUMNS:
-            heading = fmt.SPEED_HEADINGS.get(self.task_name, "Speed") if column == "speed" else HEADINGS[column]
-            if column == self.sort_column:
-                heading += " ▼" if not self.sort_reverse else " ▲"
-            self.add_column(heading, key=column, width=model_width if column == "model" else None)
+        self.compact = False
 
     def shown(self) -> list[Verdict]:
         """Verdicts after the name filter and 'only what runs', in the chosen order."""
@@ -232,24 +224,67 @@ class ModelTable(DataTable):
         rows.sort(key=lambda pair: sort_value(pair[1], self.sort_column, pair[0]), reverse=self.sort_reverse)
         return [verdict for _, verdict in rows]
 
+    def headings(self) -> dict[str, str]:
+        names = dict(HEADINGS, speed=fmt.SPEED_HEADINGS.get(self.task_name, "Speed"))
+        if self.compact:
+            names.update(COMPACT_HEADINGS)
+        arrow = " ▲" if self.sort_reverse else " ▼"
+        return {column: name + (arrow if column == self.sort_column else "") for column, name in names.items()}
+
+    def cells(self, verdict: Verdict) -> dict[str, str]:
+        """The plain text of a row; compact rows drop units and the split percentage."""
+        if self.compact:
+            memory = fmt.memory_cell(verdict)[:-3]
+            where = fmt.PLACEMENT_WORDS.get(verdict.placement, "-") if verdict.placement else "-"
+        else:
+            memory, where = fmt.memory_cell(verdict), fmt.placement_cell(verdict)
+        return {
+            "verdict": fmt.level_label(verdict.level),
+            "model": verdict.model_name,
+            "variant": verdict.quant or "-",
+            "memory": memory,
+            "where": where,
+            "speed": fmt.speed_cell(verdict)[0],
+            "uncertainty": fmt.uncertainty_cell(verdict),
+        }
+
     def show(self, verdicts: tuple[Verdict, ...] | None = None) -> None:
         if verdicts is not None:
             self.verdicts = verdicts
         selected = self.selected_model_id()
-        self._columns()
-        app = self.app
-        for verdict in self.shown():
-            style = color(app, fmt.LEVEL_STYLES.get(verdict.level, "secondary"))
-            self.add_row(
-                Text(fmt.level_label(verdict.level), style=f"bold {style}", no_wrap=True),
-                Text(verdict.model_name, no_wrap=True, overflow="ellipsis"),
-                verdict.quant or "-",
-                Text(fmt.memory_cell(verdict), justify="right"),
-                fmt.placement_cell(verdict),
-                Text(fmt.speed_cell(verdict)[0], justify="right"),
-                Text(fmt.uncertainty_cell(verdict), justify="right"),
-                key=verdict.model_id,
+        width = self.size.width or 120
+        # Narrow terminals: one space between columns instead of two, fewer units, and the
+        # model's name gets what is left (cut with an ellipsis).
+        self.compact = width < COMPACT_WIDTH
+        self.cell_padding = 0 if self.compact else 1
+        gap = 1 if self.compact else 2
+        headings = self.headings()
+        rows = [(verdict, self.cells(verdict)) for verdict in self.shown()]
+        widths = {c: max([len(headings[c])] + [len(cells[c]) for _, cells in rows]) for c in COLUMNS}
+        others = sum(widths[c] + gap for c in COLUMNS if c != "model")
+        model_width = max(10, min(widths["model"], width - others - gap - 2))
+        self.clear(columns=True)
+        for column in COLUMNS:
+            self.add_column(
+                headings[column] + (" " if self.compact else ""),
+                key=column,
+                width=(model_width if column == "model" else widths[column]) + (1 if self.compact else 0),
             )
+        app = self.app
+        pad = " " if self.compact else ""
+        for verdict, cells in rows:
+            style = color(app, fmt.LEVEL_STYLES.get(verdict.level, "secondary"))
+            name = cells["model"]
+            cells["model"] = name if len(name) <= model_width else name[: model_width - 1] + "…"
+            texts = []
+            for column in COLUMNS:
+                cell_width = model_width if column == "model" else widths[column]
+                aligned = cells[column].rjust(cell_width) if column in RIGHT_ALIGNED else cells[column].ljust(cell_width)
+                text = Text(aligned + pad, no_wrap=True)
+                if column == "verdict":
+                    text.stylize(f"bold {style}")
+                texts.append(text)
+            self.add_row(*texts, key=verdict.model_id)
         if selected is not None and selected in self.rows:
             self.move_cursor(row=self.get_row_index(selected), animate=False)
 
@@ -277,5 +312,4 @@ class ModelTable(DataTable):
         self.sort_by(str(event.column_key.value))
 
     def on_resize(self) -> None:
-        if self.verdicts:
-            self.show()
+        self.show()
