@@ -59,7 +59,7 @@ class FilterInput(Input):
 
 
 class GpureadyApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "gpuready"
     ENABLE_COMMAND_PALETTE = False
     AUTO_FOCUS = "Tabs"
@@ -229,7 +229,7 @@ class GpureadyApp(App):
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Hide what does not apply: table controls on a model's details, undo without a what-if."""
-        on_main = not isinstance(self.screen, DetailScreen)
+        on_main = not any(isinstance(screen, DetailScreen) for screen in self.screen_stack)
         if action in ("filter", "only_runnable", "sort", "tab"):
             return on_main
         if action == "reset_whatif":

@@ -156,33 +156,35 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int) -> Text:
 
 
 HELP = """\
-[b]gpuready[/b] shows what this machine can run locally, per task, from one probe of
-the hardware. Every number is an estimate; the ± column says how sure it is.
+[b]gpuready[/b] shows what this machine can run locally, per task, from one
+probe of the hardware. Speeds are estimates; the ± column says how sure.
 
-[b]Keys[/b] (the mouse works too: click tabs, rows and column headings)
-  1 … 5      overview, then one tab per task      ←/→ on the tabs also switch
-  ↑/↓ enter  move in a table; enter opens a model's details (esc goes back)
+[b]Keys[/b] (the mouse works too: click tabs, cards, rows and headings)
+  1 … 5      overview, then a tab per task (←/→ on the tabs, too)
+  ↑/↓ enter  move in a table; enter opens a model's details
+  esc        back from details, close a dialog
   /          filter models by name (esc clears)
-  s          sort by the next column (or click a heading; again reverses)
+  s          sort by the next column (click a heading; again reverses)
   r          show only what runs / show everything
-  c          settings: context length, placement (and image size, document
-             count once those tasks are assessed); verdicts are recomputed
-  w          what-if: add a GPU from the table, or load a hardware file
+  c          settings: context length, placement (image size and
+             document count appear once those tasks are assessed)
+  w          what-if: add a GPU from the table, or a hardware file
   x          undo the what-if, back to the probed machine
   p          probe the machine again
-  e          export the report as JSON (the same as `gpuready report --json`)
+  e          export the report as JSON (as `gpuready report --json`)
   t          switch between dark and light colours
-  ?          this help                            q or ctrl+c  quit
+  ?          this help
+  q          quit (ctrl+c too)
 
-[b]Verdicts[/b] (a symbol and a word, so no colour is needed)
-  ✔ runs well   fast enough to use comfortably
-  ✓ runs        keeps ahead of a reader
-  ~ slow        usable with patience
-  ✗ too slow    fits, but too slow to use
+[b]Verdicts[/b] (a symbol and a word, so colour is never needed)
+  ✔ runs well     fast enough to use comfortably
+  ✓ runs          keeps ahead of a reader
+  ~ slow          usable with patience
+  ✗ too slow      fits, but too slow to use
   ✗ does not fit  not enough free memory
-  ? unknown     a probe failed or a number is missing
+  ? unknown       a probe failed or a number is missing
 
-[b]Tasks[/b]   ✔ ready · ~ limited · ✗ not possible · ? could not tell · not assessed yet
+[b]Tasks[/b]  ✔ ready · ~ limited · ✗ not possible · ? could not tell
 """
 
 
@@ -208,7 +210,7 @@ class SettingsScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="settings", classes="dialog"):
-            yield Label("Settings: verdicts are recomputed when you press enter", classes="title")
+            yield Label("Settings: enter applies and recomputes every verdict, esc cancels", classes="title")
             for name in numeric_settings(self.options):
                 label, hint = SETTING_LABELS.get(name, (name.replace("_", " ").capitalize(), ""))
                 value = getattr(self.options, name)
@@ -220,6 +222,15 @@ class SettingsScreen(ModalScreen):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        self.apply()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if event.value != self.options.placement:
+            self.apply()
+
+    def apply(self) -> None:
+        """Check every box and return new Options; a bad value is named and the dialog stays."""
         changes: dict = {}
         for name in numeric_settings(self.options):
             raw = self.query_one(f"#setting-{name}", Input).value.strip().replace(",", "").replace("_", "")
