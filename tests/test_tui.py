@@ -478,3 +478,64 @@ def test_report_and_check_never_import_textual():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60, env={**os.environ, "GPUREADY_PLAIN": ""})
     assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
+
+
+def test_clicking_the_memory_heading_sorts_by_memory_needed():
+    async def scenario():
+        app = app_for(MAC)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            await pilot.press("2")
+            await pilot.pause()
+            table = app.query_one("#table-text-generation", ModelTable)
+            x = sum(column.get_render_width(table) for column in list(table.columns.values())[:3]) + 2
+            await pilot.click(ModelTable, offset=(x, 0))
+            await pilot.pause()
+            return table.sort_column, row_ids(table)
+
+    column, rows = run(scenario())
+    by_memory = [v.model_id for v in sorted(expected_report(MAC).verdicts, key=lambda v: v.memory_needed_bytes)]
+    assert (column, rows) == ("memory", by_memory)
+
+
+def test_p_probes_again_and_shows_the_new_result():
+    calls = []
+    first, second = inputs(MAC), inputs(CPU_ONLY)
+
+    def load():
+        calls.append(len(calls))
+        return first if len(calls) == 1 else second
+
+    async def scenario():
+        app = GpureadyApp(load)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            before = app.report
+            await pilot.press("p")
+            await settle(pilot)
+            return before, app.report
+
+    before, after = run(scenario())
+    assert calls == [0, 1]
+    assert report_json(before) == report_json(expected_report(MAC))
+    assert report_json(after) == report_json(expected_report(CPU_ONLY))
+
+
+def test_a_task_the_ui_has_never_heard_of_gets_its_own_tab_and_card(monkeypatch):
+    import gpuready.report
+
+    monkeypatch.setattr(gpuready.report, "TASKS", (*gpuready.report.TASKS, "video-generation"))
+
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("6")
+            await pilot.pause()
+            card = app.query_one("#card-video-generation")
+            return app.query_one("#tabs").active, str(card.render()), str(app.query_one("#status-video-generation").render())
+
+    active, card, status = run(scenario())
+    assert active == "tab-video-generation"
+    assert card == "Video generation  · not assessed yet\n  no models for this task in the catalogue yet"
+    assert status == "· not assessed yet  no models for this task in the catalogue yet"

@@ -91,8 +91,8 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int) -> Text:
     text.append(f"{verdict.model_name}", style="bold")
     text.append(f"  {verdict.model_id} · {fmt.task_title(verdict.task)}\n", style=muted)
     text.append(fmt.level_label(verdict.level), style=f"bold {color(app, fmt.LEVEL_STYLES.get(verdict.level, 'secondary'))}")
-    where = fmt.placement_cell(verdict)
-    text.append(f"  {verdict.quant or '-'} · {where} · {verdict.context_tokens:,} tokens of context")
+    facts = [verdict.quant or "-", fmt.placement_cell(verdict) if verdict.placement else None, f"{verdict.context_tokens:,} tokens of context"]
+    text.append("  " + " · ".join(f for f in facts if f))
     if verdict.runtime:
         text.append(f" · {verdict.runtime}")
     text.append("\n")
@@ -125,7 +125,10 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int) -> Text:
     if speed is not None:
         text.append("\nSpeed", style=accent)
         uncertainty = getattr(speed, "uncertainty", None)
-        text.append(f" (±{uncertainty:.0%})\n" if isinstance(uncertainty, float) else "\n", style=muted)
+        notes = ["if it fitted"] if verdict.placement is None else []
+        if isinstance(uncertainty, float):
+            notes.append(f"±{uncertainty:.0%}")
+        text.append(f" ({', '.join(notes)})\n" if notes else "\n", style=muted)
         if hasattr(speed, "generation_tokens_per_s"):
             text.append(f"  generation {speed.generation_tokens_per_s:8.1f} tok/s with an empty context\n")
             full = getattr(speed, "generation_tokens_per_s_full_context", None)
