@@ -46,6 +46,7 @@ class ActiveWhatIf:
 
 
 NARROW_COLUMNS = 110
+CARD_ALTERNATIVES = 4  # runnable models listed under the best one on a wide overview
 
 
 def prefers_light(environ=os.environ) -> bool:
@@ -125,7 +126,12 @@ class GpureadyApp(App):
         self._layout_for(event.size.width)
 
     def _layout_for(self, width: int) -> None:
-        self.screen.set_class(width < NARROW_COLUMNS, "narrow")
+        narrow = width < NARROW_COLUMNS
+        if self.screen.has_class("narrow") != narrow or not self.screen.has_class("laid-out"):
+            self.screen.set_class(narrow, "narrow")
+            self.screen.add_class("laid-out")
+            if self.report is not None:
+                self.show(self.report)
 
     # --- probing, off the UI thread -------------------------------------------------
 
@@ -175,7 +181,8 @@ class GpureadyApp(App):
                 self.call_after_refresh(self.show, report)
                 return
             verdicts = tuple(v for v in report.verdicts if v.task == summary.task)
-            self.query_one(f"#card-{summary.task}", TaskCard).show(summary, verdicts)
+            more = 0 if self.screen.has_class("narrow") else CARD_ALTERNATIVES
+            self.query_one(f"#card-{summary.task}", TaskCard).show(summary, verdicts, more)
             table = self.query_one(f"#table-{summary.task}", ModelTable)
             table.only_runnable = self.only_runnable
             table.show(verdicts)

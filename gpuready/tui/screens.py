@@ -7,6 +7,7 @@ the app recomputes the Report from that. None of them probes.
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 import typing
 
 from rich.text import Text
@@ -65,9 +66,13 @@ class DetailScreen(Screen):
     def on_mount(self) -> None:
         self.show(self.verdict)
 
+    def on_resize(self) -> None:
+        self.show(self.verdict)
+
     def show(self, verdict: Verdict) -> None:
         self.verdict = verdict
-        self.query_one("#detail-body", Static).update(detail_text(self, verdict, max(20, min(60, self.size.width - 30))))
+        width = self.size.width or 80
+        self.query_one("#detail-body", Static).update(detail_text(self, verdict, max(20, min(60, width - 30)), width - 4))
         table = self.query_one("#variants", DataTable)
         table.clear(columns=True)
         table.add_columns("Variant", "Verdict", "Memory", "Where", fmt.SPEED_HEADINGS.get(verdict.task, "Speed"))
@@ -83,8 +88,14 @@ class DetailScreen(Screen):
             )
 
 
-def detail_text(screen: Screen, verdict: Verdict, bar_cells: int) -> Text:
+def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 76) -> Text:
     app = screen.app
+
+    def lines(items, style: str = "", bullet: str = "") -> None:
+        for item in items:
+            for wrapped in textwrap.wrap(f"{bullet}{item}", width, initial_indent="  ", subsequent_indent="    ") or ["  "]:
+                text.append(wrapped + "\n", style=style)
+
     muted = color(app, "foreground-muted")
     accent = f"bold {color(app, 'accent')}"
     text = Text()
@@ -141,16 +152,13 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int) -> Text:
     basis = getattr(verdict.estimate, "basis", ())
     if basis:
         text.append("\nBasis\n", style=accent)
-        for line in basis:
-            text.append(f"  {line}\n", style=muted)
+        lines(basis, muted)
     if verdict.reasons:
         text.append("\nWhy\n", style=accent)
-        for reason in verdict.reasons:
-            text.append(f"  {reason}\n")
+        lines(verdict.reasons)
     text.append("\nWhat would change it\n", style=accent)
     if verdict.suggestions:
-        for suggestion in verdict.suggestions:
-            text.append(f"  → {suggestion}\n")
+        lines(verdict.suggestions, bullet="→ ")
     else:
         text.append("  nothing needed: it already runs as well as this machine allows\n" if verdict.level == "runs-well" else "  no change found in the catalogue's variants\n", style=muted)
     text.append("  (press c to try another context length, w to try another GPU)\n", style=muted)

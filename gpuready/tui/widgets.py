@@ -6,6 +6,8 @@ none probes or judges.
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.text import Text
 from textual.app import App
 from textual.color import Color
@@ -33,8 +35,10 @@ def color(app: App, name: str) -> str:
     return parsed.hex6
 
 
-def hardware_text(app: App, hardware: Hardware, problems: tuple[Problem, ...], bar_cells: int = BAR_CELLS) -> Text:
-    """CPU, memory, GPUs, NPUs, backends and problems, with used/free bars."""
+def hardware_text(
+    app: App, hardware: Hardware, problems: tuple[Problem, ...], width: int | None = None, bar_cells: int = BAR_CELLS
+) -> Text:
+    """CPU, memory, GPUs, NPUs, backends and problems, with used/free bars; long lines wrap indented to ``width``."""
     text = Text()
     label = f"bold {color(app, 'accent')}"
     muted = color(app, "foreground-muted")
@@ -45,6 +49,11 @@ def hardware_text(app: App, hardware: Hardware, problems: tuple[Problem, ...], b
             text.append("\n")
         text.append(f"{name}\n", style=label)
 
+    def line(content: str, style: str = "", indent: str = "  ") -> None:
+        lines = textwrap.wrap(content, width - 1, initial_indent=indent, subsequent_indent=indent + "  ") if width else [indent + content]
+        for wrapped in lines or [indent]:
+            text.append(wrapped + "\n", style=style)
+
     def bar(used: int | None, total: int | None, free: int | None) -> None:
         used_part, free_part = fmt.usage_bar(used, total, bar_cells)
         text.append("  ")
@@ -54,7 +63,7 @@ def hardware_text(app: App, hardware: Hardware, problems: tuple[Problem, ...], b
 
     cpu = hardware.cpu
     heading("CPU")
-    text.append(f"  {cpu.name or 'unknown'}\n")
+    line(cpu.name or "unknown")
     details = []
     if cpu.physical_cores:
         cores = f"{cpu.physical_cores} cores"
@@ -64,24 +73,25 @@ def hardware_text(app: App, hardware: Hardware, problems: tuple[Problem, ...], b
             cores += f" / {cpu.logical_cores} threads"
         details.append(cores)
     details.append(hardware.arch)
-    if cpu.memory_bandwidth_bytes_per_s:
-        details.append(f"{cpu.memory_bandwidth_bytes_per_s / 1e9:.0f} GB/s ({cpu.bandwidth_source})")
-    text.append(f"  {' · '.join(details)}\n", style=muted)
+    if hardware.os:
+        details.append(hardware.os + (" (container)" if hardware.in_container else ""))
+    line(" · ".join(details), muted)
     if cpu.features:
-        text.append(f"  {' '.join(cpu.features)}\n", style=muted)
+        line(" ".join(cpu.features), muted)
 
     memory = hardware.memory
     heading("Memory" + (" (container limit)" if memory.limit_bytes is not None else ""))
     capacity = memory.capacity_bytes
     usable = memory.usable_bytes
     bar(None if capacity is None or usable is None else capacity - usable, capacity, usable)
+    if cpu.memory_bandwidth_bytes_per_s:
+        line(f"bandwidth {cpu.memory_bandwidth_bytes_per_s / 1e9:.0f} GB/s ({cpu.bandwidth_source})", muted)
 
     heading("GPUs")
     if not hardware.gpus:
-        text.append("  none found\n", style=muted)
+        line("none found", muted)
     for gpu in hardware.gpus:
-        name = gpu.name + (" (what-if)" if gpu.source == "user" else "")
-        text.append(f"  {name}\n")
+        line(gpu.name + (" (what-if)" if gpu.source == "user" else ""))
         free = fmt.gpu_free_bytes(gpu)
         total = gpu.memory_total_bytes
         bar(None if total is None or free is None else total - free, total, free)
@@ -92,31 +102,30 @@ def hardware_text(app: App, hardware: Hardware, problems: tuple[Problem, ...], b
             facts.append(", ".join(gpu.backends))
         if gpu.driver_version:
             facts.append(f"driver {gpu.driver_version}")
-        text.append(f"  {' · '.join(facts)}\n", style=muted)
+        line(" · ".join(facts), muted)
         if not gpu.counted:
-            text.append(f"  not used for AI: {gpu.not_counted_reason}\n", style=color(app, "warning"))
+            line(f"not used for AI: {gpu.not_counted_reason}", color(app, "warning"))
     if hardware.npus:
         heading("NPUs")
         for npu in hardware.npus:
             tops = f" · {npu.tops_int8:g} TOPS" if npu.tops_int8 else ""
             runtimes = f" · {', '.join(npu.runtimes)}" if npu.runtimes else ""
-            text.append(f"  {npu.name}{tops}{runtimes}\n")
+            line(f"{npu.name}{tops}{runtimes}")
     backends = fmt.backend_versions(hardware)
     missing = [b.name for b in hardware.backends if not b.available]
     if backends or missing:
         heading("Backends")
         if backends:
-            text.append(f"  {', '.join(backends)}\n")
+            line(", ".join(backends))
         if missing:
-            text.append(f"  not usable: {', '.join(missing)}\n", style=muted)
+            line(f"not usable: {', '.join(missing)}", muted)
     if problems:
         heading(f"Problems ({len(problems)})")
         for problem in problems:
-            style = color(app, "error" if problem.severity == "error" else "warning")
-            text.append(f"  {'✗' if problem.severity == 'error' else '!'} [{problem.probe}] ", style=style)
-            text.append(f"{problem.message}\n")
+            mark = "✗" if problem.severity == "error" else "!"
+            line(f"{mark} [{problem.probe}] {problem.message}", color(app, "error" if problem.severity == "error" else "warning"))
             if problem.hint:
-                text.append(f"    hint: {problem.hint}\n", style=muted)
+                line(f"hint: {problem.hint}", muted, indent="    ")
     text.rstrip()
     return text
 
@@ -124,8 +133,15 @@ def hardware_text(app: App, hardware: Hardware, problems: tuple[Problem, ...], b
 class HardwarePane(Static):
     """The machine: CPU, memory, each GPU and NPU with used/free bars, backends, problems."""
 
+    shown: tuple[Hardware, tuple[Problem, ...]] | None = None
+
     def show(self, hardware: Hardware, problems: tuple[Problem, ...]) -> None:
-        self.update(hardware_text(self.app, hardware, problems))
+        self.shown = (hardware, problems)
+        self.update(hardware_text(self.app, hardware, problems, self.content_size.width or None))
+
+    def on_resize(self) -> None:
+        if self.shown is not None:
+            self.show(*self.shown)
 
 
 class TaskCard(Static):
@@ -140,7 +156,8 @@ class TaskCard(Static):
         super().__init__(placeholder, **kwargs)
         self.task_name = task
 
-    def show(self, summary: TaskSummary, verdicts: tuple[Verdict, ...] = ()) -> None:
+    def show(self, summary: TaskSummary, verdicts: tuple[Verdict, ...] = (), more: int = 0) -> None:
+        """The status and best model; ``more`` other runnable models below it when there is room."""
         app = self.app
         muted = color(app, "foreground-muted")
         text = Text()
@@ -153,6 +170,11 @@ class TaskCard(Static):
             text.append(f" · {best.quant} · {fmt.placement_cell(best)} · {fmt.speed_cell(best)[0]}", style=muted)
             running = sum(1 for v in verdicts if v.level in RUNNABLE)
             text.append(f"\n  {running} of {len(verdicts)} models run here", style=muted)
+            others = [v for v in verdicts if v.level in RUNNABLE and v is not best][:more]
+            for other in others:
+                text.append(f"\n  {fmt.LEVEL_SYMBOLS[other.level]} ", style=color(app, fmt.LEVEL_STYLES[other.level]))
+                text.append(f"{other.model_name}", style="")
+                text.append(f" · {other.quant} · {fmt.placement_cell(other)} · {fmt.speed_cell(other)[0]}", style=muted)
         else:
             text.append(f"\n  {summary.summary}", style=muted)
         self.update(text)
