@@ -155,6 +155,7 @@ class TaskCard(Static):
     def __init__(self, task: str, placeholder: str = "", **kwargs) -> None:
         super().__init__(placeholder, **kwargs)
         self.task_name = task
+        self.shown: tuple | None = None
 
     def show(self, summary: TaskSummary, verdicts: tuple[Verdict, ...] = (), more: int = 0) -> None:
         """The status and best model; ``more`` other runnable models below it when there is room."""
@@ -176,8 +177,16 @@ class TaskCard(Static):
                 text.append(f"{other.model_name}", style="")
                 text.append(f" · {other.quant} · {fmt.placement_cell(other)} · {fmt.speed_cell(other)[0]}", style=muted)
         else:
-            text.append(f"\n  {summary.summary}", style=muted)
+            width = self.content_size.width or 0
+            indent = "  "
+            wrapped = textwrap.wrap(summary.summary, width - 1, initial_indent=indent, subsequent_indent=indent) if width > 20 else [indent + summary.summary]
+            text.append("\n" + "\n".join(wrapped), style=muted)
+        self.shown = (summary, verdicts, more)
         self.update(text)
+
+    def on_resize(self) -> None:
+        if self.shown is not None:
+            self.show(*self.shown)
 
     def on_click(self) -> None:
         self.post_message(self.Chosen(self.task_name))
