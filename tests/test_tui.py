@@ -539,3 +539,29 @@ def test_a_task_the_ui_has_never_heard_of_gets_its_own_tab_and_card(monkeypatch)
     assert active == "tab-video-generation"
     assert card == "Video generation  · not assessed yet\n  no models for this task in the catalogue yet"
     assert status == "· not assessed yet  no models for this task in the catalogue yet"
+
+
+@dataclasses.dataclass(frozen=True)
+class FutureOptions(Options):
+    """Options as the image-generation work may extend them."""
+
+    image_resolution_px: int | None = None
+
+
+def test_a_numeric_option_added_by_another_task_appears_in_the_settings_dialog():
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        app.options = FutureOptions()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.press("c")
+            await pilot.pause()
+            labels = [str(label.render()) for label in app.screen.query("Label")]
+            app.screen.query_one("#setting-image_resolution_px").value = "1024"
+            await pilot.press("enter")
+            await pilot.pause()
+            return labels, app.options
+
+    labels, options = run(scenario())
+    assert "Image resolution (pixels a side, e.g. 1024)" in labels
+    assert options == FutureOptions(image_resolution_px=1024)

@@ -369,7 +369,7 @@ class GpureadyApp(App):
         def write(path: str) -> str:
             target = Path(path).expanduser()
             target.write_text(dumps(self.report), encoding="utf-8")
-            return str(target)
+            return str(target.resolve())
 
         def done(written: str | None) -> None:
             if written:
