@@ -22,7 +22,8 @@ from gpuready.hardware import GPU
 from gpuready.report import build_report, hardware_json, report_json
 from gpuready.tui import format as fmt
 from gpuready.tui.app import GpureadyApp, prefers_light
-from gpuready.tui.screens import HELP, DetailScreen, HelpScreen, WhatIfScreen
+from gpuready.tui.detail import DetailScreen
+from gpuready.tui.screens import HELP, HelpScreen, WhatIfScreen
 from gpuready.tui.widgets import ModelTable, hardware_text
 from gpuready.verdict import RUNNABLE, Options
 from gpuready.whatif import gpu_from_spec, with_gpu

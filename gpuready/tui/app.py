@@ -24,7 +24,8 @@ from gpuready.catalog import TASKS, Catalog
 from gpuready.hardware import Hardware, Problem
 from gpuready.report import Report, build_report, dumps, load_hardware_json
 from gpuready.tui import format as fmt
-from gpuready.tui.screens import DetailScreen, ExportScreen, HelpScreen, SettingsScreen, WhatIf, WhatIfScreen
+from gpuready.tui.detail import DetailScreen
+from gpuready.tui.screens import ExportScreen, HelpScreen, SettingsScreen, WhatIf, WhatIfScreen
 from gpuready.tui.widgets import HardwarePane, ModelTable, TaskCard, color
 from gpuready.verdict import RUNNABLE, Options
 
