@@ -40,3 +40,8 @@ def test_a_machine_with_problems_shows_them_with_hints(snap_compare):
 
 def test_the_help_screen(snap_compare):
     assert snap_compare(app_for(CPU_ONLY), press=["question_mark"], terminal_size=(80, 24), run_before=settle)
+
+
+def test_the_text_generation_tab_on_a_light_terminal(snap_compare, monkeypatch):
+    monkeypatch.setenv("COLORFGBG", "0;15")  # black on white, as xterm and rxvt announce it
+    assert snap_compare(app_for(CPU_ONLY), press=["2"], terminal_size=(80, 24), run_before=settle)

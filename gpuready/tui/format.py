@@ -212,6 +212,10 @@ UNIT_BY_FIELD = {
 }
 
 
+# Fields where a smaller number is faster; their sort key is negated so "fastest first" holds.
+LOWER_IS_FASTER = {"seconds_per_image", "real_time_factor"}
+
+
 def _generic_speed(verdict: Verdict) -> tuple[str, float | None]:
     """Any task: the first numeric speed field on the estimate, labelled by its name."""
     speed = getattr(verdict.estimate, "speed", None)
@@ -221,7 +225,7 @@ def _generic_speed(verdict: Verdict) -> tuple[str, float | None]:
     for field, unit in UNIT_BY_FIELD.items():
         value = values.get(field)
         if isinstance(value, (int, float)):
-            return f"{value:.3g} {unit}", float(value)
+            return f"{value:.3g} {unit}", -float(value) if field in LOWER_IS_FASTER else float(value)
     for field, value in values.items():
         if isinstance(value, (int, float)) and field != "uncertainty":
             return f"{value:.3g} {field.replace('_per_s', '/s').replace('_', ' ')}", float(value)
@@ -235,7 +239,7 @@ SPEED_HEADINGS = {"text-generation": "Generation", "image-generation": "Per imag
 
 
 def speed_cell(verdict: Verdict) -> tuple[str, float | None]:
-    """The speed in the task's unit and a sort key (None when not estimated)."""
+    """The speed in the task's unit, and a key where larger is faster (None when not estimated)."""
     return SPEED_FORMATTERS.get(verdict.task, _generic_speed)(verdict)
 
 

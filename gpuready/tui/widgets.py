@@ -220,10 +220,8 @@ def sort_value(verdict: Verdict, column: str, position: int):
         order = PLACEMENT_ORDER.index(verdict.placement) if verdict.placement in PLACEMENT_ORDER else len(PLACEMENT_ORDER)
         return (order, position)
     if column == "speed":
-        value = fmt.speed_cell(verdict)[1]
-        # Fastest first; for seconds-per-image a smaller number is faster, so the formatter's
-        # value is negated only for rates.
-        return (value is None, -(value or 0))
+        faster = fmt.speed_cell(verdict)[1]  # larger is faster, whatever the unit
+        return (faster is None, -(faster or 0))
     return (position,)
 
 
