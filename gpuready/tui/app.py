@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
@@ -47,6 +48,9 @@ class ActiveWhatIf:
 
 
 NARROW_COLUMNS = 110
+MAIN_ACTIONS = {
+    "help", "filter", "settings", "only_runnable", "whatif", "reset_whatif", "export", "reprobe", "sort", "toggle_theme", "tab"
+}
 CARD_ALTERNATIVES = 4  # runnable models listed under the best one on a wide overview
 
 
@@ -237,6 +241,8 @@ class GpureadyApp(App):
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Hide what does not apply: table controls on a model's details, undo without a what-if."""
+        if isinstance(self.screen, ModalScreen) and action in MAIN_ACTIONS:
+            return False  # a dialog is open: its own keys only (and quit)
         on_main = not any(isinstance(screen, DetailScreen) for screen in self.screen_stack)
         if action in ("filter", "only_runnable", "sort", "tab"):
             return on_main

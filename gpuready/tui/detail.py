@@ -23,7 +23,7 @@ from gpuready.verdict import Verdict, fmt_gb
 class DetailScreen(Screen):
     """One model: memory breakdown bar, speed and its basis, reasons, what would change it, variants."""
 
-    BINDINGS = [Binding("escape,backspace", "app.pop_screen", "Back"), Binding("q", "app.pop_screen", "Back", show=False)]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("backspace", "app.pop_screen", "Back", show=False)]
     AUTO_FOCUS = "#detail"
 
     def __init__(self, verdict: Verdict) -> None:

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, OptionList, Select, Static
+from textual.widgets import Footer, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from gpuready.tables import GPUSpec, gpu_table
@@ -77,11 +77,12 @@ probe of the hardware. Speeds are estimates; the ± column says how sure.
 
 class HelpScreen(ModalScreen):
     AUTO_FOCUS = "#help"
-    BINDINGS = [Binding("escape,q,question_mark,f1", "app.pop_screen", "Close")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Close"), Binding("question_mark,f1", "app.pop_screen", "Close", show=False)]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help", classes="dialog"):
             yield Static(HELP, markup=True)
+        yield Footer(compact=True)
 
 
 class SettingsScreen(ModalScreen):
@@ -106,6 +107,7 @@ class SettingsScreen(ModalScreen):
             yield Label("Accept models that run")
             yield Select(PLACEMENT_CHOICES, value=self.options.placement, allow_blank=False, id="placement")
             yield Label("", id="settings-error", classes="error")
+        yield Footer(compact=True)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -163,6 +165,7 @@ class WhatIfScreen(ModalScreen):
             yield Label("…or a hardware file (the 'hardware' JSON of a report)")
             yield Input(placeholder="path/to/hardware.json", id="hardware-path")
             yield Label("", id="whatif-error", classes="error")
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.fill("")
@@ -239,6 +242,7 @@ class ExportScreen(ModalScreen):
             yield Label("Export the report as JSON (enter to write, esc to cancel)", classes="title")
             yield Input(value=self.default_path, id="export-path")
             yield Label("", id="export-error", classes="error")
+        yield Footer(compact=True)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
