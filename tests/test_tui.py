@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -404,9 +405,28 @@ def test_q_quits_and_ctrl_c_quits():
             await settle(pilot)
             await pilot.press(key)
             await pilot.pause()
-            return app._exit_renderables is not None and not app.is_running
+            return app.return_code, app.is_running
 
-    assert run(scenario("q")) and run(scenario("ctrl+c"))
+    assert run(scenario("q")) == run(scenario("ctrl+c")) == (0, False)
+
+
+def test_quitting_while_the_probe_hangs_does_not_wait_for_it():
+    never = threading.Event()
+
+    def hung_load():
+        never.wait()  # a hung driver call: never returns
+
+    async def scenario():
+        app = GpureadyApp(hung_load)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("q")
+            await pilot.pause()
+            return app.return_code, app.is_running
+
+    started = time.monotonic()
+    assert run(scenario()) == (0, False)
+    assert time.monotonic() - started < 5
 
 
 def test_a_slow_probe_shows_the_ui_first_and_fills_it_in_when_done():
@@ -442,8 +462,7 @@ def test_a_probe_that_fails_with_bad_input_exits_with_the_usage_code():
     async def scenario():
         app = GpureadyApp(failing_load)
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(pilot)
             return app.return_code, app.fatal
 
     assert run(scenario()) == (2, "--hardware nope.json: cannot read: No such file or directory")

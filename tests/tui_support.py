@@ -44,7 +44,10 @@ def app_for(machine: str) -> GpureadyApp:
 
 
 async def settle(pilot) -> None:
-    """Wait until the probe worker has finished and the screen shows its result."""
-    await pilot.app.workers.wait_for_complete()
+    """Wait until the probe thread has finished and the screen shows its result."""
+    for _ in range(500):
+        if not pilot.app.probing:
+            break
+        await pilot.pause(0.01)
     await pilot.pause()
     await pilot.pause()

@@ -1,7 +1,7 @@
 """The gpuready terminal UI: the machine, every task's verdicts, a model's details, and what-if.
 
 The app never probes. It is given ``load``, a function that returns the probed hardware,
-its problems and the catalogue (run in a worker thread, so a slow probe never blocks the
+its problems and the catalogue (run in a daemon thread, so a slow probe never blocks the
 UI), and builds Reports from them with gpuready.report.build_report, which is pure and
 fast: changing the context length or adding a what-if GPU just rebuilds the Report.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
-from textual.worker import Worker, WorkerState
+from textual.message import Message
 
 from gpuready.catalog import TASKS, Catalog
 from gpuready.hardware import Hardware, Problem
@@ -58,6 +59,15 @@ def prefers_light(environ=os.environ) -> bool:
     """A light terminal background, as terminals that set COLORFGBG ('15;0' = white on black) say."""
     background = environ.get("COLORFGBG", "").rsplit(";", 1)[-1]
     return background in ("7", "15")
+
+
+class ProbeDone(Message):
+    """The probe thread finished: the inputs, or the error that stopped it."""
+
+    def __init__(self, inputs: Inputs | None = None, error: Exception | None = None) -> None:
+        super().__init__()
+        self.inputs = inputs
+        self.error = error
 
 
 class FilterInput(Input):
@@ -141,21 +151,30 @@ class GpureadyApp(App):
     # --- probing, off the UI thread -------------------------------------------------
 
     def probe(self) -> None:
+        """Run ``load`` in a daemon thread: the UI stays live, and quitting never waits for a hung probe."""
         self.probing = True
         self._header()
-        self.run_worker(self.load, name="probe", group="probe", thread=True, exclusive=True, exit_on_error=False)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.name != "probe":
-            return
-        if event.state == WorkerState.SUCCESS:
-            self.probing = False
-            self.inputs = event.worker.result
-            self.recompute()
-        elif event.state == WorkerState.ERROR:
-            self.probing = False
-            self.fatal = str(event.worker.error)
+        def work() -> None:
+            try:
+                message = ProbeDone(inputs=self.load())
+            except Exception as error:  # noqa: BLE001 - shown to the user, not a traceback
+                message = ProbeDone(error=error)
+            try:
+                self.post_message(message)  # thread-safe
+            except RuntimeError:  # the app closed (its event loop too) while the probe ran
+                pass
+
+        threading.Thread(target=work, name="gpuready-probe", daemon=True).start()
+
+    def on_probe_done(self, message: ProbeDone) -> None:
+        self.probing = False
+        if message.error is not None:
+            self.fatal = str(message.error)
             self.exit(return_code=2)
+            return
+        self.inputs = message.inputs
+        self.recompute()
 
     # --- building and showing the Report ------------------------------------------
 
