@@ -1,4 +1,8 @@
-"""What-if hardware: the same machine with a GPU from the table, or more memory."""
+"""What-if hardware: the same machine with a GPU from the table instead of its own.
+
+Pure: takes a Hardware and a row of catalog/gpus.toml, returns a new Hardware. The CLI's
+``--gpu NAME`` and the terminal UI's what-if picker both use it.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ class WhatIfError(ValueError):
     """A GPU name that matches no table row, or several."""
 
 
-def spec_gpu(spec: GPUSpec, index: int = 0) -> GPU:
+def gpu_from_spec(spec: GPUSpec, index: int = 0) -> GPU:
     """A GPU as the table describes it, with all of its memory free."""
     return GPU(
         vendor=spec.vendor,
@@ -39,8 +43,17 @@ def spec_gpu(spec: GPUSpec, index: int = 0) -> GPU:
 
 
 def with_gpu(hardware: Hardware, spec: GPUSpec, count: int = 1) -> Hardware:
-    """The machine with ``count`` of this GPU instead of the GPUs it has."""
-    return dataclasses.replace(hardware, gpus=tuple(spec_gpu(spec, i) for i in range(count)))
+    """The machine with ``count`` of this GPU instead of the GPUs it has (an Apple chip: a whole Mac)."""
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    if spec.vendor == "apple":
+        return apple_machine(hardware, spec, None)
+    return dataclasses.replace(hardware, gpus=tuple(gpu_from_spec(spec, i) for i in range(count)))
+
+
+def is_hypothetical(hardware: Hardware) -> bool:
+    """True when some accelerator was added by the user rather than probed."""
+    return any(gpu.source in ("user", "table") and gpu.table_id for gpu in hardware.gpus)
 
 
 def apple_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None) -> Hardware:

@@ -120,7 +120,8 @@ def rocm_supports(gfx: str | None, version: tuple[int, int] | None) -> bool | No
 # --- gathering --------------------------------------------------------------------------
 
 
-def cuda_backend(host: Host) -> Backend | None:
+def cuda_backend(host: Host, gpus: tuple[GPU, ...] = ()) -> Backend | None:
+    """CUDA: its version is the newest the driver supports (what a framework's bundled runtime may be)."""
     driver = parse_nvidia_proc_version(host.read_text("/proc/driver/nvidia/version") or "")
     if driver is None:
         driver = ((host.library("nvml") or {}).get("driver_version")) if host.platform != "darwin" else None
@@ -130,9 +131,11 @@ def cuda_backend(host: Host) -> Backend | None:
     if runtime is None:
         match = re.search(r"CUDA Version (\d+(?:\.\d+)+)", host.read_text("/usr/local/cuda/version.txt") or "")
         runtime = match.group(1) if match else None
-    detail = f"driver {driver}; " + (f"CUDA toolkit {runtime} in /usr/local/cuda" if runtime else
-                                      "no CUDA toolkit in /usr/local/cuda (frameworks bundle their own libcudart)")
-    return Backend("cuda", True, version=driver, detail=detail, source="nvidia-driver")
+    supported = next((gpu.cuda_version for gpu in gpus if gpu.vendor == "nvidia" and gpu.cuda_version), None)
+    detail = f"driver {driver}" + (f" supports CUDA up to {supported}" if supported else "") + "; " + (
+        f"CUDA toolkit {runtime} in /usr/local/cuda" if runtime else
+        "no CUDA toolkit in /usr/local/cuda (frameworks bundle their own libcudart)")
+    return Backend("cuda", True, version=supported or driver, detail=detail, source="nvidia-driver")
 
 
 def kfd_gfx_targets(host: Host) -> list[str]:
@@ -270,7 +273,7 @@ def probe(host: Host, python: str | None = None, torch: bool = False, gpus: tupl
     """Every backend found; ``python`` is the interpreter to ask about OpenVINO and (``torch``) PyTorch."""
     backends: list[Backend] = []
     problems: list[Problem] = []
-    for found in (cuda_backend(host), metal_backend(host), directml_backend(host)):
+    for found in (cuda_backend(host, gpus), metal_backend(host), directml_backend(host)):
         if found:
             backends.append(found)
     rocm, rocm_problems = rocm_backend(host, list(gpus))

@@ -1,0 +1,589 @@
+"""The terminal UI driven through Textual's Pilot on recorded machines (tests/fixtures/machines).
+
+Each test builds the Report it expects with gpuready.report.build_report, the same pure
+function the app uses, and asserts the app shows (or exported) exactly that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuready.check import UsageError
+from gpuready.hardware import GPU
+from gpuready.report import build_report, hardware_json, report_json
+from gpuready.tui import format as fmt
+from gpuready.tui.app import GpureadyApp, prefers_light
+from gpuready.tui.detail import DetailScreen
+from gpuready.tui.screens import HELP, HelpScreen, WhatIfScreen
+from gpuready.tui.widgets import ModelTable, hardware_text
+from gpuready.verdict import RUNNABLE, Options
+from gpuready.whatif import gpu_from_spec, with_gpu
+
+from tui_support import CPU_ONLY, GARBLED, MAC, NVIDIA_DESKTOP, app_for, inputs, settle, spec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def expected_report(machine: str, options: Options | None = None):
+    loaded = inputs(machine)
+    return build_report(loaded.hardware, list(loaded.problems), loaded.catalog, options)
+
+
+def row_ids(table: ModelTable) -> list[str]:
+    return [row.value for row in table.rows]
+
+
+def text_verdicts(report):
+    """The verdicts the text-generation tab shows, in report order."""
+    return [v for v in report.verdicts if v.task == "text-generation"]
+
+
+# --- what-if hardware -----------------------------------------------------------------
+
+
+def test_with_gpu_replaces_the_machines_gpus_with_the_table_gpu_all_its_memory_free_and_marked_as_the_users():
+    hardware = inputs(CPU_ONLY).hardware
+    rtx_4090 = spec("rtx-4090")
+    changed = with_gpu(hardware, rtx_4090, count=2)
+    expected_gpu = GPU(
+        vendor="nvidia",
+        name="NVIDIA GeForce RTX 4090",
+        kind="discrete",
+        index=0,
+        memory_total_bytes=rtx_4090.memory_bytes,
+        memory_free_bytes=rtx_4090.memory_bytes,
+        memory_usable_bytes=rtx_4090.memory_bytes,
+        bandwidth_bytes_per_s=rtx_4090.bandwidth_bytes_per_s,
+        bandwidth_source="table:rtx-4090",
+        fp16_flops=rtx_4090.fp16_flops,
+        flops_source="table:rtx-4090",
+        architecture=rtx_4090.architecture,
+        compute_capability=rtx_4090.compute_capability,
+        table_id="rtx-4090",
+        source="user",
+    )
+    assert changed == dataclasses.replace(
+        hardware, gpus=(dataclasses.replace(expected_gpu, index=0), dataclasses.replace(expected_gpu, index=1))
+    )
+    assert gpu_from_spec(rtx_4090) == expected_gpu
+
+
+def test_with_gpu_refuses_a_count_below_one():
+    with pytest.raises(ValueError):
+        with_gpu(inputs(CPU_ONLY).hardware, spec("rtx-4090"), count=0)
+
+
+# --- formatting -------------------------------------------------------------------
+
+
+def test_the_header_line_names_the_machine_shortly():
+    assert fmt.machine_line(inputs(CPU_ONLY).hardware) == "Ryzen 9 7950X · 62.5 GB · no usable GPU"
+    assert fmt.machine_line(inputs(NVIDIA_DESKTOP).hardware) == "Ryzen 9 7950X · 62.5 GB · RTX 4090 24.0 GB"
+    assert fmt.machine_line(inputs(MAC).hardware) == (
+        "Apple M2 · 16.0 GB · Apple M2 (10-core GPU) 16.0 GB (10.7 usable) · Apple Neural Engine (M2) · Metal 3"
+    )
+    assert fmt.machine_line(inputs(GARBLED).hardware) == "unknown CPU · memory unknown · no usable GPU"
+
+
+def test_cpu_names_lose_marketing_noise():
+    assert [
+        fmt.short_cpu_name(name)
+        for name in (
+            "AMD Ryzen 9 7950X 16-Core Processor",
+            "13th Gen Intel(R) Core(TM) i7-13700K",
+            "Intel(R) Core(TM) i9-9980HK CPU @ 2.40GHz",
+            "Apple M2",
+            None,
+        )
+    ] == ["Ryzen 9 7950X", "Core i7-13700K", "Core i9-9980HK", "Apple M2", "unknown CPU"]
+
+
+def test_tasks_without_their_own_formatter_show_the_verdicts_headline_speed_in_its_unit():
+    verdict = dataclasses.replace(
+        expected_report(CPU_ONLY).verdicts[0], task="image-generation", speed=4.2, speed_unit="s/image", uncertainty=0.4
+    )
+    # The sort key is larger-is-faster, so seconds per image sort negated.
+    assert (fmt.speed_cell(verdict), fmt.uncertainty_cell(verdict)) == (("4.2 s/image", -4.2), "±40%")
+    embedding = dataclasses.replace(verdict, task="document-search", speed=25.0, speed_unit="chunks/s")
+    assert fmt.speed_cell(embedding) == ("1,500 chunks/min", 25.0)
+    assert fmt.speed_cell(dataclasses.replace(verdict, speed=None)) == ("-", None)
+
+
+def test_usage_bars_show_used_and_free_with_different_glyphs_and_unknown_as_question_marks():
+    assert fmt.usage_bar(25, 100, 8) == ("██", "░░░░░░")
+    assert fmt.usage_bar(None, 100, 4) == ("", "????")
+
+
+def test_a_light_terminal_is_recognised_from_colorfgbg():
+    assert [prefers_light({"COLORFGBG": value}) for value in ("0;15", "15;0", "0;default;7", "")] == [True, False, True, False]
+
+
+def test_the_hardware_pane_shows_every_problem_with_its_hint():
+    loaded = inputs(GARBLED)
+
+    async def scenario():
+        app = app_for(GARBLED)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            return hardware_text(app, loaded.hardware, loaded.problems).plain
+
+    text = run(scenario())
+    assert text.split("Problems (2)\n")[1] == (
+        "  ✗ [cpu] /proc/cpuinfo lists no processors\n"
+        "    hint: The file looks garbled; please report it with `gpuready record`.\n"
+        "  ✗ [memory] /proc/meminfo has no MemTotal\n"
+        "    hint: The file looks garbled; please report it with `gpuready record`."
+    )
+    assert "  ???????????????????????? size unknown\n" in text
+
+
+# --- the app ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("machine", [CPU_ONLY, MAC, GARBLED, NVIDIA_DESKTOP])
+def test_the_app_shows_the_report_of_the_machine_with_a_tab_and_card_per_task(machine):
+    async def scenario():
+        app = app_for(machine)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            tables = {table.task_name: row_ids(table) for table in app.query(ModelTable)}
+            return app.report, tables
+
+    report, tables = run(scenario())
+    expected = expected_report(machine)
+    assert report_json(report) == report_json(expected)
+    assert tables == {task.task: [v.model_id for v in expected.verdicts if v.task == task.task] for task in expected.tasks}
+
+
+def test_number_keys_switch_tabs_and_enter_opens_the_selected_models_details():
+    async def scenario():
+        app = app_for(NVIDIA_DESKTOP)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("2", "down", "down", "enter")
+            await pilot.pause()
+            opened = app.screen
+            await pilot.press("escape")
+            await pilot.pause()
+            return opened, app.screen, app.query_one("#tabs").active
+
+    opened, after, active = run(scenario())
+    expected = [v for v in expected_report(NVIDIA_DESKTOP).verdicts if v.task == "text-generation"][2]
+    assert isinstance(opened, DetailScreen) and opened.verdict == expected
+    assert not isinstance(after, DetailScreen)
+    assert active == "tab-text-generation"
+
+
+def test_clicking_a_task_card_opens_its_tab():
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            await pilot.click("#card-text-generation")
+            await pilot.pause()
+            return app.query_one("#tabs").active
+
+    assert run(scenario()) == "tab-text-generation"
+
+
+def test_filtering_by_name_narrows_the_table_and_escape_clears_it():
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("2", "slash", *"qwen3 8", "enter")
+            await pilot.pause()
+            filtered = row_ids(app.query_one("#table-text-generation", ModelTable))
+            await pilot.press("slash", "escape")
+            await pilot.pause()
+            return filtered, row_ids(app.query_one("#table-text-generation", ModelTable))
+
+    filtered, cleared = run(scenario())
+    assert filtered == ["qwen3-8b"]
+    assert cleared == [v.model_id for v in text_verdicts(expected_report(CPU_ONLY))]
+
+
+def test_show_only_what_runs_hides_models_that_do_not_run():
+    async def scenario():
+        app = app_for(MAC)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("2", "r")
+            await pilot.pause()
+            return row_ids(app.query_one("#table-text-generation", ModelTable))
+
+    expected = [v.model_id for v in text_verdicts(expected_report(MAC)) if v.level in RUNNABLE]
+    assert run(scenario()) == expected
+    assert 0 < len(expected) < len(text_verdicts(expected_report(MAC)))
+
+
+def test_sorting_by_the_model_column_orders_rows_by_name_and_again_reverses():
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("2", "s")
+            await pilot.pause()
+            ascending = row_ids(app.query_one("#table-text-generation", ModelTable))
+            app.query_one("#table-text-generation", ModelTable).sort_by("model")
+            await pilot.pause()
+            return ascending, row_ids(app.query_one("#table-text-generation", ModelTable))
+
+    ascending, descending = run(scenario())
+    by_name = [v.model_id for v in sorted(text_verdicts(expected_report(CPU_ONLY)), key=lambda v: v.model_name.lower())]
+    assert (ascending, descending) == (by_name, by_name[::-1])
+
+
+def test_changing_the_context_length_recomputes_every_verdict():
+    async def scenario():
+        app = app_for(MAC)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("c", *"32768", "enter")
+            await pilot.pause()
+            return app.report, row_ids(app.query_one("#table-text-generation", ModelTable))
+
+    report, rows = run(scenario())
+    expected = expected_report(MAC, Options(context_tokens=32768))
+    assert report_json(report) == report_json(expected)
+    assert rows == [v.model_id for v in text_verdicts(expected)]
+    assert report_json(expected)["verdicts"] != report_json(expected_report(MAC))["verdicts"]
+
+
+def test_a_context_length_that_is_not_a_number_is_refused_in_the_dialog():
+    async def scenario():
+        app = app_for(MAC)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("c", "minus", "5", "enter")
+            await pilot.pause()
+            return type(app.screen).__name__, str(app.screen.query_one("#settings-error").render()), app.report.options
+
+    assert run(scenario()) == ("SettingsScreen", "context tokens: a positive whole number, please", Options())
+
+
+def test_a_whatif_gpu_recomputes_every_verdict_and_x_goes_back_to_the_machine():
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("w")
+            await pilot.pause()
+            assert isinstance(app.screen, WhatIfScreen)
+            await pilot.press(*"rtx 4090", "enter")
+            await pilot.pause()
+            whatif = app.report
+            await pilot.press("x")
+            await pilot.pause()
+            return whatif, app.report
+
+    whatif, back = run(scenario())
+    assert report_json(whatif) == report_json(expected_report(NVIDIA_DESKTOP))
+    assert report_json(back) == report_json(expected_report(CPU_ONLY))
+
+
+def test_a_whatif_hardware_file_replaces_the_machine_and_its_problems(tmp_path):
+    path = tmp_path / "hardware.json"
+    path.write_text(json.dumps(hardware_json(inputs(NVIDIA_DESKTOP).hardware)), encoding="utf-8")
+
+    async def scenario():
+        app = app_for(GARBLED)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("w")
+            await pilot.pause()
+            app.screen.query_one("#hardware-path").value = str(path)
+            app.screen.query_one("#hardware-path").focus()
+            await pilot.press("enter")
+            await pilot.pause()
+            return app.report
+
+    loaded = inputs(NVIDIA_DESKTOP)
+    expected = build_report(loaded.hardware, [], loaded.catalog)
+    assert report_json(run(scenario())) == report_json(expected)
+
+
+def test_a_malformed_hardware_file_is_reported_and_the_machine_kept(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"platform": "linux"}', encoding="utf-8")
+
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("w")
+            await pilot.pause()
+            app.screen.query_one("#hardware-path").value = str(path)
+            app.screen.query_one("#hardware-path").focus()
+            await pilot.press("enter")
+            await pilot.pause()
+            return app.report, app.whatif, [n.message for n in app._notifications]
+
+    report, whatif, messages = run(scenario())
+    assert report_json(report) == report_json(expected_report(CPU_ONLY))
+    assert whatif is None
+    assert messages == [f"{path}: hardware: missing key 'arch'"]
+
+
+def test_export_writes_the_shown_report_as_valid_json(tmp_path):
+    import jsonschema
+
+    target = tmp_path / "report.json"
+
+    async def scenario():
+        app = app_for(NVIDIA_DESKTOP)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("#export-path").value = str(target)
+            await pilot.press("enter")
+            await pilot.pause()
+            return app.report
+
+    report = run(scenario())
+    written = json.loads(target.read_text(encoding="utf-8"))
+    assert written == report_json(report) == report_json(expected_report(NVIDIA_DESKTOP))
+    schema = json.loads((ROOT / "gpuready" / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(written, schema)
+
+
+def test_export_to_an_unwritable_place_says_why_and_stays_open(tmp_path):
+    target = tmp_path / "missing-dir" / "report.json"
+
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("#export-path").value = str(target)
+            await pilot.press("enter")
+            await pilot.pause()
+            return type(app.screen).__name__, str(app.screen.query_one("#export-error").render())
+
+    assert run(scenario()) == ("ExportScreen", "cannot write: No such file or directory")
+
+
+def test_the_help_screen_explains_every_key_the_footer_shows():
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            shown = app.screen
+            await pilot.press("escape")
+            await pilot.pause()
+            return shown, app.screen, app
+
+    shown, after, app = run(scenario())
+    assert isinstance(shown, HelpScreen) and not isinstance(after, HelpScreen)
+    footer_keys = {(b.key_display or b.key).split(",")[0] for b in GpureadyApp.BINDINGS if b.show}
+    assert footer_keys == {"q", "?", "/", "c", "r", "w", "x", "e", "p", "s"}
+    help_keys = {line.split()[0] for line in HELP.splitlines() if line.startswith("  ") and line.split()}
+    assert footer_keys <= help_keys and "q          quit (ctrl+c too)" in HELP
+
+
+def test_q_quits_and_ctrl_c_quits():
+    async def scenario(key):
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.press(key)
+            await pilot.pause()
+            return app.return_code, app.is_running
+
+    assert run(scenario("q")) == run(scenario("ctrl+c")) == (0, False)
+
+
+def test_quitting_while_the_probe_hangs_does_not_wait_for_it():
+    never = threading.Event()
+
+    def hung_load():
+        never.wait()  # a hung driver call: never returns
+
+    async def scenario():
+        app = GpureadyApp(hung_load)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("q")
+            await pilot.pause()
+            return app.return_code, app.is_running
+
+    started = time.monotonic()
+    assert run(scenario()) == (0, False)
+    assert time.monotonic() - started < 5
+
+
+def test_a_slow_probe_shows_the_ui_first_and_fills_it_in_when_done():
+    release = threading.Event()
+    loaded = inputs(CPU_ONLY)
+
+    def slow_load():
+        release.wait(timeout=10)
+        return loaded
+
+    async def scenario():
+        app = GpureadyApp(slow_load)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            before = (app.report, str(app.query_one("#machine").render()), row_ids(app.query_one("#table-text-generation", ModelTable)))
+            await pilot.press("2", "down")  # the UI answers keys while the probe runs
+            await pilot.pause()
+            tab = app.query_one("#tabs").active
+            release.set()
+            await settle(pilot)
+            return before, tab, app.report
+
+    (report_before, header, rows), tab, report = run(scenario())
+    assert (report_before, rows, tab) == (None, [], "tab-text-generation")
+    assert header == " gpuready   probing this machine…"
+    assert report_json(report) == report_json(expected_report(CPU_ONLY))
+
+
+def test_a_probe_that_fails_with_bad_input_exits_with_the_usage_code():
+    def failing_load():
+        raise UsageError("--hardware nope.json: cannot read: No such file or directory")
+
+    async def scenario():
+        app = GpureadyApp(failing_load)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            return app.return_code, app.fatal
+
+    assert run(scenario()) == (2, "--hardware nope.json: cannot read: No such file or directory")
+
+
+def test_no_color_is_respected(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert app_for(CPU_ONLY).no_color is True
+
+
+# --- the CLI and the TUI -------------------------------------------------------------
+
+
+def test_run_tui_builds_its_inputs_with_the_cli_helpers():
+    from gpuready.cli import build_parser
+    from gpuready.tui import inputs_from_args
+
+    args = build_parser().parse_args(["--machine", str(ROOT / "tests" / "fixtures" / "machines" / CPU_ONLY)])
+    built = inputs_from_args(args)
+    assert (built.hardware, built.problems) == (inputs(CPU_ONLY).hardware, inputs(CPU_ONLY).problems)
+    assert sorted(built.catalog.models) == sorted(inputs(CPU_ONLY).catalog.models)
+
+
+def test_report_and_check_never_import_textual():
+    machine = str(ROOT / "tests" / "fixtures" / "machines" / CPU_ONLY)
+    code = (
+        "import sys, io, contextlib\n"
+        "from gpuready.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['report', '--json', '--machine', {machine!r}])\n"
+        f"    main(['check', '--task', 'text-generation', '--machine', {machine!r}])\n"
+        f"    main(['--machine', {machine!r}])\n"
+        "print(sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'gpuready.tui'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60, env={**os.environ, "GPUREADY_PLAIN": ""})
+    assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
+
+
+def test_clicking_the_memory_heading_sorts_by_memory_needed():
+    async def scenario():
+        app = app_for(MAC)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            await pilot.press("2")
+            await pilot.pause()
+            table = app.query_one("#table-text-generation", ModelTable)
+            x = sum(column.get_render_width(table) for column in list(table.columns.values())[:3]) + 2
+            await pilot.click(ModelTable, offset=(x, 0))
+            await pilot.pause()
+            return table.sort_column, row_ids(table)
+
+    column, rows = run(scenario())
+    by_memory = [v.model_id for v in sorted(text_verdicts(expected_report(MAC)), key=lambda v: v.memory_needed_bytes)]
+    assert (column, rows) == ("memory", by_memory)
+
+
+def test_p_probes_again_and_shows_the_new_result():
+    calls = []
+    first, second = inputs(MAC), inputs(CPU_ONLY)
+
+    def load():
+        calls.append(len(calls))
+        return first if len(calls) == 1 else second
+
+    async def scenario():
+        app = GpureadyApp(load)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            before = app.report
+            await pilot.press("p")
+            await settle(pilot)
+            return before, app.report
+
+    before, after = run(scenario())
+    assert calls == [0, 1]
+    assert report_json(before) == report_json(expected_report(MAC))
+    assert report_json(after) == report_json(expected_report(CPU_ONLY))
+
+
+def test_a_task_the_ui_has_never_heard_of_gets_its_own_tab_and_card(monkeypatch):
+    import gpuready.report
+
+    monkeypatch.setattr(gpuready.report, "TASKS", (*gpuready.report.TASKS, "video-generation"))
+
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("6")
+            await pilot.pause()
+            card = app.query_one("#card-video-generation")
+            return app.query_one("#tabs").active, str(card.render()), str(app.query_one("#status-video-generation").render())
+
+    active, card, status = run(scenario())
+    assert active == "tab-video-generation"
+    assert card == "Video generation  · not assessed yet\n  no models for this task in the catalogue yet"
+    assert status == "· not assessed yet  no models for this task in the catalogue yet"
+
+
+@dataclasses.dataclass(frozen=True)
+class FutureOptions(Options):
+    """Options as the image-generation work may extend them."""
+
+    image_resolution_px: int | None = None
+
+
+def test_a_numeric_option_added_by_another_task_appears_in_the_settings_dialog():
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        app.options = FutureOptions()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.press("c")
+            await pilot.pause()
+            labels = [str(label.render()) for label in app.screen.query("Label")]
+            app.screen.query_one("#setting-image_resolution_px").value = "1024"
+            await pilot.press("enter")
+            await pilot.pause()
+            return labels, app.options
+
+    labels, options = run(scenario())
+    assert "Image resolution (pixels a side, e.g. 1024)" in labels
+    assert options == FutureOptions(image_resolution_px=1024)
