@@ -172,14 +172,29 @@ def apple_hardware(spec: GPUSpec, memory_bytes: int | None = None, wired_limit_m
         memory_usable_bytes=metal_working_set_bytes(memory, wired_limit_mb),
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
         bandwidth_source=f"table:{spec.id}",
-        fp16_flops=spec.fp16_flops,
-        flops_source=f"table:{spec.id}" if spec.fp16_flops else None,
+        fp16_flops=gpu_flops(spec)[0],
+        flops_source=gpu_flops(spec)[1],
         architecture=spec.architecture,
         table_id=spec.id,
         backends=("metal",),
         source="table",
     )
     return gpu, neural_engine(generation, spec)
+
+
+# Apple states 2.6 TFLOPS for the M1's 8-core GPU (https://www.apple.com/newsroom/2020/11/apple-unleashes-m1/),
+# 0.325 TFLOPS a core. It publishes no figure for M3 and M4; their cores run faster clocks,
+# so a core count times M1's per-core rate is a floor, labelled as derived.
+APPLE_FLOPS_PER_GPU_CORE = 2.6e12 / 8
+
+
+def gpu_flops(spec: GPUSpec) -> tuple[float | None, str | None]:
+    """FP16 throughput of an Apple GPU and where it came from: the table, else derived from its core count."""
+    if spec.fp16_flops:
+        return spec.fp16_flops, f"table:{spec.id}"
+    if spec.gpu_cores:
+        return spec.gpu_cores * APPLE_FLOPS_PER_GPU_CORE, f"derived:{spec.gpu_cores} cores x M1's 0.325 TFLOPS a core"
+    return None, None
 
 
 def gpu_name(chip: str, gpu_cores: int | None) -> str:
@@ -244,8 +259,8 @@ def apple_silicon_gpu(values: dict[str, str], entries: list[dict] | None) -> tup
         memory_usable_bytes=usable,
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s if spec else None,
         bandwidth_source=f"table:{spec.id}" if spec else None,
-        fp16_flops=spec.fp16_flops if spec else None,
-        flops_source=f"table:{spec.id}" if spec and spec.fp16_flops else None,
+        fp16_flops=gpu_flops(spec)[0] if spec else None,
+        flops_source=gpu_flops(spec)[1] if spec else None,
         architecture=spec.architecture if spec else None,
         driver="Metal",
         driver_version=metal_family(entry) if entry else None,
