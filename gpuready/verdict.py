@@ -70,6 +70,7 @@ class Verdict:
     speed: float | None = None
     speed_unit: str | None = None
     uncertainty: float | None = None
+    quality: str | None = None  # of the variant: lossless, near-lossless, good, fair, poor
 
 
 @dataclass(frozen=True)
@@ -347,6 +348,7 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
         reasons=tuple(reasons),
         suggestions=tuple(suggestions(model, catalog, hardware, options, context, level, quant)),
         variants=variants,
+        quality=quant.quality,
         speed=speed.generation_tokens_per_s if fits and speed else None,
         speed_unit="tokens/s" if fits and speed else None,
         uncertainty=speed.uncertainty if fits and speed else None,
@@ -427,4 +429,7 @@ def judge_all(catalog: Catalog, hardware: Hardware, options: Options, task: str 
 
 def rank_key(verdict: Verdict):
     """Best level first; within a level, the most capable (largest) model first."""
-    return (LEVELS.index(verdict.level), -verdict.model_params, verdict.model_id)
+    rank = LEVELS.index(verdict.level)
+    if verdict.quality == "poor" and verdict.level in RUNNABLE:
+        rank += 1  # a 32B squeezed to 2 bits is not the pick over a 24B at 4 bits
+    return (rank, -verdict.model_params, verdict.model_id)
