@@ -78,7 +78,7 @@ class Host(Protocol):
         """An environment variable from :data:`ENV_ALLOWLIST`, or None."""
 
     def library(self, name: str) -> dict | None:
-        """A native library's readout (nvml, amdsmi, windows) as a plain dict, or None."""
+        """A native library's readout (nvml, amdsmi, windows, python) as a plain dict, or None."""
 
 
 def normalise_arch(machine: str) -> str:
@@ -119,6 +119,7 @@ _READOUTS: dict[str, str] = {
     "nvml": "gpuready.readouts.nvml:read",
     "amdsmi": "gpuready.readouts.amdsmi:read",
     "windows": "gpuready.readouts.windows:read",
+    "python": "gpuready.probes.pyinfo:read",
 }
 
 

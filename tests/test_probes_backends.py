@@ -173,3 +173,16 @@ def test_the_real_interpreter_answers_the_cheap_package_check():
 
 def test_the_child_prints_what_the_parent_parses():
     assert pyinfo.parse("warning: noise\n" + json.dumps(pyinfo.main([]))) == pyinfo.main([])
+
+
+def test_package_versions_come_from_the_python_readout_without_starting_an_interpreter():
+    from gpuready.hardware import Backend
+    from gpuready.probes.backends import python_backends
+    from gpuready.testing import FakeHost
+
+    host = FakeHost(libraries={"python": {"machine": "x86_64", "packages": {"openvino": "2024.4.0", "torch": None}}})
+    assert python_backends(host, "/usr/bin/python3", torch=False) == (
+        [Backend("openvino", True, version="2024.4.0", detail=None, source="python")],
+        [],
+    )
+    assert host.runs == []

@@ -44,6 +44,11 @@ def _openvino_devices() -> list[str]:
     return list(openvino.Core().available_devices)
 
 
+def read() -> dict:
+    """The metadata-only answer, in this process: the ``python`` readout of the live Host."""
+    return main([])
+
+
 def main(argv: list[str]) -> dict:
     import importlib.metadata as metadata
     import platform
