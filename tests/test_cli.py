@@ -265,3 +265,13 @@ def test_an_internal_error_is_one_line_and_exit_3_not_a_traceback(capsys, monkey
     code, out, err = run(capsys, "models")
     assert code == 3 and out == ""
     assert err.startswith("gpuready: internal error: RuntimeError: boom") and "Traceback" not in err
+
+
+def test_a_mac_without_sysctl_or_vm_stat_gives_problems_and_exit_3_not_a_traceback(capsys, tmp_path):
+    (tmp_path / "machine.toml").write_text('platform = "darwin"\narch = "arm64"\ndescription = "no commands at all"\n')
+    code, out, err = run(capsys, "report", "--json", "--machine", str(tmp_path))
+    assert code == 0 and "Traceback" not in err
+    problems = {(p["probe"], p["severity"]) for p in json.loads(out)["problems"]}
+    assert {("cpu", "error"), ("memory", "error")} <= problems
+    code, out, _ = run(capsys, "check", "--min-memory", "8GB", "--machine", str(tmp_path))
+    assert code == 3 and out.startswith("??")
