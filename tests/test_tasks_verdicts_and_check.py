@@ -94,7 +94,7 @@ def test_a_gpu_less_ryzen_desktop_runs_small_models_of_every_task_on_the_cpu():
     assert images["sdxl-turbo"][:3] == ("runs-well", "fp16", "cpu")
     assert images["flux.1-dev"][0] == "too-slow"
     search = summary(verdicts, "document-search")
-    assert search["all-minilm-l6-v2"] == ("runs", "fp16", "cpu", "sentence-transformers (CPU)")
+    assert search["all-minilm-l6-v2"] == ("runs-well", "fp16", "cpu", "sentence-transformers (CPU)")  # ~9,900 chunks a minute at 32% of peak
     assert {v.speed_unit for v in verdicts if v.placement} == {"tokens/s", "s/image", "x realtime", "chunks/s", "pairs/s"}
 
 

@@ -38,8 +38,12 @@ RERANK_CANDIDATES = 100
 # Chunks embedded in one batch (sentence-transformers' encode() default batch_size = 32).
 BATCH_CHUNKS = 32
 VARIANT_BITS = {"fp32": 32.0, "fp16": 16.0, "int8": 8.0}
-# No embedding measurements in benchmarks/validation yet: the efficiency is the speech
-# encoder's (same kind of work), so the band is wide.
+# Share of peak a CPU reaches embedding chunks: 0.32, measured with sentence-transformers
+# (all-MiniLM-L6-v2, 256-token chunks, batch 32) on a 2-vCPU Zen 4 VM: 1,231 chunks a
+# minute (benchmarks/validation/document-search.toml, benchmarks/measure_embedding.py).
+# Other backends have no embedding measurement: they use the speech encoder's fitted
+# efficiency (the same kind of work). One measurement: the band stays wide.
+CPU_EMBEDDING_EFFICIENCY = 0.32
 UNCERTAINTY = 0.5
 
 
@@ -132,7 +136,11 @@ def activation_bytes(model: SearchModel) -> int:
 def chunks_per_second(model: SearchModel, device: est.Device) -> tuple[float | None, str]:
     if not device.flops:
         return None, f"throughput of {device.name} unknown: speed not estimated"
-    efficiency, why = encoder_efficiency(device.backend)
+    if device.backend == "cpu":
+        efficiency = CPU_EMBEDDING_EFFICIENCY
+        why = f"{efficiency:.0%} cpu efficiency (measured: sentence-transformers, benchmarks/validation/document-search.toml)"
+    else:
+        efficiency, why = encoder_efficiency(device.backend)
     flops = flops_per_chunk(model)
     return device.flops * efficiency / flops, (
         f"{flops / 1e9:.1f} GFLOPs per {chunk_tokens(model)}-token chunk; {device_flops_basis(device)} x {why}"
