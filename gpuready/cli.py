@@ -212,7 +212,6 @@ def cmd_check(args) -> int:
         load_requirements,
         validate,
     )
-
     from gpuready.localmodel import local_kind
 
     catalog = _catalog(args)
@@ -372,8 +371,9 @@ def cmd_schema(args) -> int:
 
 
 def cmd_record(args) -> int:
-    from gpuready.host import LiveHost, RecordingHost
+    from gpuready.host import LiveHost
     from gpuready.probes import probe_hardware
+    from gpuready.recording import RecordingHost
     from gpuready.verdict import fmt_gb
 
     directory = Path(args.directory)

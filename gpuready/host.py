@@ -6,8 +6,8 @@ themselves; they ask a Host. Three hosts exist:
 * :class:`LiveHost` reads the real machine;
 * :class:`ReplayHost` reads a *recorded machine* directory, so every probe runs on
   Linux CI (layout documented in the README, "Recorded machines");
-* :class:`RecordingHost` wraps a live host and copies everything read into a
-  directory, scrubbed of serial numbers, UUIDs and the host name.
+* :class:`RecordingHost` (in :mod:`gpuready.recording`) wraps a live host and copies
+  everything read into a directory, scrubbed of serial numbers, UUIDs and the host name.
 """
 
 from __future__ import annotations
@@ -281,152 +281,10 @@ class ReplayHost:
         return value
 
 
-# --- recording -------------------------------------------------------------
-
-_UUID = re.compile(
-    r"\b(?:(GPU|MIG)-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
-)
-# Container and cgroup ids (docker: 64 hex digits; others 32) identify a machine's workloads.
-_HEX_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
-_SERIAL_LINE = re.compile(r"(?im)^(\s*(?:serial(?: number)?|board_serial|product_serial)\s*[:=]\s*).+$")
-_SCRUBBED_KEYS = {"uuid", "serial", "serial_number", "board_serial", "hostname", "host_name", "mig_uuid"}
-_SCRUBBED_FILES = {"serial", "serial_number", "product_serial", "board_serial", "unique_id", "hostname"}
-
-
-class Scrubber:
-    """Replaces UUIDs, serial numbers and the host name, consistently within one recording."""
-
-    def __init__(self, hostname: str | None) -> None:
-        self.hostname = hostname if hostname and len(hostname) >= 3 else None
-        self._uuids: dict[str, str] = {}
-
-    def _uuid(self, match: re.Match) -> str:
-        original = match.group(0).lower()
-        if original not in self._uuids:
-            number = len(self._uuids) + 1
-            prefix = (match.group(1) + "-") if match.group(1) else ""
-            self._uuids[original] = f"{prefix}00000000-0000-0000-0000-{number:012d}"
-        return self._uuids[original]
-
-    def _hex_id(self, match: re.Match) -> str:
-        original = match.group(0)
-        if original not in self._uuids:
-            self._uuids[original] = f"{len(self._uuids) + 1:0{len(original)}x}"
-        return self._uuids[original]
-
-    def _field(self, key: str, item):
-        if key.lower() not in _SCRUBBED_KEYS or item is None:
-            return self.data(item)
-        # A GPU/MIG UUID becomes the same placeholder as in the environment, so that
-        # CUDA_VISIBLE_DEVICES=GPU-... still selects the same GPU when the recording is replayed.
-        if isinstance(item, str) and _UUID.fullmatch(item.strip()):
-            return self.text(item.strip())
-        return "REDACTED"
-
-    def text(self, value: str) -> str:
-        value = _UUID.sub(self._uuid, value)
-        value = _HEX_ID.sub(self._hex_id, value)
-        value = _SERIAL_LINE.sub(lambda m: m.group(1) + "REDACTED", value)
-        if self.hostname:
-            value = value.replace(self.hostname, "HOSTNAME")
-        return value
-
-    def data(self, value):
-        if isinstance(value, dict):
-            return {key: self._field(key, item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [self.data(item) for item in value]
-        if isinstance(value, str):
-            return self.text(value)
-        return value
-
-
-class RecordingHost:
-    """Wraps another host and writes everything read into a recorded-machine directory."""
-
-    def __init__(self, inner: Host, directory: Path, hostname: str | None = None) -> None:
-        self.inner = inner
-        self.platform = inner.platform
-        self.arch = inner.arch
-        self.directory = Path(directory)
-        self.scrubber = Scrubber(hostname if hostname is not None else _platform.node())
-        self._env: dict[str, str] = {}
-        self.directory.mkdir(parents=True, exist_ok=True)
-
-    def _root_path(self, path: str) -> Path:
-        return self.directory / "root" / self.scrubber.text(path).lstrip("/")
-
-    def read_text(self, path: str) -> str | None:
-        text = self.inner.read_text(path)
-        if text is not None and "\\" not in path and ".." not in path:
-            target = self._root_path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            scrubbed = "REDACTED\n" if os.path.basename(path) in _SCRUBBED_FILES else self.scrubber.text(text)
-            target.write_text(scrubbed, encoding="utf-8")
-        return text  # the probe sees the real value; only the recording is scrubbed
-
-    def list_dir(self, path: str) -> list[str] | None:
-        entries = self.inner.list_dir(path)
-        if entries is not None and "\\" not in path and ".." not in path:
-            target = self._root_path(path)
-            target.mkdir(parents=True, exist_ok=True)
-            for entry in entries:
-                live = os.path.join(path, entry)
-                recorded = target / self.scrubber.text(entry)
-                if os.path.isdir(live):
-                    recorded.mkdir(exist_ok=True)
-                elif not recorded.exists():
-                    recorded.touch()
-        return entries
-
-    def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
-        result = self.inner.run(argv, timeout)
-        commands = self.directory / "commands"
-        commands.mkdir(exist_ok=True)
-        base = commands / command_slug(argv)
-        if result.status == "timeout":
-            _sibling(base, ".timeout").write_text("")
-        elif result.status == "ok":
-            _sibling(base, ".txt").write_text(self.scrubber.text(result.stdout), encoding="utf-8")
-            if result.returncode:
-                _sibling(base, ".rc").write_text(f"{result.returncode}\n")
-            if result.stderr:
-                _sibling(base, ".err").write_text(self.scrubber.text(result.stderr), encoding="utf-8")
-        return result
-
-    def env(self, name: str) -> str | None:
-        value = self.inner.env(name)
-        if value is not None:
-            self._env[name] = self.scrubber.text(value)
-        return value
-
-    def library(self, name: str) -> dict | None:
-        value = self.inner.library(name)
-        if value is not None:
-            libraries = self.directory / "libraries"
-            libraries.mkdir(exist_ok=True)
-            (libraries / f"{name}.json").write_text(
-                json.dumps(self.scrubber.data(value), indent=2, sort_keys=True) + "\n", encoding="utf-8"
-            )
-        return value
-
-    def finish(self, description: str, version: str) -> None:
-        """Write machine.toml once every probe has run."""
-        lines = [
-            f'platform = "{self.platform}"',
-            f'arch = "{self.arch}"',
-            f"description = {json.dumps(description)}",
-            f'source = "recorded by gpuready {version} (gpuready record)"',
-            "",
-            "[env]",
-        ]
-        lines += [f"{name} = {json.dumps(value)}" for name, value in sorted(self._env.items())]
-        (self.directory / "machine.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 def host_from_environment(machine: str | os.PathLike | None, environ: Mapping[str, str] = os.environ) -> Host:
     """The host a command should use: --machine, then GPUREADY_MACHINE, else the live machine."""
     chosen = machine or environ.get("GPUREADY_MACHINE")
     if chosen:
         return ReplayHost(Path(chosen))
     return LiveHost()
+

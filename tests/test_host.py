@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from gpuready.host import CommandResult, RecordingHost, ReplayHost, Scrubber, command_slug
+from gpuready.host import CommandResult, ReplayHost, command_slug
+from gpuready.recording import RecordingHost, Scrubber
 from gpuready.testing import FakeHost
 
 

@@ -312,7 +312,8 @@ def test_cuda_device_order_pci_bus_id_makes_indices_unambiguous():
 
 
 def test_a_recording_keeps_cuda_visible_devices_uuids_pointing_at_the_same_gpu(tmp_path):
-    from gpuready.host import RecordingHost, ReplayHost
+    from gpuready.host import ReplayHost
+    from gpuready.recording import RecordingHost
 
     real = "GPU-5e375e7e-b41f-155b-dcdc-534524c356fc"
     other = RTX_4090 | {"index": 1, "uuid": real}
