@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuready.catalog import TASKS, Catalog, CatalogError, read_toml
+from gpuready.devices import gpu_device
 from gpuready.hardware import Hardware, Problem
 from gpuready.verdict import (
     PLACEMENT_ORDER,
     RUNNABLE,
     Options,
     fmt_gb,
-    gpu_device,
     judge_any,
     rank_key,
 )

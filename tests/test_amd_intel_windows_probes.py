@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 from gpu_fakes import FakeHost
 
 from gpuready.hardware import GPU, Problem
-from gpuready.probes import amd, intel, run_probe, windows
-from gpuready.probes import probe_hardware
+from gpuready.probes import amd, intel, probe_hardware, run_probe, windows
 
 GIB = 1024**3
 

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from gpuready.catalog import CatalogError, builtin_catalog_dir, load_catalog, user_catalog_dir
+from gpuready.catalog import (
+    CatalogError,
+    builtin_catalog_dir,
+    load_catalog,
+    user_catalog_dir,
+)
 from gpuready.tables import cpu_table, gpu_table, npu_table
 
 CATALOG = load_catalog()

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from gpuready.catalog import load_catalog
+from gpuready.devices import gpu_device
 from gpuready.hardware import GPU, Problem
 from gpuready.host import ReplayHost
 from gpuready.probes import probe_hardware
 from gpuready.report import build_report, report_json
-from gpuready.verdict import Options, gpu_device, judge_model
+from gpuready.verdict import Options, judge_model
 
 MACHINES = Path(__file__).parent / "fixtures" / "machines"
 

@@ -17,6 +17,16 @@ import time
 from pathlib import Path
 
 import pytest
+from tui_support import (
+    CPU_ONLY,
+    GARBLED,
+    MAC,
+    NVIDIA_DESKTOP,
+    app_for,
+    inputs,
+    settle,
+    spec,
+)
 
 from gpuready.check import UsageError
 from gpuready.hardware import GPU
@@ -28,8 +38,6 @@ from gpuready.tui.screens import HELP, HelpScreen, WhatIfScreen
 from gpuready.tui.widgets import ModelTable, hardware_text
 from gpuready.verdict import RUNNABLE, Options
 from gpuready.whatif import gpu_from_spec, with_gpu
-
-from tui_support import CPU_ONLY, GARBLED, MAC, NVIDIA_DESKTOP, app_for, inputs, settle, spec
 
 ROOT = Path(__file__).resolve().parent.parent
 

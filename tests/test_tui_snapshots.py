@@ -8,7 +8,6 @@ theme forced. After an intended change, look at the report and run
 from __future__ import annotations
 
 import pytest
-
 from tui_support import CPU_ONLY, GARBLED, NVIDIA_DESKTOP, app_for, settle
 
 pytest.importorskip("pytest_textual_snapshot")

@@ -17,7 +17,17 @@ from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
 from gpuready.probes import pci
 from gpuready.probes.memory import parse_meminfo
-from gpuready.probes.nvidia import CONTAINER_HINT, MIB, NVML_HINTS, SMI_FIELDS, UNIFIED_NAMES, WSL_HINT, WSL_LIBRARY_HINT, Seen, pci_id
+from gpuready.probes.nvidia import (
+    CONTAINER_HINT,
+    MIB,
+    NVML_HINTS,
+    SMI_FIELDS,
+    UNIFIED_NAMES,
+    WSL_HINT,
+    WSL_LIBRARY_HINT,
+    Seen,
+    pci_id,
+)
 
 DEVICE_TREE_MODELS = ("/proc/device-tree/model", "/sys/firmware/devicetree/base/model")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpuready import estimate as est
+from gpuready.devices import cpu_device, gpu_device
 from gpuready.hardware import Hardware
 from gpuready.tasks.common import TaskEstimate
 from gpuready.verdict import (
@@ -19,9 +20,7 @@ from gpuready.verdict import (
     Options,
     VariantVerdict,
     Verdict,
-    cpu_device,
     fmt_gb,
-    gpu_device,
 )
 
 # Bits per weight a variant name stands for, to prefer the highest-quality variant that

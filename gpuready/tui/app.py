@@ -18,16 +18,22 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
-from textual.message import Message
 
 from gpuready.catalog import TASKS, Catalog
 from gpuready.hardware import Hardware, Problem
 from gpuready.report import Report, build_report, dumps, load_hardware_json
 from gpuready.tui import format as fmt
 from gpuready.tui.detail import DetailScreen
-from gpuready.tui.screens import ExportScreen, HelpScreen, SettingsScreen, WhatIf, WhatIfScreen
+from gpuready.tui.screens import (
+    ExportScreen,
+    HelpScreen,
+    SettingsScreen,
+    WhatIf,
+    WhatIfScreen,
+)
 from gpuready.tui.widgets import HardwarePane, ModelTable, TaskCard, color
 from gpuready.verdict import RUNNABLE, Options
 
