@@ -486,7 +486,7 @@ def test_no_color_is_respected(monkeypatch):
 
 
 def test_run_tui_builds_its_inputs_with_the_cli_helpers():
-    from gpuready.cli import build_parser
+    from gpuready.arguments import build_parser
     from gpuready.tui import inputs_from_args
 
     args = build_parser().parse_args(["--machine", str(ROOT / "tests" / "fixtures" / "machines" / CPU_ONLY)])
