@@ -329,7 +329,13 @@ def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: lis
         device = gpu_device(hardware)
         have = device.usable_memory_bytes if device else 0
         wanted = requirement.min_gpu_memory_bytes
-        what = f"usable GPU memory ({device.name})" if device else "usable GPU memory (no GPU found)"
+        unusable = next((gpu for gpu in hardware.gpus if not gpu.counted), None)
+        if device:
+            what = f"usable GPU memory ({device.name})"
+        elif unusable:
+            what = f"usable GPU memory ({unusable.name} is not usable: {unusable.not_counted_reason})"
+        else:
+            what = "usable GPU memory (no GPU found)"
         if (device is None or have is None) and failed:
             return Outcome(requirement, "unknown", f"could not tell: the {failed.probe} probe failed: {failed.message}")
     else:
@@ -341,7 +347,11 @@ def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: lis
             cause = f"the memory probe failed: {failed.message}" if failed else "system memory is unknown"
             return Outcome(requirement, "unknown", f"could not tell: {cause}", (failed.hint,) if failed and failed.hint else ())
     status = "met" if have and have >= wanted else "not-met"
-    return Outcome(requirement, status, f"{what} is {fmt_gb(have)}, needs {fmt_gb(wanted)}")
+    hints = ()
+    if status == "not-met" and requirement.min_gpu_memory_bytes is not None:
+        # A GPU that is there but unusable: pass on the probe's hint (driver, permissions).
+        hints = tuple(p.hint for p in problems if p.probe in GPU_PROBES and p.hint)
+    return Outcome(requirement, status, f"{what} is {fmt_gb(have)}, needs {fmt_gb(wanted)}", hints)
 
 
 def exit_code(outcomes: list[Outcome]) -> ExitCode:

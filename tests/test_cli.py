@@ -275,3 +275,11 @@ def test_a_mac_without_sysctl_or_vm_stat_gives_problems_and_exit_3_not_a_traceba
     assert {("cpu", "error"), ("memory", "error")} <= problems
     code, out, _ = run(capsys, "check", "--min-memory", "8GB", "--machine", str(tmp_path))
     assert code == 3 and out.startswith("??")
+
+
+def test_a_gpu_whose_driver_is_unusable_is_named_with_the_reason_not_called_missing(capsys):
+    machine = str(FIXTURES / "nvidia-driver-not-loaded")
+    code, out, err = run(capsys, "check", "--min-gpu-memory", "8GB", "--machine", machine)
+    assert code == 1
+    assert "no GPU found" not in out and "is not usable: the NVIDIA driver is not usable" in out
+    assert "hint: The NVIDIA kernel driver is not loaded" in err
