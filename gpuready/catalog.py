@@ -109,6 +109,23 @@ class Entry:
             raise self._fail(key, "must be a list of strings")
         return tuple(value)
 
+    def known_names(self, key: str, known, noun: str, sort: bool = False) -> tuple[str, ...]:
+        """A required list of names, each one of ``known`` (a quantisation, a precision, ...)."""
+        names = self.strings(key, required=True)
+        for name in names:
+            if name not in known:
+                listed = ", ".join(sorted(known) if sort else known)
+                raise CatalogError(f"{self.where}: '{key}' names unknown {noun} '{name}' (known: {listed})")
+        return names
+
+    def choice(self, key: str, options: tuple[str, ...]) -> str:
+        """A required string that must be one of ``options``."""
+        value = self.text(key)
+        if value not in options:
+            allowed = " or ".join(repr(option) for option in options)
+            raise CatalogError(f"{self.where}: '{key}' must be {allowed} (got {value!r})")
+        return value
+
     def numbers(self, key: str) -> tuple[float, ...]:
         if key not in self.data:
             return ()
@@ -196,10 +213,7 @@ def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageM
         raise CatalogError(f"{entry.where}: 'kv_heads' must not exceed 'attention_heads'")
     hidden = entry.integer("hidden_size")
     head_dim = entry.integer("head_dim", required=False) or hidden // attention_heads
-    model_quants = entry.strings("quants", required=True)
-    for quant in model_quants:
-        if quant not in quants:
-            raise CatalogError(f"{entry.where}: 'quants' names unknown quantisation '{quant}' (known: {', '.join(sorted(quants))})")
+    model_quants = entry.known_names("quants", quants, "quantisation", sort=True)
     window_layers = entry.integer("sliding_window_layers", required=False, positive=False) or 0
     if window_layers > layers:
         raise CatalogError(f"{entry.where}: 'sliding_window_layers' must not exceed 'layers'")

@@ -103,13 +103,8 @@ class ImageModel:
 
 
 def parse_image_model(entry: Entry, quants=None) -> ImageModel:
-    architecture = entry.text("architecture")
-    if architecture not in ("unet", "dit"):
-        raise CatalogError(f"{entry.where}: 'architecture' must be 'unet' or 'dit' (got {architecture!r})")
-    variants = entry.strings("variants", required=True)
-    for variant in variants:
-        if variant not in PRECISION_BITS:
-            raise CatalogError(f"{entry.where}: 'variants' names unknown precision '{variant}' (known: {', '.join(PRECISION_BITS)})")
+    architecture = entry.choice("architecture", ("unet", "dit"))
+    variants = entry.known_names("variants", PRECISION_BITS, "precision")
     encoders = entry.mapping("text_encoders")
     if not encoders:
         raise CatalogError(f"{entry.where}: missing 'text_encoders' (a table of name = parameters)")

@@ -76,13 +76,8 @@ class SearchModel:
 
 
 def parse_search_model(entry: Entry, quants=None) -> SearchModel:
-    kind = entry.text("kind")
-    if kind not in ("embedding", "reranker"):
-        raise CatalogError(f"{entry.where}: 'kind' must be 'embedding' or 'reranker' (got {kind!r})")
-    variants = entry.strings("variants", required=True)
-    for variant in variants:
-        if variant not in VARIANT_BITS:
-            raise CatalogError(f"{entry.where}: 'variants' names unknown precision '{variant}' (known: {', '.join(VARIANT_BITS)})")
+    kind = entry.choice("kind", ("embedding", "reranker"))
+    variants = entry.known_names("variants", VARIANT_BITS, "precision")
     if kind == "embedding" and not entry.has("dimensions"):
         raise CatalogError(f"{entry.where}: an embedding model needs 'dimensions'")
     return SearchModel(

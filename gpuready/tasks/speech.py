@@ -89,13 +89,8 @@ class SpeechModel:
 
 
 def parse_speech_model(entry: Entry, quants=None) -> SpeechModel:
-    kind = entry.text("kind")
-    if kind not in ("stt", "tts"):
-        raise CatalogError(f"{entry.where}: 'kind' must be 'stt' or 'tts' (got {kind!r})")
-    variants = entry.strings("variants", required=True)
-    for variant in variants:
-        if variant not in VARIANT_BITS:
-            raise CatalogError(f"{entry.where}: 'variants' names unknown precision '{variant}' (known: {', '.join(VARIANT_BITS)})")
+    kind = entry.choice("kind", ("stt", "tts"))
+    variants = entry.known_names("variants", VARIANT_BITS, "precision")
     needed = ("d_model", "encoder_layers", "decoder_layers") if kind == "stt" else ("frames_per_second",)
     for key in needed:
         if not entry.has(key):
