@@ -14,6 +14,8 @@ from pathlib import Path
 from gpuready.catalog import TASKS, Catalog, CatalogError, read_toml
 from gpuready.devices import gpu_device
 from gpuready.hardware import Hardware, Problem
+from gpuready.probes import GPU_PROBES
+from gpuready.report import TASK_PROBES
 from gpuready.verdict import (
     PLACEMENT_ORDER,
     RUNNABLE,
@@ -243,7 +245,6 @@ def _depends_failed(problems: list[Problem], names: tuple[str, ...]) -> Problem 
     return next((p for p in problems if p.severity == "error" and p.probe in names), None)
 
 
-GPU_PROBES = ("nvidia", "amd", "intel", "apple", "windows-gpu")
 
 
 def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Problem], catalog: Catalog) -> Outcome:
@@ -258,7 +259,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
         models = [m for m in catalog.for_task(requirement.task)]
         if not models:
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
-    failed = _depends_failed(problems, ("cpu", "memory", *GPU_PROBES))
+    failed = _depends_failed(problems, TASK_PROBES)
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
     for verdict in sorted((judge_any(m, catalog, hardware, options) for m in models), key=rank_key):

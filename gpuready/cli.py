@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gpuready import __version__
 from gpuready.arguments import build_parser
-from gpuready.check import GPU_PROBES, ExitCode, UsageError
+from gpuready.check import ExitCode, UsageError
 
 # --- shared steps -----------------------------------------------------------------
 
@@ -52,6 +52,8 @@ def _hardware(args):
         from gpuready.whatif import apple_machine, resolve_gpu, with_gpu
 
         spec, count = resolve_gpu(args.gpu)
+        from gpuready.probes import GPU_PROBES
+
         problems = [p for p in problems if p.probe not in GPU_PROBES]
         if spec.vendor == "apple":  # a whole Mac: the chip is CPU, GPU and memory at once
             memory = _size(args.memory, "--memory") if args.memory else None

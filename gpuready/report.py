@@ -23,18 +23,13 @@ from gpuready.hardware import (
     hardware_from_dict,
     to_dict,
 )
+from gpuready.probes import GPU_PROBES
 from gpuready.verdict import LEVELS, RUNNABLE, Options, Verdict, judge_all
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "report.schema.json"
 # Probes a task's verdicts depend on: when one failed, "could not tell" beats "no".
-_GPU_TASK_PROBES = ("cpu", "memory", "nvidia", "amd", "intel", "apple", "windows-gpu")
-TASK_PROBES = {
-    "text-generation": _GPU_TASK_PROBES,
-    "image-generation": _GPU_TASK_PROBES,
-    "speech": _GPU_TASK_PROBES,
-    "document-search": _GPU_TASK_PROBES,
-}
+TASK_PROBES = ("cpu", "memory", *GPU_PROBES)
 
 
 @dataclass(frozen=True)
@@ -73,7 +68,7 @@ def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> Task
         status = "ready"
     elif best.level in RUNNABLE:
         status = "limited"
-    elif best.level == "unknown" or failed & set(TASK_PROBES.get(task, ())):
+    elif best.level == "unknown" or failed & set(TASK_PROBES):
         status = "unknown"
     else:
         status = "not-possible"

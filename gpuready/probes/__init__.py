@@ -31,16 +31,16 @@ def run_probe(name: str, function: Callable[[Host], tuple[T, list[Problem]]], ho
     return value
 
 
+# The GPU probes' names, as their Problems carry them: verdicts and the preflight treat a
+# failure of any of them as "could not tell".
+GPU_PROBES = ("nvidia", "amd", "intel", "windows-gpu", "apple")
+
+
 def _gpu_probes() -> list[tuple[str, Callable[[Host], tuple[list[GPU], list[Problem]]]]]:
     from gpuready.probes import amd, apple, intel, nvidia, windows
 
-    return [
-        ("nvidia", nvidia.probe),
-        ("amd", amd.probe),
-        ("intel", intel.probe),
-        ("windows-gpu", windows.probe),
-        ("apple", apple.probe),
-    ]
+    functions = {"nvidia": nvidia.probe, "amd": amd.probe, "intel": intel.probe, "windows-gpu": windows.probe, "apple": apple.probe}
+    return [(name, functions[name]) for name in GPU_PROBES]
 
 
 def _npu_probes() -> list[tuple[str, Callable[[Host], tuple[list[NPU], list[Problem]]]]]:
