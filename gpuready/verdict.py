@@ -250,7 +250,7 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
         memory_available_bytes=available,
         estimate=estimate,
         reasons=tuple(reasons),
-        suggestions=tuple(suggestions(model, catalog, hardware, options, context, level, quant)),
+        suggestions=tuple(suggestions(model, catalog, gpu, cpu, options, context, level, quant)),
         variants=variants,
         quality=quant.quality,
         speed=speed.generation_tokens_per_s if fits and speed else None,
@@ -286,13 +286,19 @@ def device_notes(hardware: Hardware, gpu: est.Device | None) -> list[str]:
 
 
 def suggestions(
-    model: LanguageModel, catalog: Catalog, hardware: Hardware, options: Options, context: int, level: str, quant: Quant
+    model: LanguageModel,
+    catalog: Catalog,
+    gpu: est.Device | None,
+    cpu: est.Device,
+    options: Options,
+    context: int,
+    level: str,
+    quant: Quant,
 ) -> list[str]:
     """What would change the answer: a smaller quantisation, a shorter context, more memory."""
     if level in ("runs-well", "unknown"):
         return []
     found = []
-    gpu, cpu = gpu_device(hardware), cpu_device(hardware)
     smaller = [catalog.quants[q] for q in model.quants if catalog.quants[q].bits_per_weight < quant.bits_per_weight]
     for candidate in sorted(smaller, key=lambda q: -q.bits_per_weight):
         candidate_level, estimate, _ = judge_variant(model, candidate, context, gpu, cpu, options)

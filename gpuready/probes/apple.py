@@ -164,6 +164,7 @@ def apple_hardware(spec: GPUSpec, memory_bytes: int | None = None, wired_limit_m
         raise ValueError(f"{spec.name} is not an Apple chip")
     memory = memory_bytes or (min(spec.memory_options_bytes) if spec.memory_options_bytes else spec.memory_bytes)
     generation = (parse_chip(spec.name) or (spec.name.split()[-1], None))[0]
+    flops, flops_source = gpu_flops(spec)
     gpu = GPU(
         vendor="apple",
         name=gpu_name(spec.name, spec.gpu_cores),
@@ -172,8 +173,8 @@ def apple_hardware(spec: GPUSpec, memory_bytes: int | None = None, wired_limit_m
         memory_usable_bytes=metal_working_set_bytes(memory, wired_limit_mb),
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
         bandwidth_source=f"table:{spec.id}",
-        fp16_flops=gpu_flops(spec)[0],
-        flops_source=gpu_flops(spec)[1],
+        fp16_flops=flops,
+        flops_source=flops_source,
         architecture=spec.architecture,
         table_id=spec.id,
         backends=("metal",),
@@ -251,6 +252,7 @@ def apple_silicon_gpu(values: dict[str, str], entries: list[dict] | None) -> tup
     total = _int(values.get("hw.memsize"))
     wired = _int(values.get("iogpu.wired_limit_mb"))
     usable = metal_working_set_bytes(total, wired) if total else None
+    flops, flops_source = gpu_flops(spec) if spec else (None, None)
     gpu = GPU(
         vendor="apple",
         name=gpu_name(brand.strip(), cores),
@@ -259,8 +261,8 @@ def apple_silicon_gpu(values: dict[str, str], entries: list[dict] | None) -> tup
         memory_usable_bytes=usable,
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s if spec else None,
         bandwidth_source=f"table:{spec.id}" if spec else None,
-        fp16_flops=gpu_flops(spec)[0] if spec else None,
-        flops_source=gpu_flops(spec)[1] if spec else None,
+        fp16_flops=flops,
+        flops_source=flops_source,
         architecture=spec.architecture if spec else None,
         driver="Metal",
         driver_version=metal_family(entry) if entry else None,
