@@ -174,11 +174,11 @@ def judge_variant(
     return level, estimate, reasons
 
 
-def _effective_rank(quant: Quant, level: str) -> int:
-    """A level's rank, one step worse for a quantisation of poor quality, so a good 4-bit
-    variant that runs beats a 2-bit one that runs well."""
+def effective_rank(level: str, quality: str | None) -> int:
+    """A level's rank, one step worse for a variant of poor quality: a good 4-bit variant
+    that runs beats a 2-bit one that runs well, and a 24B at 4 bits beats a 32B at 2 bits."""
     rank = LEVELS.index(level)
-    return rank + 1 if level in RUNNABLE and quant.quality == "poor" else rank
+    return rank + 1 if level in RUNNABLE and quality == "poor" else rank
 
 
 def _quality_key(quant: Quant) -> float:
@@ -213,7 +213,7 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
     quant, level, estimate, reasons = min(
         results,
         key=lambda r: (
-            _effective_rank(r[0], r[1]),
+            effective_rank(r[1], r[0].quality),
             PLACEMENT_ORDER.index(r[2].placement) if r[1] in RUNNABLE else 0,  # GPU before split before CPU
             -_quality_key(r[0]) if r[1] in RUNNABLE else r[2].memory.total_bytes,
             r[2].memory.total_bytes,
@@ -339,7 +339,4 @@ def judge_all(catalog: Catalog, hardware: Hardware, options: Options, task: str 
 
 def rank_key(verdict: Verdict):
     """Best level first; within a level, the most capable (largest) model first."""
-    rank = LEVELS.index(verdict.level)
-    if verdict.quality == "poor" and verdict.level in RUNNABLE:
-        rank += 1  # a 32B squeezed to 2 bits is not the pick over a 24B at 4 bits
-    return (rank, -verdict.model_params, verdict.model_id)
+    return (effective_rank(verdict.level, verdict.quality), -verdict.model_params, verdict.model_id)
