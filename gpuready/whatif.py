@@ -51,10 +51,6 @@ def with_gpu(hardware: Hardware, spec: GPUSpec, count: int = 1) -> Hardware:
     return dataclasses.replace(hardware, gpus=tuple(gpu_from_spec(spec, i) for i in range(count)))
 
 
-def is_hypothetical(hardware: Hardware) -> bool:
-    """True when some accelerator was added by the user rather than probed."""
-    return any(gpu.source in ("user", "table") and gpu.table_id for gpu in hardware.gpus)
-
 
 def apple_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None) -> Hardware:
     """A Mac with this chip and this much unified memory (default: the chip's smallest), all of it free."""
