@@ -62,7 +62,7 @@ def probe_hardware(host: Host, python: str | None = None, torch: bool = False) -
 
     from gpuready.probes import backends as backends_probe
     from gpuready.probes import cpu, memory, system
-    from gpuready.tables import enrich
+    from gpuready.catalog.tables import enrich
 
     problems: list[Problem] = []
     cpu_value = run_probe("cpu", cpu.probe, host, problems, CPU(name=None, arch=host.arch))

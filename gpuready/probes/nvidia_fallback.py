@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from gpuready import tables
+from gpuready.catalog import tables
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
 from gpuready.probes import pci

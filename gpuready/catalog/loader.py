@@ -1,7 +1,7 @@
 """The model catalogue: TOML data files, validated on load with errors that name file and key.
 
 Built-in files live in ``catalog/`` at the repository root (shipped inside the wheel as
-``gpuready/catalog``). A user catalogue directory adds entries or overrides built-in ones
+``gpuready/catalog/data``). A user catalogue directory adds entries or overrides built-in ones
 by id: ``$GPUREADY_CATALOG_DIR``, else ``$XDG_CONFIG_HOME/gpuready/catalog`` (Linux),
 ``~/Library/Application Support/gpuready/catalog`` (macOS), ``%APPDATA%\\gpuready\\catalog``
 (Windows).
@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuready.tomlcompat import tomllib
 
-TASKS = ("text-generation", "image-generation", "speech", "document-search")
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -29,10 +28,10 @@ class CatalogError(ValueError):
 
 def builtin_catalog_dir() -> Path:
     """The catalogue shipped with gpuready: inside the package (wheel) or at the repo root (source)."""
-    packaged = Path(__file__).resolve().parent / "catalog"
+    packaged = Path(__file__).resolve().parent / "data"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent / "catalog"
+    return Path(__file__).resolve().parents[2] / "catalog"
 
 
 def user_catalog_dir(environ: Mapping[str, str] = os.environ, platform: str = sys.platform) -> Path:
@@ -163,97 +162,6 @@ class Quant:
     source: str
 
 
-@dataclass(frozen=True)
-class LanguageModel:
-    """A text-generation model's architecture, as its config.json gives it."""
-
-    id: str
-    name: str
-    params: float
-    active_params: float
-    layers: int
-    hidden_size: int
-    attention_heads: int
-    kv_heads: int
-    head_dim: int
-    context_length: int
-    quants: tuple[str, ...]
-    source: str
-    family: str | None = None
-    publisher: str | None = None
-    released: str | None = None
-    license: str | None = None
-    hf_repo: str | None = None
-    vocab_size: int | None = None
-    sliding_window: int | None = None
-    sliding_window_layers: int = 0
-    experts: int | None = None
-    experts_per_token: int | None = None
-    gguf_sizes: Mapping[str, float] = field(default_factory=dict)
-    gguf_source: str | None = None
-    mlx: bool = False
-    notes: str | None = None
-    origin: str = ""
-    task: str = "text-generation"
-
-    @property
-    def is_moe(self) -> bool:
-        return self.active_params < self.params
-
-
-def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageModel:
-    params = entry.number("params")
-    active = entry.number("active_params", required=False) or params
-    if active > params:
-        raise CatalogError(f"{entry.where}: 'active_params' must not exceed 'params'")
-    layers = entry.integer("layers")
-    attention_heads = entry.integer("attention_heads")
-    kv_heads = entry.integer("kv_heads")
-    if kv_heads > attention_heads:
-        raise CatalogError(f"{entry.where}: 'kv_heads' must not exceed 'attention_heads'")
-    hidden = entry.integer("hidden_size")
-    head_dim = entry.integer("head_dim", required=False) or hidden // attention_heads
-    model_quants = entry.known_names("quants", quants, "quantisation", sort=True)
-    window_layers = entry.integer("sliding_window_layers", required=False, positive=False) or 0
-    if window_layers > layers:
-        raise CatalogError(f"{entry.where}: 'sliding_window_layers' must not exceed 'layers'")
-    window = entry.integer("sliding_window", required=False)
-    if window_layers and not window:
-        raise CatalogError(f"{entry.where}: 'sliding_window_layers' needs 'sliding_window'")
-    mlx = entry.data.get("mlx", False)
-    if not isinstance(mlx, bool):
-        raise CatalogError(f"{entry.where}: 'mlx' must be true or false")
-    return LanguageModel(
-        id=entry.ident(),
-        name=entry.text("name"),
-        params=params,
-        active_params=active,
-        layers=layers,
-        hidden_size=hidden,
-        attention_heads=attention_heads,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        context_length=entry.integer("context_length"),
-        quants=model_quants,
-        source=entry.text("source"),
-        family=entry.text("family", required=False),
-        publisher=entry.text("publisher", required=False),
-        released=entry.text("released", required=False),
-        license=entry.text("license", required=False),
-        hf_repo=entry.text("hf_repo", required=False),
-        vocab_size=entry.integer("vocab_size", required=False),
-        sliding_window=window,
-        sliding_window_layers=window_layers,
-        experts=entry.integer("experts", required=False),
-        experts_per_token=entry.integer("experts_per_token", required=False),
-        gguf_sizes=entry.mapping("gguf_sizes"),
-        gguf_source=entry.text("gguf_source", required=False),
-        mlx=mlx,
-        notes=entry.text("notes", required=False),
-        origin=entry.where,
-    )
-
-
 def parse_quant(entry: Entry) -> Quant:
     return Quant(
         id=entry.text("id"),
@@ -302,20 +210,24 @@ class Catalog:
         return difflib.get_close_matches(model_id.lower(), list(self.models), n=limit, cutoff=0.5)
 
 
-MODEL_PARSERS = {"text-generation": parse_language_model}
+Parser = Callable[[Entry, Mapping[str, Quant]], Any]
 
 
-def _task_of(data: dict, path: Path) -> str:
+def _task_of(data: dict, path: Path, parsers: Mapping[str, Parser]) -> str:
     task = data.get("task", path.stem)
-    if task not in MODEL_PARSERS:
+    if task not in parsers:
         raise CatalogError(
-            f"{path}: 'task' must be one of {', '.join(MODEL_PARSERS)} (or name the file after the task), got {task!r}"
+            f"{path}: 'task' must be one of {', '.join(parsers)} (or name the file after the task), got {task!r}"
         )
     return task
 
 
-def load_catalog(builtin: Path | None = None, user: Path | None = None) -> Catalog:
-    """Load the built-in catalogue, then the user's files on top (same id replaces)."""
+def load_catalog(parsers: Mapping[str, Parser], builtin: Path | None = None, user: Path | None = None) -> Catalog:
+    """Load the built-in catalogue, then the user's files on top (same id replaces).
+
+    ``parsers`` maps each task's name to the function that reads one of its entries; the
+    tasks own their entries, so this loader knows none of them (gpuready.tasks.registry passes them).
+    """
     builtin = builtin or builtin_catalog_dir()
     quants_path = builtin / "quants.toml"
     quants: dict[str, Quant] = {}
@@ -324,26 +236,19 @@ def load_catalog(builtin: Path | None = None, user: Path | None = None) -> Catal
         quants[quant.id] = quant
     models: dict[str, Any] = {}
     files = [quants_path]
-    sources = [builtin / f"{task}.toml" for task in MODEL_PARSERS if (builtin / f"{task}.toml").exists()]
+    sources = [builtin / f"{task}.toml" for task in parsers if (builtin / f"{task}.toml").exists()]
     if user is not None and user.is_dir():
         sources += sorted(user.glob("*.toml"))
     for path in sources:
         data = read_toml(path)
-        task = _task_of(data, path)
+        task = _task_of(data, path, parsers)
         files.append(path)
         for index, table in enumerate(_tables(data, "models", path)):
             label = f"{path}: models[{index}]"
             if isinstance(table, dict) and isinstance(table.get("id"), str):
                 label += f" (id '{table['id']}')"
-            model = MODEL_PARSERS[task](Entry(table, label), quants)
+            model = parsers[task](Entry(table, label), quants)
             if model.id in models and path.parent == builtin:
                 raise CatalogError(f"{label}: duplicate id '{model.id}'")
             models[model.id] = model
     return Catalog(models=models, quants=quants, files=files)
-
-
-# The other tasks' entries (image generation, speech, document search) are parsed by their
-# own modules; imported last because those modules use Entry and CatalogError from here.
-from gpuready.tasks import parsers as _task_parsers  # noqa: E402
-
-MODEL_PARSERS.update(_task_parsers())

@@ -2,7 +2,7 @@
 
 The app never probes. It is given ``load``, a function that returns the probed hardware,
 its problems and the catalogue (run in a daemon thread, so a slow probe never blocks the
-UI), and builds Reports from them with gpuready.report.build_report, which is pure and
+UI), and builds Reports from them with gpuready.app.report, which is pure and
 fast: changing the context length or adding a what-if GPU just rebuilds the Report.
 """
 
@@ -22,20 +22,23 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
-from gpuready.catalog import TASKS, Catalog
+from gpuready.catalog.loader import Catalog
 from gpuready.hardware import Hardware, Problem
-from gpuready.report import Report, build_report, dumps, load_hardware_json
-from gpuready.tui import format as fmt
-from gpuready.tui.detail import DetailScreen
-from gpuready.tui.screens import (
+from gpuready import app as application
+from gpuready.errors import UsageError
+from gpuready.report import Report, dumps
+from gpuready.tasks import registry
+from gpuready.frontends.tui import format as fmt
+from gpuready.frontends.tui.detail import DetailScreen
+from gpuready.frontends.tui.screens import (
     ExportScreen,
     HelpScreen,
     SettingsScreen,
     WhatIf,
     WhatIfScreen,
 )
-from gpuready.tui.widgets import HardwarePane, ModelTable, TaskCard, color
-from gpuready.verdict import RUNNABLE, Options
+from gpuready.frontends.tui.widgets import HardwarePane, ModelTable, TaskCard, color
+from gpuready.tasks.verdict import RUNNABLE, Options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,10 +126,10 @@ class GpureadyApp(App):
                 with VerticalScroll(id="overview-scroll"):
                     with Horizontal(id="columns"):
                         with Vertical(id="tasks"):
-                            for task in TASKS:
+                            for task in registry.names():
                                 yield TaskCard(task, f"{fmt.task_title(task)}  waiting for the probe…", id=f"card-{task}", classes="card")
                         yield HardwarePane("Probing this machine…\n(the verdicts fill in when it is done)", id="hardware")
-            for number, task in enumerate(TASKS, start=2):
+            for number, task in enumerate(registry.names(), start=2):
                 yield self._task_pane(task, number)
         yield FilterInput(placeholder="filter models by name (enter: back to the table, esc: clear)", id="filter")
         yield Footer(compact=True)
@@ -196,7 +199,7 @@ class GpureadyApp(App):
         if self.inputs is None:
             return
         hardware, problems = self.hardware()
-        self.report = build_report(hardware, list(problems), self.inputs.catalog, self.options)
+        self.report = application.report(application.Request(options=self.options), self.inputs.catalog, (hardware, list(problems)))
         self.show(self.report)
 
     def show(self, report: Report) -> None:
@@ -376,12 +379,11 @@ class GpureadyApp(App):
 
     def read_hardware_file(self, path: str) -> Hardware | None:
         from gpuready.hardware import HardwareFormatError
-        from gpuready.tables import enrich
 
         try:
-            return enrich(load_hardware_json(Path(path).expanduser().read_text(encoding="utf-8"), path))
-        except (OSError, UnicodeDecodeError) as error:
-            self.notify(f"{path}: cannot read: {getattr(error, 'strerror', None) or error}", severity="error")
+            return application.read_hardware_file(path)
+        except UsageError as error:
+            self.notify(str(error).removeprefix("--hardware "), severity="error")
         except HardwareFormatError as error:
             self.notify(str(error), severity="error", timeout=8)
         return None

@@ -13,10 +13,12 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from gpuready.catalog import Catalog, LanguageModel, Quant
-from gpuready.gguf import GGUFError, GGUFHeader, read_gguf
-from gpuready.hfconfig import HFConfigError, read_config
-from gpuready.hfconfig import language_model as config_language_model
+from gpuready.catalog.loader import Catalog, Quant
+from gpuready.errors import UsageError
+from gpuready.modelfiles.gguf import GGUFError, GGUFHeader, read_gguf
+from gpuready.modelfiles.hfconfig import HFConfigError, read_config
+from gpuready.modelfiles.hfconfig import language_model as config_language_model
+from gpuready.tasks.text import LanguageModel
 
 DEFAULT_CONFIG_QUANT = "Q4_K_M"
 # GGUF file types whose catalogue id differs from llama-quantize's name.
@@ -233,3 +235,19 @@ def describe(model: LanguageModel, catalog: Catalog, quant_id: str) -> str:
     if model.notes:
         lines.append(f"  {model.notes}")
     return "\n".join(lines) + "\n\n"
+
+
+def load_local_model(path_text: str, catalog: Catalog, quant: str | None):
+    """A model from a local .gguf or config.json: the model, a catalogue that knows its quant,
+    and the quant to judge. Bad files raise UsageError (exit code 2)."""
+    path = Path(path_text)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    try:
+        if path.is_file() and path.name.lower().endswith(".gguf"):
+            model, catalog = load_gguf(path, catalog, quant)
+            return model, catalog, model.quants[0]
+        model, chosen = load_config(path, catalog, quant)
+        return model, catalog, chosen
+    except (GGUFError, HFConfigError) as error:
+        raise UsageError(str(error)) from None

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from gpuready.estimate import Estimate
-from gpuready.hardware import GPU, Hardware
+from gpuready.hardware import CPU, GPU, Hardware
 from gpuready.report import Report
-from gpuready.verdict import Verdict, fmt_gb
+from gpuready.tasks import registry
+from gpuready.tasks.verdict import Verdict
+from gpuready.units import fmt_gb
 
-TASK_TITLES = {
-    "text-generation": "Text generation",
-    "image-generation": "Image generation",
-    "speech": "Speech",
-    "document-search": "Document search",
-}
 LEVEL_WORDS = {
     "runs-well": "runs well",
     "runs": "runs",
@@ -30,15 +25,23 @@ STATUS_WORDS = {
 }
 
 
+def describe_cores(cpu: CPU) -> str | None:
+    """'16 cores (8P + 8E), 32 threads', or None when the core count is unknown."""
+    if not cpu.physical_cores:
+        return None
+    cores = f"{cpu.physical_cores} cores"
+    if cpu.performance_cores and cpu.efficiency_cores:
+        cores += f" ({cpu.performance_cores}P + {cpu.efficiency_cores}E)"
+    if cpu.logical_cores and cpu.logical_cores != cpu.physical_cores:
+        cores += f", {cpu.logical_cores} threads"
+    return cores
+
+
 def describe_cpu(hardware: Hardware) -> str:
     cpu = hardware.cpu
     parts = [cpu.name or "unknown CPU"]
-    if cpu.physical_cores:
-        cores = f"{cpu.physical_cores} cores"
-        if cpu.performance_cores and cpu.efficiency_cores:
-            cores += f" ({cpu.performance_cores}P + {cpu.efficiency_cores}E)"
-        if cpu.logical_cores and cpu.logical_cores != cpu.physical_cores:
-            cores += f", {cpu.logical_cores} threads"
+    cores = describe_cores(cpu)
+    if cores:
         parts.append(cores)
     if cpu.features:
         parts.append(" ".join(cpu.features))
@@ -74,34 +77,13 @@ def describe_gpu(gpu: GPU) -> str:
     return text
 
 
-def speed_cells(estimate: Estimate | None) -> tuple[str, str]:
-    if estimate is None or estimate.speed is None:
-        return "-", "-"
-    speed = estimate.speed
-    generation = f"{speed.generation_tokens_per_s:.1f}" if speed.generation_tokens_per_s < 10 else f"{speed.generation_tokens_per_s:.0f}"
-    prompt = f"{speed.prompt_tokens_per_s:.0f}" if speed.prompt_tokens_per_s else "-"
-    return generation, prompt
-
-
-def verdict_row(verdict: Verdict) -> list[str]:
-    generation, prompt = speed_cells(verdict.estimate)
-    fits = verdict.placement is not None
-    return [
-        verdict.model_name,
-        LEVEL_WORDS[verdict.level],
-        verdict.quant or "-",
-        fmt_gb(verdict.memory_needed_bytes),
-        (verdict.placement or "-").upper() if fits else "-",
-        generation if fits else "-",
-        prompt if fits else "-",
-    ]
-
-
 def speed_cell(verdict: Verdict) -> str:
-    """The headline speed of a non-LLM verdict in its task's unit."""
+    """The headline speed in its task's unit (tokens/s as a bare number: the column says the unit)."""
     speed, unit = verdict.speed, verdict.speed_unit
     if speed is None or verdict.placement is None:
         return "-"
+    if unit == "tokens/s":
+        return f"{speed:.1f}" if speed < 10 else f"{speed:.0f}"
     if unit == "s/image":
         return f"{speed:.1f} s/image" if speed < 100 else f"{speed:.0f} s/image"
     if unit == "x realtime":
@@ -111,7 +93,19 @@ def speed_cell(verdict: Verdict) -> str:
     return f"{speed:,.0f} {unit}"
 
 
-def task_row(verdict: Verdict) -> list[str]:
+def prompt_cell(verdict: Verdict) -> str:
+    """Prompt tokens/s of a text-generation verdict."""
+    speed = getattr(verdict.estimate, "speed", None)
+    prompt = getattr(speed, "prompt_tokens_per_s", None)
+    return f"{prompt:.0f}" if prompt and verdict.placement else "-"
+
+
+def runtime_cell(verdict: Verdict) -> str:
+    return verdict.runtime or "-"
+
+
+def verdict_row(verdict: Verdict, extra_cells=(speed_cell, runtime_cell)) -> list[str]:
+    """One table row: model, verdict, variant, memory, where, then the task's own cells."""
     fits = verdict.placement is not None
     return [
         verdict.model_name,
@@ -119,20 +113,23 @@ def task_row(verdict: Verdict) -> list[str]:
         verdict.quant or "-",
         fmt_gb(verdict.memory_needed_bytes),
         verdict.placement.upper() if fits else "-",
-        speed_cell(verdict),
-        verdict.runtime or "-",
+        *(cell(verdict) for cell in extra_cells),
     ]
 
 
-# Per task: the note under the title, the column headers, right-aligned columns, the row.
+# Per task: the note under the title, the column headers, right-aligned columns, the cells after
+# WHERE. A task not listed here (one added later) gets DEFAULT_COLUMNS.
+ROW_HEADER = ["MODEL", "VERDICT", "VARIANT", "MEMORY", "WHERE"]
+DEFAULT_COLUMNS = (None, [*ROW_HEADER, "SPEED", "RUNTIME"], {3, 5}, (speed_cell, runtime_cell))
 TASK_COLUMNS = {
-    "text-generation": (None, ["MODEL", "VERDICT", "QUANT", "MEMORY", "WHERE", "GEN tok/s", "PROMPT tok/s"], {3, 5, 6}, verdict_row),
+    "text-generation": (None, ["MODEL", "VERDICT", "QUANT", "MEMORY", "WHERE", "GEN tok/s", "PROMPT tok/s"], {3, 5, 6},
+                        (speed_cell, prompt_cell)),
     "image-generation": ("native resolution and step count of each model; change with --resolution",
-                         ["MODEL", "VERDICT", "VARIANT", "MEMORY", "WHERE", "TIME", "RUNTIME"], {3, 5}, task_row),
-    "speech": ("speed as times real time: minutes of audio per minute",
-               ["MODEL", "VERDICT", "VARIANT", "MEMORY", "WHERE", "REALTIME", "RUNTIME"], {3, 5}, task_row),
+                         [*ROW_HEADER, "TIME", "RUNTIME"], {3, 5}, (speed_cell, runtime_cell)),
+    "speech": ("speed as times real time: minutes of audio per minute", [*ROW_HEADER, "REALTIME", "RUNTIME"], {3, 5},
+               (speed_cell, runtime_cell)),
     "document-search": ("embedding speed in chunks a minute; index of {documents:,} documents x 5 chunks; change with --documents",
-                        ["MODEL", "VERDICT", "VARIANT", "MEMORY", "WHERE", "SPEED", "RUNTIME"], {3, 5}, task_row),
+                        DEFAULT_COLUMNS[1], {3, 5}, (speed_cell, runtime_cell)),
 }
 
 
@@ -174,19 +171,20 @@ def render(report: Report, task: str | None = None) -> str:
     for summary in report.tasks:
         if task and summary.task != task:
             continue
-        title = TASK_TITLES.get(summary.task, summary.task)
+        title = registry.title(summary.task)
         lines += ["", f"{title}: {STATUS_WORDS[summary.status]} — {summary.summary}"]
         verdicts = [v for v in report.verdicts if v.task == summary.task]
         if not verdicts:
             continue
-        note, header, right, row = TASK_COLUMNS.get(summary.task, TASK_COLUMNS["image-generation"][:3] + (task_row,))
+        note, header, right, cells = TASK_COLUMNS.get(summary.task, DEFAULT_COLUMNS)
         if summary.task == "text-generation":
             context = verdicts[0].context_tokens
             note = f"context {report.options.context_tokens or context:,} tokens; change with --context"
-        from gpuready.tasks.search import DEFAULT_DOCUMENTS
+        if note:
+            from gpuready.tasks.search import DEFAULT_DOCUMENTS
 
-        lines.append(f"  ({note.format(documents=report.options.documents or DEFAULT_DOCUMENTS)})")
-        lines += table([row(v) for v in verdicts], header, right=right)
+            lines.append(f"  ({note.format(documents=report.options.documents or DEFAULT_DOCUMENTS)})")
+        lines += table([verdict_row(v, cells) for v in verdicts], header, right=right)
     lines += ["", "Speeds are estimates (+/- and their basis shown in `gpuready estimate MODEL`)."]
     return "\n".join(lines) + "\n"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuready.catalog import LanguageModel
+from gpuready.tasks.text import LanguageModel
 
 
 class HFConfigError(ValueError):

@@ -10,11 +10,14 @@ uncertainty band, and the efficiency constants cite where they come from.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gpuready.catalog import LanguageModel, Quant
+from gpuready.catalog.loader import Quant
+from gpuready.tasks.base import Headline
+from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device
 
-MIB = 1024**2
-GIB = 1024**3
+if TYPE_CHECKING:
+    from gpuready.tasks.text import LanguageModel
 
 # llama.cpp's default micro-batch (n_ubatch = 512): compute buffers scale with it.
 UBATCH_TOKENS = 512
@@ -22,20 +25,6 @@ UBATCH_TOKENS = 512
 KV_BYTES_PER_ELEMENT = 2
 # Vocabulary assumed when a model does not state one (Llama 2 / Mistral 7B size).
 DEFAULT_VOCAB = 32000
-
-# Memory a runtime takes beyond the model's own buffers, per device.
-# CUDA/ROCm: the driver context with lazily loaded kernels, ~300 MB (PyTorch maintainers,
-# https://github.com/pytorch/pytorch/issues/107667; 320 MB measured with PyCUDA in
-# https://github.com/pytorch/pytorch/issues/28394). CPU and Metal: an allowance for the
-# runtime process itself (an assumption, stated as such in every basis).
-RUNTIME_OVERHEAD_BYTES = {
-    "cuda": 350 * MIB,
-    "rocm": 350 * MIB,
-    "vulkan": 300 * MIB,
-    "sycl": 300 * MIB,
-    "metal": 150 * MIB,
-    "cpu": 200 * MIB,
-}
 
 # Share of peak memory bandwidth that llama.cpp's token generation reaches, per backend,
 # and share of peak FP16 (GPU) or estimated peak (CPU) throughput its prompt processing
@@ -84,21 +73,6 @@ MEMORY_UNCERTAINTY = 0.10
 
 
 @dataclass(frozen=True)
-class Device:
-    """Where (part of) a model runs: a GPU, a group of identical GPUs, unified memory, or the CPU."""
-
-    kind: str  # gpu | cpu
-    name: str
-    backend: str  # cuda | rocm | metal | vulkan | sycl | cpu
-    usable_memory_bytes: int | None
-    bandwidth_bytes_per_s: float | None
-    flops: float | None
-    bandwidth_source: str = "table"  # measured | table | assumed
-    count: int = 1  # identical GPUs splitting the layers
-    unified: bool = False  # shares memory with the CPU (Apple silicon, APUs)
-
-
-@dataclass(frozen=True)
 class MemoryBreakdown:
     weights_bytes: int
     kv_cache_bytes: int
@@ -132,6 +106,13 @@ class Estimate:
     system_memory_bytes: int  # what lands in system memory
     speed: Speed | None
     basis: tuple[str, ...]
+
+    @property
+    def headline(self) -> Headline | None:
+        """Generation speed at an empty context: the figure a text-generation verdict leads with."""
+        if self.speed is None:
+            return None
+        return Headline(self.speed.generation_tokens_per_s, "tokens/s", self.speed.uncertainty)
 
 
 def weights_bytes(model: LanguageModel, quant: Quant) -> tuple[int, str]:
@@ -275,28 +256,3 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
                 f"prompt: {device.flops / 1e12:.1f} TFLOPS peak x {COMPUTE_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
             )
     return tuple(lines)
-
-
-# --- CPU throughput -------------------------------------------------------------
-
-# Assumed all-core clock: CPUs do not report a sustained frequency without privileges.
-ASSUMED_CPU_CLOCK_HZ = 3.0e9
-
-
-def cpu_flops_per_cycle(features: tuple[str, ...]) -> int:
-    """FP32 FLOPs a core retires per cycle with its widest FMA units (two FMA pipes assumed)."""
-    if "avx512f" in features:
-        return 64  # 2 x 512-bit FMA = 2 x 16 lanes x 2 FLOPs
-    if "avx2" in features and "fma" in features:
-        return 32  # 2 x 256-bit FMA
-    if "sve" in features or "dotprod" in features:
-        return 32  # e.g. Neoverse V1: 2 x 256-bit SVE, or 4 x 128-bit NEON FMA
-    if "neon" in features:
-        return 16
-    return 8
-
-
-def cpu_peak_flops(physical_cores: int | None, features: tuple[str, ...]) -> float | None:
-    if not physical_cores:
-        return None
-    return physical_cores * ASSUMED_CPU_CLOCK_HZ * cpu_flops_per_cycle(features)

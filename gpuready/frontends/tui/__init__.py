@@ -13,17 +13,18 @@ import textual  # noqa: F401  (ImportError here lets the CLI fall back to text)
 
 def inputs_from_args(args):
     """Probe (or replay, or read --hardware) and load the catalogue, as the CLI does: slow, so run off the UI thread."""
-    from gpuready.cli import _catalog, _hardware
-    from gpuready.tui.app import Inputs
+    from gpuready import app
+    from gpuready.frontends.cli import request
+    from gpuready.frontends.tui.app import Inputs
 
-    catalog = _catalog(args)
-    hardware, problems = _hardware(args)
+    catalog = app.load_catalog(args.catalog_dir)
+    hardware, problems = app.load_hardware(request(args))
     return Inputs(hardware=hardware, problems=tuple(problems), catalog=catalog)
 
 
 def run_tui(args) -> int:
     """Run the UI for the machine the CLI arguments name (live, --machine, --hardware, --memory)."""
-    from gpuready.tui.app import GpureadyApp
+    from gpuready.frontends.tui.app import GpureadyApp
 
     app = GpureadyApp(lambda: inputs_from_args(args))
     app.run()

@@ -6,53 +6,21 @@
 
 from __future__ import annotations
 
-import enum
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuready.catalog import TASKS, Catalog, CatalogError, read_toml
-from gpuready.devices import gpu_device
+from gpuready.catalog.loader import Catalog, CatalogError, read_toml
+from gpuready.errors import ExitCode, UsageError
 from gpuready.hardware import Hardware, Problem
 from gpuready.probes import GPU_PROBES
 from gpuready.report import TASK_PROBES
-from gpuready.verdict import (
-    PLACEMENT_ORDER,
-    RUNNABLE,
-    Options,
-    fmt_gb,
-    judge_any,
-    rank_key,
-)
+from gpuready.tasks import registry
+from gpuready.tasks.devices import gpu_device
+from gpuready.tasks.verdict import PLACEMENT_ORDER, RUNNABLE, Options, rank_key
+from gpuready.units import fmt_gb, parse_documents, parse_resolution, parse_size
 
-
-class ExitCode(enum.IntEnum):
-    READY = 0
-    NOT_READY = 1
-    USAGE = 2
-    UNKNOWN = 3
-
-
-class UsageError(ValueError):
-    """Bad input from the user: exit code 2."""
-
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1024**3, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-
-
-def parse_size(text: str) -> int:
-    """'64GB', '64G', '64 GiB', '512MB' -> bytes. Units are binary, as RAM is sold; a bare number is GB."""
-    match = _SIZE.match(str(text))
-    if not match:
-        raise UsageError(f"not a size: {text!r} (try 16GB or 512MB)")
-    number, unit = match.groups()
-    unit = (unit or "").lower()
-    key = unit[0] if unit and unit != "b" else unit
-    value = float(number) * _UNITS[key]
-    if value <= 0:
-        raise UsageError(f"size must be positive: {text!r}")
-    return int(value)
+__all__ = ["ExitCode", "UsageError", "parse_size", "parse_resolution", "parse_documents", "Requirement", "Outcome",
+           "validate", "load_requirements", "evaluate", "exit_code"]
 
 
 @dataclass(frozen=True)
@@ -113,8 +81,8 @@ class Outcome:
 
 def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
     """Reject unknown models, tasks, quantisations and placements with a message naming the closest match."""
-    if requirement.task and requirement.task not in TASKS:
-        raise UsageError(f"unknown task '{requirement.task}' (tasks: {', '.join(TASKS)})")
+    if requirement.task and requirement.task not in registry.names():
+        raise UsageError(f"unknown task '{requirement.task}' (tasks: {', '.join(registry.names())})")
     if requirement.model:
         model = catalog.get(requirement.model)
         if model is None:
@@ -151,26 +119,6 @@ FLAG_NAMES = {
     "min_chunks_per_minute": "--min-chunks-per-minute",
     "documents": "--documents",
 }
-_RESOLUTION = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
-
-
-def parse_resolution(text: str) -> tuple[int, int]:
-    """'1024x1024' -> (1024, 1024); each side a multiple of 8 (the VAE's factor) from 64 to 8192."""
-    match = _RESOLUTION.match(str(text))
-    if not match:
-        raise UsageError(f"not a resolution: {text!r} (try 1024x1024)")
-    width, height = int(match.group(1)), int(match.group(2))
-    if not all(64 <= side <= 8192 and side % 8 == 0 for side in (width, height)):
-        raise UsageError(f"resolution {text!r}: each side must be a multiple of 8 between 64 and 8192")
-    return width, height
-
-
-def parse_documents(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise UsageError(f"documents must be a positive whole number (got {value!r})")
-    return value
-
-
 _FILE_KEYS = {
     "task": str,
     "model": str,
@@ -262,7 +210,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     failed = _depends_failed(problems, TASK_PROBES)
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
-    for verdict in sorted((judge_any(m, catalog, hardware, options) for m in models), key=rank_key):
+    for verdict in sorted((registry.judge_model(m, catalog, hardware, options) for m in models), key=rank_key):
         if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
             where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
             reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict)}"

@@ -12,8 +12,10 @@ import re
 from collections.abc import Callable
 
 from gpuready.hardware import GPU, Hardware
-from gpuready.text import LEVEL_WORDS, STATUS_WORDS, TASK_TITLES
-from gpuready.verdict import Verdict, fmt_gb
+from gpuready.tasks import registry
+from gpuready.frontends.text import LEVEL_WORDS, STATUS_WORDS
+from gpuready.tasks.verdict import Verdict
+from gpuready.units import fmt_gb
 
 LEVEL_SYMBOLS = {
     "runs-well": "✔",
@@ -64,7 +66,7 @@ def status_label(status: str) -> str:
 
 
 def task_title(task: str) -> str:
-    return TASK_TITLES.get(task, task.replace("-", " ").capitalize())
+    return registry.title(task)
 
 
 def task_tab(task: str) -> str:

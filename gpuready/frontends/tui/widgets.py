@@ -14,10 +14,11 @@ from textual.color import Color
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from gpuready.frontends.text import describe_cores
 from gpuready.hardware import Hardware, Problem
 from gpuready.report import TaskSummary
-from gpuready.tui import format as fmt
-from gpuready.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Verdict
+from gpuready.frontends.tui import format as fmt
+from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Verdict
 
 BAR_CELLS = 24
 
@@ -65,12 +66,8 @@ def hardware_text(
     heading("CPU")
     line(cpu.name or "unknown")
     details = []
-    if cpu.physical_cores:
-        cores = f"{cpu.physical_cores} cores"
-        if cpu.performance_cores and cpu.efficiency_cores:
-            cores += f" ({cpu.performance_cores}P+{cpu.efficiency_cores}E)"
-        if cpu.logical_cores and cpu.logical_cores != cpu.physical_cores:
-            cores += f" / {cpu.logical_cores} threads"
+    cores = describe_cores(cpu)
+    if cores:
         details.append(cores)
     details.append(hardware.arch)
     if hardware.os:

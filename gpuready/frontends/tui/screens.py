@@ -16,8 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from gpuready.tables import GPUSpec, gpu_table
-from gpuready.verdict import Options
+from gpuready.catalog.tables import GPUSpec, gpu_table
+from gpuready.tasks.verdict import Options
 
 # Labels for the numeric settings in Options. Settings other tasks add to Options (an
 # image resolution, a number of documents) appear in the settings dialog on their own,

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuready.catalog import CatalogError, Entry, builtin_catalog_dir, read_toml
+from gpuready.catalog.loader import CatalogError, Entry, builtin_catalog_dir, read_toml
 from gpuready.hardware import CPU, GB, GIB, GPU, Hardware
 
 # Used when no table row matches a CPU: two channels of DDR4-3200 (2 x 8 bytes x 3200 MT/s),

@@ -15,9 +15,10 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
-from gpuready.tui import format as fmt
-from gpuready.tui.widgets import color
-from gpuready.verdict import Verdict, fmt_gb
+from gpuready.frontends.tui import format as fmt
+from gpuready.frontends.tui.widgets import color
+from gpuready.tasks.verdict import Verdict
+from gpuready.units import fmt_gb
 
 
 class DetailScreen(Screen):

@@ -13,131 +13,68 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuready import __version__
-from gpuready.arguments import build_parser
-from gpuready.check import ExitCode, UsageError
+from gpuready.frontends.arguments import build_parser
+from gpuready.frontends.check import ExitCode, UsageError
 
-# --- shared steps -----------------------------------------------------------------
-
-
-def _catalog(args):
-    from gpuready.catalog import load_catalog, user_catalog_dir
-
-    user = Path(args.catalog_dir) if getattr(args, "catalog_dir", None) else user_catalog_dir()
-    if getattr(args, "catalog_dir", None) and not user.is_dir():
-        raise UsageError(f"--catalog-dir {user}: not a directory")
-    return load_catalog(user=user)
+# --- from arguments to the application layer ----------------------------------------
 
 
-def _hardware(args):
-    """Probe (live or recorded), or read --hardware; then apply --memory."""
-    from gpuready.report import load_hardware_json, with_memory
-    from gpuready.tables import enrich
+def request(args, options=None):
+    """The application-layer Request these arguments describe."""
+    from gpuready.app import Request
+    from gpuready.tasks.verdict import Options
 
-    problems = []
-    if args.hardware:
-        path = Path(args.hardware)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise UsageError(f"--hardware {path}: cannot read: {getattr(error, 'strerror', None) or error}") from None
-        hardware = enrich(load_hardware_json(text, str(path)))
-    else:
-        from gpuready.host import host_from_environment
-        from gpuready.probes import probe_hardware
-
-        hardware, problems = probe_hardware(
-            host_from_environment(args.machine), python=sys.executable, torch=getattr(args, "torch", False)
-        )
-    if args.gpu:
-        from gpuready.whatif import apple_machine, resolve_gpu, with_gpu
-
-        spec, count = resolve_gpu(args.gpu)
-        from gpuready.probes import GPU_PROBES
-
-        problems = [p for p in problems if p.probe not in GPU_PROBES]
-        if spec.vendor == "apple":  # a whole Mac: the chip is CPU, GPU and memory at once
-            memory = _size(args.memory, "--memory") if args.memory else None
-            return apple_machine(hardware, spec, memory), problems
-        hardware = with_gpu(hardware, spec, count)
-    if args.memory:
-        hardware = with_memory(hardware, _size(args.memory, "--memory"))
-    return hardware, problems
-
-
-def _size(text: str, flag: str) -> int:
-    from gpuready.check import parse_size
-
-    try:
-        return parse_size(text)
-    except UsageError as error:
-        raise UsageError(f"{flag}: {error}") from None
+    return Request(machine=args.machine, hardware_file=args.hardware, gpu=args.gpu, memory=args.memory,
+                   catalog_dir=args.catalog_dir, torch=getattr(args, "torch", False), options=options or Options())
 
 
 def _options(args):
-    from gpuready.verdict import Options
+    from gpuready.app import make_options
 
-    if args.context is not None and args.context <= 0:
-        raise UsageError("--context must be a positive number of tokens")
-    documents, resolution = _task_sizes(args)
-    return Options(context_tokens=args.context, quant=getattr(args, "quant", None), placement=args.placement,
-                   documents=documents, resolution=resolution)
+    return make_options(args.context, getattr(args, "quant", None), args.placement, getattr(args, "documents", None),
+                        getattr(args, "resolution", None))
 
 
-def _task_sizes(args) -> tuple[int | None, tuple[int, int] | None]:
-    """--documents and --resolution, checked."""
-    from gpuready.check import parse_documents, parse_resolution
+def _catalog(args):
+    from gpuready.app import load_catalog
 
-    documents = getattr(args, "documents", None)
-    resolution = getattr(args, "resolution", None)
-    try:
-        documents = parse_documents(documents) if documents is not None else None
-        resolution = parse_resolution(resolution) if resolution is not None else None
-    except UsageError as error:
-        raise UsageError(f"--{'documents' if 'documents' in str(error) else 'resolution'}: {error}") from None
-    return documents, resolution
+    return load_catalog(args.catalog_dir)
 
 
-def _check_task(task: str | None) -> None:
-    from gpuready.catalog import TASKS
+def _hardware(args):
+    from gpuready.app import load_hardware
 
-    if task and task not in TASKS:
-        raise UsageError(f"unknown task '{task}' (tasks: {', '.join(TASKS)})")
+    return load_hardware(request(args))
 
 
 # --- commands ---------------------------------------------------------------------
 
 
 def cmd_report(args) -> int:
-    from gpuready.report import build_report, dumps
+    from gpuready import app
+    from gpuready.report import dumps
 
-    _check_task(args.task)
-    catalog = _catalog(args)
-    known = set(catalog.quants) | {variant for model in catalog.models.values() for variant in model.quants}
-    if args.quant and args.quant not in known:
-        raise UsageError(f"unknown quantisation '{args.quant}' (known: {', '.join(sorted(known))})")
-    hardware, problems = _hardware(args)
-    options = _options(args)
-    if options.quant:
-        catalog.models = {k: m for k, m in catalog.models.items() if options.quant in m.quants}
-    report = build_report(hardware, problems, catalog, options)
+    app.check_task(args.task)
+    report = app.report(request(args, _options(args)))
     if args.json:
         sys.stdout.write(dumps(report))
     else:
-        from gpuready.text import render
+        from gpuready.frontends.text import render
 
         sys.stdout.write(render(report, args.task))
     return ExitCode.READY
 
 
 def cmd_check(args) -> int:
-    from gpuready.check import (
+    from gpuready.frontends.check import (
         Requirement,
         evaluate,
         exit_code,
         load_requirements,
         validate,
     )
-    from gpuready.localmodel import local_kind
+    from gpuready.app import size_flag
+    from gpuready.modelfiles.localmodel import local_kind
 
     catalog = _catalog(args)
     if args.model and local_kind(args.model):
@@ -148,7 +85,8 @@ def cmd_check(args) -> int:
     requirements = []
     if args.requirements:
         requirements += load_requirements(Path(args.requirements), catalog)
-    documents, resolution = _task_sizes(args)
+    task_options = _options(args)
+    documents, resolution = task_options.documents, task_options.resolution
     speeds = {"--min-speed": args.min_speed, "--min-realtime": args.min_realtime,
               "--max-seconds-per-image": args.max_seconds_per_image, "--min-chunks-per-minute": args.min_chunks_per_minute}
     for flag, value in speeds.items():
@@ -179,9 +117,9 @@ def cmd_check(args) -> int:
         if given:
             raise UsageError(f"{given[0]} needs --task or --model")
     if args.min_memory:
-        requirements.append(Requirement(min_memory_bytes=_size(args.min_memory, "--min-memory")))
+        requirements.append(Requirement(min_memory_bytes=size_flag(args.min_memory, "--min-memory")))
     if args.min_gpu_memory:
-        requirements.append(Requirement(min_gpu_memory_bytes=_size(args.min_gpu_memory, "--min-gpu-memory")))
+        requirements.append(Requirement(min_gpu_memory_bytes=size_flag(args.min_gpu_memory, "--min-gpu-memory")))
     if not requirements:
         raise UsageError("nothing to check: give --task, --model, --min-memory, --min-gpu-memory or --requirements")
     if args.context is not None and args.context <= 0:
@@ -210,7 +148,9 @@ def cmd_check(args) -> int:
 
 
 def cmd_models(args) -> int:
-    _check_task(args.task)
+    from gpuready.app import check_task
+
+    check_task(args.task)
     catalog = _catalog(args)
     models = [m for m in catalog.models.values() if not args.task or m.task == args.task]
     if args.json:
@@ -229,7 +169,7 @@ def cmd_models(args) -> int:
         ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return ExitCode.READY
-    from gpuready.text import table
+    from gpuready.frontends.text import table
 
     rows = [
         [m.id, m.name, m.task, f"{m.params / 1e9:.2f}B" + (f" ({m.active_params / 1e9:.1f}B active)" if getattr(m, "is_moe", False) else ""),
@@ -242,28 +182,16 @@ def cmd_models(args) -> int:
 
 def _local_model(args, catalog):
     """A model from a local .gguf or config.json (`estimate PATH`): the model, a catalogue that knows its quant, the quant to judge."""
-    from gpuready.gguf import GGUFError
-    from gpuready.hfconfig import HFConfigError
-    from gpuready.localmodel import load_config, load_gguf
+    from gpuready.modelfiles.localmodel import load_local_model
 
-    path = Path(args.model)
-    if not path.exists():
-        raise UsageError(f"{path}: no such file")
-    try:
-        if path.is_file() and path.name.lower().endswith(".gguf"):
-            model, catalog = load_gguf(path, catalog, args.quant)
-            return model, catalog, model.quants[0]
-        model, quant = load_config(path, catalog, args.quant)
-        return model, catalog, quant
-    except (GGUFError, HFConfigError) as error:
-        raise UsageError(str(error)) from None
+    return load_local_model(args.model, catalog, args.quant)
 
 
 def cmd_estimate(args) -> int:
-    from gpuready.check import Requirement, validate
-    from gpuready.localmodel import describe, local_kind
+    from gpuready.frontends.check import Requirement, validate
+    from gpuready.modelfiles.localmodel import describe, local_kind
     from gpuready.report import verdict_json
-    from gpuready.verdict import judge_any
+    from gpuready.tasks.registry import judge_model
 
     catalog = _catalog(args)
     local = local_kind(args.model)
@@ -274,11 +202,11 @@ def cmd_estimate(args) -> int:
         validate(Requirement(model=args.model, quant=args.quant), catalog)
         model = catalog.get(args.model)
     hardware, problems = _hardware(args)
-    verdict = judge_any(model, catalog, hardware, _options(args))
+    verdict = judge_model(model, catalog, hardware, _options(args))
     if args.json:
         sys.stdout.write(json.dumps(verdict_json(verdict), indent=2) + "\n")
     else:
-        from gpuready.text import render_estimate
+        from gpuready.frontends.text import render_estimate
 
         if local:
             sys.stdout.write(describe(model, catalog, args.quant))
@@ -299,7 +227,7 @@ def cmd_record(args) -> int:
     from gpuready.host import LiveHost
     from gpuready.probes import probe_hardware
     from gpuready.recording import RecordingHost
-    from gpuready.verdict import fmt_gb
+    from gpuready.units import fmt_gb
 
     directory = Path(args.directory)
     if directory.exists() and any(directory.iterdir()):
@@ -328,7 +256,7 @@ def cmd_default(args) -> int:
     """Bare `gpuready`: the TUI on a terminal, else the text summary."""
     if not args.plain and sys.stdout.isatty() and sys.stdin.isatty() and not os.environ.get("GPUREADY_PLAIN"):
         try:
-            from gpuready.tui import run_tui
+            from gpuready.frontends.tui import run_tui
         except ImportError:
             pass
         else:
@@ -355,7 +283,7 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from gpuready.catalog import CatalogError
+    from gpuready.catalog.loader import CatalogError
     from gpuready.hardware import HardwareFormatError
     from gpuready.host import MachineError
 
