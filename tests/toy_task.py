@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gpuready.tasks.base import Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
 
 BITS = {"fp16": 16.0, "int8": 8.0}
-FLOORS = {"runs-well": 10.0, "runs": 2.0, "slow": 0.5}  # sentences a second
+FLOORS = {"runs-well": 2.0, "runs": 0.5, "slow": 0.1}  # sentences a second
 TOKENS_PER_SENTENCE = 30
 
 

@@ -81,3 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("directory", metavar="DIR")
     record.add_argument("--description", help="a one-line description for machine.toml")
     return parser
+
+
+def request(args, options=None):
+    """The application-layer Request these arguments describe."""
+    from gpuready.app import Request
+    from gpuready.tasks.verdict import Options
+
+    return Request(machine=args.machine, hardware_file=args.hardware, gpu=args.gpu, memory=args.memory,
+                   catalog_dir=args.catalog_dir, torch=getattr(args, "torch", False), options=options or Options())

@@ -13,19 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuready import __version__
-from gpuready.frontends.arguments import build_parser
+from gpuready.frontends.arguments import build_parser, request
 from gpuready.frontends.check import ExitCode, UsageError
 
 # --- from arguments to the application layer ----------------------------------------
-
-
-def request(args, options=None):
-    """The application-layer Request these arguments describe."""
-    from gpuready.app import Request
-    from gpuready.tasks.verdict import Options
-
-    return Request(machine=args.machine, hardware_file=args.hardware, gpu=args.gpu, memory=args.memory,
-                   catalog_dir=args.catalog_dir, torch=getattr(args, "torch", False), options=options or Options())
 
 
 def _options(args):

@@ -90,7 +90,7 @@ def speed_cell(verdict: Verdict) -> str:
         return f"{speed:.1f}x" if speed < 100 else f"{speed:.0f}x"
     if unit == "chunks/s":
         return f"{speed * 60:,.0f}/min"
-    return f"{speed:,.0f} {unit}"
+    return f"{speed:,.1f} {unit}" if speed < 10 else f"{speed:,.0f} {unit}"
 
 
 def prompt_cell(verdict: Verdict) -> str:

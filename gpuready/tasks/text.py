@@ -9,12 +9,13 @@ the answer (a smaller quantisation, a shorter context).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from gpuready.catalog.loader import CatalogError, Entry, Quant
 from gpuready.hardware import Hardware
 from gpuready.tasks import judge as one_judge
 from gpuready.tasks import text_estimate as est
+from gpuready.tasks.text_estimate import LanguageModel
 from gpuready.tasks.base import Task, level_at_least
 from gpuready.tasks.devices import Device
 from gpuready.tasks.verdict import LEVELS
@@ -49,44 +50,6 @@ NPU_LLM_RUNTIMES = {
     "qualcomm": "ONNX Runtime with QNN runs some prepared LLMs on it",
     "apple": "only Core ML models converted for it use it",
 }
-
-
-@dataclass(frozen=True)
-class LanguageModel:
-    """A text-generation model's architecture, as its config.json gives it."""
-
-    id: str
-    name: str
-    params: float
-    active_params: float
-    layers: int
-    hidden_size: int
-    attention_heads: int
-    kv_heads: int
-    head_dim: int
-    context_length: int
-    quants: tuple[str, ...]
-    source: str
-    family: str | None = None
-    publisher: str | None = None
-    released: str | None = None
-    license: str | None = None
-    hf_repo: str | None = None
-    vocab_size: int | None = None
-    sliding_window: int | None = None
-    sliding_window_layers: int = 0
-    experts: int | None = None
-    experts_per_token: int | None = None
-    gguf_sizes: Mapping[str, float] = field(default_factory=dict)
-    gguf_source: str | None = None
-    mlx: bool = False
-    notes: str | None = None
-    origin: str = ""
-    task: str = "text-generation"
-
-    @property
-    def is_moe(self) -> bool:
-        return self.active_params < self.params
 
 
 def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageModel:

@@ -1,4 +1,5 @@
-"""Estimate memory and speed of a language model on a device: pure functions, no I/O.
+"""A language model as the catalogue describes it, and estimates of its memory and speed on a
+device: pure functions, no I/O.
 
 Memory is a breakdown (weights, KV cache, compute buffers, runtime overhead). Speed
 follows the roofline of token generation: every generated token reads every active
@@ -9,15 +10,12 @@ uncertainty band, and the efficiency constants cite where they come from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from gpuready.catalog.loader import Quant
 from gpuready.tasks.base import Headline
 from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device
-
-if TYPE_CHECKING:
-    from gpuready.tasks.text import LanguageModel
 
 # llama.cpp's default micro-batch (n_ubatch = 512): compute buffers scale with it.
 UBATCH_TOKENS = 512
@@ -70,6 +68,44 @@ COMPUTE_EFFICIENCY = {
 # wider where the bandwidth itself was assumed rather than known.
 SPEED_UNCERTAINTY = {"measured": 0.25, "table": 0.25, "assumed": 0.5}
 MEMORY_UNCERTAINTY = 0.10
+
+
+@dataclass(frozen=True)
+class LanguageModel:
+    """A text-generation model's architecture, as its config.json gives it."""
+
+    id: str
+    name: str
+    params: float
+    active_params: float
+    layers: int
+    hidden_size: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    context_length: int
+    quants: tuple[str, ...]
+    source: str
+    family: str | None = None
+    publisher: str | None = None
+    released: str | None = None
+    license: str | None = None
+    hf_repo: str | None = None
+    vocab_size: int | None = None
+    sliding_window: int | None = None
+    sliding_window_layers: int = 0
+    experts: int | None = None
+    experts_per_token: int | None = None
+    gguf_sizes: Mapping[str, float] = field(default_factory=dict)
+    gguf_source: str | None = None
+    mlx: bool = False
+    notes: str | None = None
+    origin: str = ""
+    task: str = "text-generation"
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_params < self.params
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import textual  # noqa: F401  (ImportError here lets the CLI fall back to text)
 def inputs_from_args(args):
     """Probe (or replay, or read --hardware) and load the catalogue, as the CLI does: slow, so run off the UI thread."""
     from gpuready import app
-    from gpuready.frontends.cli import request
+    from gpuready.frontends.arguments import request
     from gpuready.frontends.tui.app import Inputs
 
     catalog = app.load_catalog(args.catalog_dir)
