@@ -143,6 +143,19 @@ class Entry:
             raise self._fail(key, "must be a table of positive numbers")
         return {str(k): float(v) for k, v in value.items()}
 
+    def card(self) -> dict[str, str | None]:
+        """The fields every model entry has: its id and name, where its figures come from, what it may be used for."""
+        return {
+            "id": self.ident(),
+            "name": self.text("name"),
+            "source": self.text("source"),
+            "publisher": self.text("publisher", required=False),
+            "license": self.text("license", required=False),
+            "hf_repo": self.text("hf_repo", required=False),
+            "notes": self.text("notes", required=False),
+            "origin": self.where,
+        }
+
     def ident(self) -> str:
         value = self.text("id")
         if not _ID.match(value):

@@ -43,6 +43,30 @@ def level_at_most(value: float | None, ceilings: dict[str, float]) -> str:
     return "too-slow"
 
 
+@dataclass(frozen=True, kw_only=True)
+class ModelEntry:
+    """What every catalogue entry of image generation, speech and search has: its id and name,
+    its variants (precisions), and where its figures come from (``Entry.card``)."""
+
+    id: str
+    name: str
+    variants: tuple[str, ...]
+    source: str
+    publisher: str | None = None
+    license: str | None = None
+    hf_repo: str | None = None
+    notes: str | None = None
+    origin: str = ""
+
+    @property
+    def quants(self) -> tuple[str, ...]:
+        return self.variants
+
+    @property
+    def active_params(self) -> float:
+        return self.params
+
+
 @dataclass(frozen=True)
 class MemoryPart:
     label: str  # e.g. "denoiser (fp8)", "text encoders", "index"

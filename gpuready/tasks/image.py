@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from gpuready.catalog.loader import CatalogError, Entry
-from gpuready.tasks.base import MemoryPart, MemoryParts, Task, TaskEstimate, bits_quality, level_at_most, listed_variants
+from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_most, listed_variants
 from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 
@@ -61,10 +61,8 @@ THROUGHPUT_RATIO = {"unet": {"cuda": 4.62, "metal": 3.76}, "dit": {"cuda": 1.00}
 SPEED_UNCERTAINTY = 0.5  # the validation errors: median 28% (UNet) to 47% (transformer), see benchmarks/ACCURACY.md
 
 
-@dataclass(frozen=True)
-class ImageModel:
-    id: str
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class ImageModel(ModelEntry):
     architecture: str  # unet | dit
     resolution: int  # native width = height, pixels
     steps: int  # the model card's recommended step count
@@ -72,29 +70,16 @@ class ImageModel:
     denoiser_params: float
     text_encoders: Mapping[str, float]  # name -> parameters
     vae_params: float
-    variants: tuple[str, ...]
-    source: str
     denoiser_hidden_size: int | None = None  # transformers: width of the joint attention
     denoiser_layers: int | None = None  # transformers: attention blocks
     text_tokens: int = 0  # transformers: text tokens that join the image tokens
     patch_size: int = 1  # transformers pack 2x2 latent pixels into one token
-    publisher: str | None = None
-    license: str | None = None
-    hf_repo: str | None = None
-    notes: str | None = None
-    origin: str = ""
     task: str = "image-generation"
     variant_sizes: Mapping[str, float] = field(default_factory=dict)  # real denoiser file sizes, bytes
 
     @property
     def params(self) -> float:
         return self.denoiser_params + sum(self.text_encoders.values()) + self.vae_params
-
-    @property
-    def quants(self) -> tuple[str, ...]:
-        return self.variants
-
-    active_params = params
 
 
 def parse_image_model(entry: Entry, quants=None) -> ImageModel:
@@ -109,8 +94,6 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
     if passes not in (1, 2):
         raise CatalogError(f"{entry.where}: 'guidance_passes' must be 1 or 2")
     return ImageModel(
-        id=entry.ident(),
-        name=entry.text("name"),
         architecture=architecture,
         resolution=entry.integer("resolution"),
         steps=entry.integer("steps"),
@@ -119,17 +102,12 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         text_encoders=encoders,
         vae_params=entry.number("vae_params"),
         variants=variants,
-        source=entry.text("source"),
         denoiser_hidden_size=entry.integer("denoiser_hidden_size", required=False),
         denoiser_layers=entry.integer("denoiser_layers", required=False),
         text_tokens=entry.integer("text_tokens", required=False, positive=False) or 0,
         patch_size=entry.integer("patch_size", required=False) or 1,
-        publisher=entry.text("publisher", required=False),
-        license=entry.text("license", required=False),
-        hf_repo=entry.text("hf_repo", required=False),
-        notes=entry.text("notes", required=False),
-        origin=entry.where,
         variant_sizes=entry.mapping("variant_sizes"),
+        **entry.card(),
     )
 
 

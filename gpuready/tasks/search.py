@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuready.catalog.loader import CatalogError, Entry
-from gpuready.tasks.base import MemoryPart, MemoryParts, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
+from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
 from gpuready.tasks.devices import Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 
@@ -42,32 +42,15 @@ CPU_EMBEDDING_EFFICIENCY = 0.32
 UNCERTAINTY = 0.5
 
 
-@dataclass(frozen=True)
-class SearchModel:
-    id: str
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class SearchModel(ModelEntry):
     kind: str  # embedding | reranker
     params: float
     layers: int
     hidden_size: int
     max_tokens: int
-    variants: tuple[str, ...]
-    source: str
     dimensions: int | None = None  # embedding models: vector size
-    publisher: str | None = None
-    license: str | None = None
-    hf_repo: str | None = None
-    notes: str | None = None
-    origin: str = ""
     task: str = "document-search"
-
-    @property
-    def quants(self) -> tuple[str, ...]:
-        return self.variants
-
-    @property
-    def active_params(self) -> float:
-        return self.params
 
 
 def parse_search_model(entry: Entry, quants=None) -> SearchModel:
@@ -76,21 +59,14 @@ def parse_search_model(entry: Entry, quants=None) -> SearchModel:
     if kind == "embedding" and not entry.has("dimensions"):
         raise CatalogError(f"{entry.where}: an embedding model needs 'dimensions'")
     return SearchModel(
-        id=entry.ident(),
-        name=entry.text("name"),
         kind=kind,
         params=entry.number("params"),
         layers=entry.integer("layers"),
         hidden_size=entry.integer("hidden_size"),
         max_tokens=entry.integer("max_tokens"),
         variants=variants,
-        source=entry.text("source"),
         dimensions=entry.integer("dimensions", required=False),
-        publisher=entry.text("publisher", required=False),
-        license=entry.text("license", required=False),
-        hf_repo=entry.text("hf_repo", required=False),
-        notes=entry.text("notes", required=False),
-        origin=entry.where,
+        **entry.card(),
     )
 
 

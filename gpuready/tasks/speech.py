@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import text_estimate
-from gpuready.tasks.base import MemoryParts, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
+from gpuready.tasks.base import MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
 from gpuready.tasks.devices import Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 
@@ -45,33 +45,16 @@ STT_UNCERTAINTY = 0.35
 TTS_UNCERTAINTY = 0.6
 
 
-@dataclass(frozen=True)
-class SpeechModel:
-    id: str
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class SpeechModel(ModelEntry):
     kind: str  # stt | tts
     params: float
-    variants: tuple[str, ...]
-    source: str
     d_model: int | None = None  # stt: Whisper width
     encoder_layers: int | None = None
     decoder_layers: int | None = None
     frames_per_second: float | None = None  # tts: output frames per second of audio
     passes_per_frame: int = 1  # tts: e.g. flow-matching steps x guidance passes
-    publisher: str | None = None
-    license: str | None = None
-    hf_repo: str | None = None
-    notes: str | None = None
-    origin: str = ""
     task: str = "speech"
-
-    @property
-    def quants(self) -> tuple[str, ...]:
-        return self.variants
-
-    @property
-    def active_params(self) -> float:
-        return self.params
 
     @property
     def encoder_params(self) -> float:
@@ -92,22 +75,15 @@ def parse_speech_model(entry: Entry, quants=None) -> SpeechModel:
         if not entry.has(key):
             raise CatalogError(f"{entry.where}: a '{kind}' model needs '{key}'")
     model = SpeechModel(
-        id=entry.ident(),
-        name=entry.text("name"),
         kind=kind,
         params=entry.number("params"),
         variants=variants,
-        source=entry.text("source"),
         d_model=entry.integer("d_model", required=False),
         encoder_layers=entry.integer("encoder_layers", required=False),
         decoder_layers=entry.integer("decoder_layers", required=False),
         frames_per_second=entry.number("frames_per_second", required=False),
         passes_per_frame=entry.integer("passes_per_frame", required=False) or 1,
-        publisher=entry.text("publisher", required=False),
-        license=entry.text("license", required=False),
-        hf_repo=entry.text("hf_repo", required=False),
-        notes=entry.text("notes", required=False),
-        origin=entry.where,
+        **entry.card(),
     )
     if kind == "stt" and model.decoder_params <= 0:
         raise CatalogError(f"{entry.where}: 'params' is smaller than the encoder implied by d_model and encoder_layers")

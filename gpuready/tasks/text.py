@@ -76,8 +76,6 @@ def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageM
     if not isinstance(mlx, bool):
         raise CatalogError(f"{entry.where}: 'mlx' must be true or false")
     return LanguageModel(
-        id=entry.ident(),
-        name=entry.text("name"),
         params=params,
         active_params=active,
         layers=layers,
@@ -87,12 +85,8 @@ def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageM
         head_dim=head_dim,
         context_length=entry.integer("context_length"),
         quants=model_quants,
-        source=entry.text("source"),
         family=entry.text("family", required=False),
-        publisher=entry.text("publisher", required=False),
         released=entry.text("released", required=False),
-        license=entry.text("license", required=False),
-        hf_repo=entry.text("hf_repo", required=False),
         vocab_size=entry.integer("vocab_size", required=False),
         sliding_window=window,
         sliding_window_layers=window_layers,
@@ -101,8 +95,7 @@ def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageM
         gguf_sizes=entry.mapping("gguf_sizes"),
         gguf_source=entry.text("gguf_source", required=False),
         mlx=mlx,
-        notes=entry.text("notes", required=False),
-        origin=entry.where,
+        **entry.card(),
     )
 
 
