@@ -1,0 +1,106 @@
+"""The `export` and `fleet` subcommands: their flags, and running them over report dicts.
+
+The CLI hands `run_export` a function that builds a fresh report dict (probing the
+machine, or replaying --machine/--hardware/--gpu), so `--interval` re-probes each time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from gpuready.exports import files, fleet, nfd, prometheus, ray, slurm
+from gpuready.exports.capacity import capacity, check_report
+
+FORMATS = ("nfd", "prometheus", "ray", "slurm")
+
+
+class ExportUsageError(ValueError):
+    """Bad flags for `export` or `fleet` (exit code 2)."""
+
+
+def add_commands(commands, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add `export` and `fleet` to the top-level subparsers."""
+    export = commands.add_parser("export", help="node labels, metrics or scheduler options for Kubernetes NFD, Prometheus, Ray or Slurm")
+    export.add_argument("format", choices=FORMATS, help="nfd: features.d file; prometheus: textfile-collector .prom; ray: `ray start` options; slurm: Features=/gres.conf lines")
+    export.add_argument("--dir", metavar="DIR", help=f"nfd/prometheus: directory to write into (nfd: {nfd.DEFAULT_DIR}; prometheus: {prometheus.DEFAULT_DIR})")
+    mode = export.add_mutually_exclusive_group()
+    mode.add_argument("--oneshot", action="store_true", help="write once and exit (the default)")
+    mode.add_argument("--interval", metavar="DURATION", help="nfd/prometheus: re-probe and rewrite every DURATION (e.g. 1h) until SIGTERM or Ctrl-C")
+    export.add_argument("--expiry", metavar="DURATION", help="nfd: labels expire this long after each write (default: twice the interval, 2h when --oneshot)")
+    export.add_argument("--json", action="store_true", help="ray: print {resources, labels} as JSON")
+    common(export)
+
+    merge = commands.add_parser("fleet", help="merge reports from many machines: which node runs which task and model")
+    merge.add_argument("reports", nargs="+", metavar="REPORT", help="`gpuready report --json` files, or directories of *.json")
+    merge.add_argument("--model", help="only nodes that run this model id")
+    merge.add_argument("--json", action="store_true", help="print the merged fleet as JSON")
+
+
+def run_export(args, build: Callable[[], dict], now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+               sleep: Callable[[float], None] | None = None) -> int:
+    """Write or print one export format; loop when --interval is given."""
+    interval = _duration(args.interval, "--interval") if args.interval else None
+    expiry = _duration(args.expiry, "--expiry") if args.expiry else 2 * (interval or 3600)
+    if args.format in ("ray", "slurm"):
+        if interval or args.dir:
+            raise ExportUsageError(f"export {args.format} prints to stdout; --dir and --interval are for nfd and prometheus")
+        cap = capacity(check_report(build(), "report"))
+        if args.format == "ray":
+            sys.stdout.write((json.dumps(ray.as_json(cap), indent=2) if args.json else ray.command_line(cap)) + "\n")
+        else:
+            sys.stdout.write(slurm.text(cap))
+        return 0
+    directory = Path(args.dir or (nfd.DEFAULT_DIR if args.format == "nfd" else prometheus.DEFAULT_DIR))
+    if not directory.is_dir():
+        raise ExportUsageError(f"--dir {directory}: not a directory")
+    target = directory / (nfd.FILE_NAME if args.format == "nfd" else prometheus.FILE_NAME)
+
+    def step() -> None:
+        cap = capacity(check_report(build(), "report"))
+        if args.format == "nfd":
+            content = nfd.feature_file(cap, now(), timedelta(seconds=expiry))
+        else:
+            content = prometheus.text(cap)
+        try:
+            files.write_atomic(target, content)
+        except OSError as error:
+            raise ExportUsageError(f"{target}: cannot write: {error.strerror or error}") from None
+        if sys.stderr.isatty():
+            sys.stderr.write(f"wrote {target}\n")
+
+    if interval is None:
+        step()
+    else:
+        files.repeat(step, interval, **({"sleep": sleep} if sleep else {}))
+    return 0
+
+
+def run_fleet(args) -> int:
+    from gpuready.text import table
+
+    nodes = fleet.load_fleet(args.reports)
+    if args.json:
+        data = fleet.fleet_json(nodes)
+        if args.model:
+            data["nodes"] = [n for n in data["nodes"] if any(e["node"] == n["node"] for e in data["models"].get(args.model, {}).get("nodes", []))]
+            data["models"] = {k: v for k, v in data["models"].items() if k == args.model}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return 0
+    rows = fleet.table(nodes, args.model)
+    if not rows:
+        sys.stdout.write(f"no node runs {args.model}\n" if args.model else "no nodes\n")
+        return 1 if args.model else 0
+    sys.stdout.write("\n".join(table(rows, fleet.HEADERS, right={2, 3, 8, 9})) + "\n")
+    return 0
+
+
+def _duration(text: str, flag: str) -> float:
+    try:
+        return files.parse_duration(text)
+    except ValueError as error:
+        raise ExportUsageError(f"{flag}: {error}") from None
