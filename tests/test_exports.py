@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 import types
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -223,7 +225,7 @@ def test_ctrl_c_ends_the_loop_cleanly(tmp_path):
     def sleep(seconds):
         raise KeyboardInterrupt
 
-    code = run_export(_export_args(format="prometheus", dir=str(tmp_path), interval="90s", expiry="10m"),
+    code = run_export(_export_args(format="prometheus", dir=str(tmp_path), interval="90s"),
                       small_report, now=lambda: NOW, sleep=sleep)
     assert code == 0
     assert (tmp_path / "gpuready.prom").read_text() == prometheus.text(capacity(small_report()))
@@ -239,6 +241,8 @@ def test_the_expiry_flag_sets_the_directive(tmp_path):
     (["export", "nfd", "--dir", ".", "--interval", "soon"], "--interval: 'soon' is not a duration"),
     (["export", "prometheus", "--dir", ".", "--interval", "0s"], "--interval: '0s' is not a positive duration"),
     (["export", "ray", "--dir", "."], "export ray prints to stdout"),
+    (["export", "slurm", "--json"], "--json is for export ray"),
+    (["export", "prometheus", "--dir", ".", "--expiry", "1h"], "--expiry is for export nfd"),
 ])
 def test_bad_export_flags_exit_2_with_one_line(capsys, argv, message):
     code = main([*argv, "--machine", str(FIXTURES / "linux-desktop-ryzen-7950x")])
@@ -394,3 +398,18 @@ def test_export_slurm_on_a_cpu_machine_declares_no_gres(capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "Gres=" not in out and "# (no GPU to declare)" in out
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed (Debian: apt-get install kubectl)")
+@pytest.mark.parametrize("machine", MACHINES)
+def test_kubectl_accepts_every_nfd_label_on_a_node(tmp_path, machine):
+    # `kubectl label --local` applies Kubernetes' own label validation without a cluster
+    # (it checks values; keys are checked by the regular expressions above).
+    node = tmp_path / "node.json"
+    node.write_text(json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}))
+    labels = nfd.labels(capacity(machine_report(machine)))
+    result = subprocess.run(["kubectl", "label", "--local", "-f", str(node), "-o", "json",
+                             *(f"{key}={value}" for key, value in labels.items())],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["metadata"]["labels"] == labels

@@ -68,6 +68,11 @@ def test_fleet_model_filter_keeps_the_nodes_that_run_it(capsys, reports_dir):
     assert {n["node"] for n in data["nodes"]} == runs and list(data["models"]) == ["llama-3.3-70b"]
 
 
+def test_a_model_no_node_runs_exits_1(capsys, reports_dir):
+    code, out, err = run(capsys, "fleet", str(reports_dir), "--model", "qwen3-235b-a22b-nonexistent")
+    assert (code, out, err) == (1, "", "no node runs qwen3-235b-a22b-nonexistent\n")
+
+
 def test_two_reports_with_one_name_keep_their_paths(capsys, tmp_path):
     for rack in ("rack-a", "rack-b"):
         (tmp_path / rack).mkdir()

@@ -44,6 +44,10 @@ def add_commands(commands, common: Callable[[argparse.ArgumentParser], None]) ->
 def run_export(args, build: Callable[[], dict], now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
                sleep: Callable[[float], None] | None = None) -> int:
     """Write or print one export format; loop when --interval is given."""
+    if args.json and args.format != "ray":
+        raise ExportUsageError(f"--json is for export ray; export {args.format} writes its own format")
+    if args.expiry and args.format != "nfd":
+        raise ExportUsageError("--expiry is for export nfd (NFD's expiry-time directive)")
     interval = _duration(args.interval, "--interval") if args.interval else None
     expiry = _duration(args.expiry, "--expiry") if args.expiry else 2 * (interval or 3600)
     if args.format in ("ray", "slurm"):
@@ -84,6 +88,9 @@ def run_fleet(args) -> int:
     from gpuready.text import table
 
     nodes = fleet.load_fleet(args.reports)
+    if args.model and not fleet.table(nodes, args.model):
+        sys.stderr.write(f"no node runs {args.model}\n")
+        return 1
     if args.json:
         data = fleet.fleet_json(nodes)
         if args.model:
@@ -92,9 +99,6 @@ def run_fleet(args) -> int:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return 0
     rows = fleet.table(nodes, args.model)
-    if not rows:
-        sys.stdout.write(f"no node runs {args.model}\n" if args.model else "no nodes\n")
-        return 1 if args.model else 0
     sys.stdout.write("\n".join(table(rows, fleet.HEADERS, right={2, 3, 8, 9})) + "\n")
     return 0
 
