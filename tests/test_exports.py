@@ -413,3 +413,20 @@ def test_kubectl_accepts_every_nfd_label_on_a_node(tmp_path, machine):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["metadata"]["labels"] == labels
+
+
+@pytest.mark.skipif(shutil.which("slurmd") is None, reason="slurmd not installed (Debian: apt-get install slurmd)")
+@pytest.mark.parametrize("machine", MACHINES)
+def test_slurmd_parses_the_slurm_conf_line_and_gres_conf(tmp_path, machine):
+    # `slurmd -G` reads slurm.conf and gres.conf and stops with a parse error on an
+    # unknown key or AutoDetect flag; a missing NVML/ROCm library is only a notice here.
+    out = slurm.text(capacity(machine_report(machine))).splitlines()
+    node_line = out[1] if not out[1].startswith("#") else ""
+    (tmp_path / "slurm.conf").write_text(
+        f"ClusterName=test\nSlurmctldHost=localhost\nSlurmdSpoolDir={tmp_path}\nGresTypes=gpu\n"
+        f"NodeName=node-1 CPUs=1 {node_line}\nPartitionName=debug Nodes=node-1 Default=YES\n")
+    (tmp_path / "gres.conf").write_text("\n".join(out[out.index("# gres.conf on this node") + 1:]) + "\n")
+    result = subprocess.run(["slurmd", "-N", "node-1", "-G"], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "SLURM_CONF": str(tmp_path / "slurm.conf")})
+    text = result.stdout + result.stderr
+    assert result.returncode == 0 and "error" not in text and "fatal" not in text, text
