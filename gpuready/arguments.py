@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("directory", metavar="DIR")
     record.add_argument("--description", help="a one-line description for machine.toml")
 
-    from gpuready.exports.command import add_commands
+    from gpuready.exports.arguments import add_commands
 
     add_commands(commands, _common)
     return parser

@@ -20,6 +20,7 @@ from export_support import FIXTURES, MACHINES, machine_report, small_report
 from gpuready.cli import main
 from gpuready.exports import capacity as capacity_module
 from gpuready.exports import files, nfd, prometheus, ray, slurm
+from gpuready.exports.arguments import NFD_DIR
 from gpuready.exports.capacity import REFERENCE_MODELS, capacity, check_report
 from gpuready.exports.command import run_export
 
@@ -264,7 +265,7 @@ def test_the_daemonset_mounts_the_features_d_host_path_and_loops():
     assert container["command"] == ["gpuready", "export", "nfd", "--interval", "1h"]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
-    assert mounts["output-dir"] == volumes["output-dir"] == nfd.DEFAULT_DIR
+    assert mounts["output-dir"] == volumes["output-dir"] == NFD_DIR
     assert "limits" not in container["resources"]  # a memory limit would become the node's memory
 
 

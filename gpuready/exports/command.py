@@ -1,4 +1,4 @@
-"""The `export` and `fleet` subcommands: their flags, and running them over report dicts.
+"""Running the `export` and `fleet` subcommands over report dicts (their flags: :mod:`.arguments`).
 
 The CLI hands `run_export` a function that builds a fresh report dict (probing the
 machine, or replaying --machine/--hardware/--gpu), so `--interval` re-probes each time.
@@ -6,7 +6,6 @@ machine, or replaying --machine/--hardware/--gpu), so `--interval` re-probes eac
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable
@@ -14,31 +13,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from gpuready.exports import files, fleet, nfd, prometheus, ray, slurm
+from gpuready.exports.arguments import NFD_DIR, PROMETHEUS_DIR
 from gpuready.exports.capacity import capacity, check_report
-
-FORMATS = ("nfd", "prometheus", "ray", "slurm")
 
 
 class ExportUsageError(ValueError):
     """Bad flags for `export` or `fleet` (exit code 2)."""
-
-
-def add_commands(commands, common: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Add `export` and `fleet` to the top-level subparsers."""
-    export = commands.add_parser("export", help="node labels, metrics or scheduler options for Kubernetes NFD, Prometheus, Ray or Slurm")
-    export.add_argument("format", choices=FORMATS, help="nfd: features.d file; prometheus: textfile-collector .prom; ray: `ray start` options; slurm: Features=/gres.conf lines")
-    export.add_argument("--dir", metavar="DIR", help=f"nfd/prometheus: directory to write into (nfd: {nfd.DEFAULT_DIR}; prometheus: {prometheus.DEFAULT_DIR})")
-    mode = export.add_mutually_exclusive_group()
-    mode.add_argument("--oneshot", action="store_true", help="write once and exit (the default)")
-    mode.add_argument("--interval", metavar="DURATION", help="nfd/prometheus: re-probe and rewrite every DURATION (e.g. 1h) until SIGTERM or Ctrl-C")
-    export.add_argument("--expiry", metavar="DURATION", help="nfd: labels expire this long after each write (default: twice the interval, 2h when --oneshot)")
-    export.add_argument("--json", action="store_true", help="ray: print {resources, labels} as JSON")
-    common(export)
-
-    merge = commands.add_parser("fleet", help="merge reports from many machines: which node runs which task and model")
-    merge.add_argument("reports", nargs="+", metavar="REPORT", help="`gpuready report --json` files, or directories of *.json")
-    merge.add_argument("--model", help="only nodes that run this model id")
-    merge.add_argument("--json", action="store_true", help="print the merged fleet as JSON")
 
 
 def run_export(args, build: Callable[[], dict], now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
@@ -59,7 +39,7 @@ def run_export(args, build: Callable[[], dict], now: Callable[[], datetime] = la
         else:
             sys.stdout.write(slurm.text(cap))
         return 0
-    directory = Path(args.dir or (nfd.DEFAULT_DIR if args.format == "nfd" else prometheus.DEFAULT_DIR))
+    directory = Path(args.dir or (NFD_DIR if args.format == "nfd" else PROMETHEUS_DIR))
     if not directory.is_dir():
         raise ExportUsageError(f"--dir {directory}: not a directory")
     target = directory / (nfd.FILE_NAME if args.format == "nfd" else prometheus.FILE_NAME)

@@ -26,7 +26,6 @@ from datetime import datetime, timedelta, timezone
 from gpuready.exports.capacity import Capacity, gib
 
 PREFIX = "gpuready.io"
-DEFAULT_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 FILE_NAME = "gpuready"
 MAX_FILE_BYTES = 64 * 1024  # NFD ignores a larger feature file
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from gpuready.exports.capacity import STATUSES, Capacity
 
-DEFAULT_DIR = "/var/lib/prometheus/node-exporter"  # Debian's prometheus-node-exporter default
 FILE_NAME = "gpuready.prom"
 
 
