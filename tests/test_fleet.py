@@ -46,8 +46,10 @@ def test_fleet_lists_under_each_model_exactly_the_nodes_that_run_it(capsys, repo
             if verdict["level"] in USABLE_LEVELS:
                 expected.setdefault(verdict["model_id"], set()).add(machine)
     assert {model: {n["node"] for n in entry["nodes"]} for model, entry in data["models"].items()} == expected
-    speeds = [n["speed"] for n in data["models"]["llama-3.1-8b"]["nodes"]]
+    llama = data["models"]["llama-3.1-8b"]
+    speeds = [n["speed"] for n in llama["nodes"]]
     assert speeds == sorted(speeds, reverse=True)
+    assert (llama["task"], {n["speed_unit"] for n in llama["nodes"]}) == ("text-generation", {"tokens/s"})
 
 
 def test_the_fleet_table_has_a_row_per_node(capsys, reports_dir):

@@ -70,7 +70,7 @@ class Capacity:
     gpus: tuple[GPU, ...]
     memory_total_bytes: int | None
     memory_usable_bytes: int | None
-    usable_models: tuple[tuple[str, str, str, float | None], ...]  # (task, model id, level, speed)
+    usable_models: tuple[tuple[str, str, str, float | None, str | None], ...]  # (task, model id, level, speed, unit)
 
     def task(self, name: str) -> TaskCapacity:
         return next(t for t in self.tasks if t.task == name)
@@ -146,7 +146,7 @@ def capacity(report: dict) -> Capacity:
         gpus=tuple(_gpu(gpu, position) for position, gpu in enumerate(hardware["gpus"]) if isinstance(gpu, dict)),
         memory_total_bytes=_integer(memory.get("total_bytes")),
         memory_usable_bytes=_integer(memory.get("usable_bytes")),
-        usable_models=tuple((v["task"], v["model_id"], v["level"], _number(v.get("speed")))
+        usable_models=tuple((v["task"], v["model_id"], v["level"], _number(v.get("speed")), v.get("speed_unit"))
                             for v in verdicts if v.get("level") in USABLE_LEVELS),
     )
 

@@ -41,7 +41,8 @@ def run_export(args, build: Callable[[], dict], now: Callable[[], datetime] = la
         return 0
     directory = Path(args.dir or (NFD_DIR if args.format == "nfd" else PROMETHEUS_DIR))
     if not directory.is_dir():
-        raise ExportUsageError(f"--dir {directory}: not a directory")
+        where = f"--dir {directory}" if args.dir else f"{directory} (the default; give --dir DIR)"
+        raise ExportUsageError(f"{where}: not a directory")
     target = directory / (nfd.FILE_NAME if args.format == "nfd" else prometheus.FILE_NAME)
 
     def step() -> None:

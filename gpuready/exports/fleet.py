@@ -69,9 +69,9 @@ def fleet_json(nodes: list[Node]) -> dict:
     """Nodes (strongest first) and, per model, the nodes that run it, fastest first."""
     models: dict[str, dict] = {}
     for node in nodes:
-        for task, model_id, level, speed in node.capacity.usable_models:
+        for task, model_id, level, speed, unit in node.capacity.usable_models:
             entry = models.setdefault(model_id, {"task": task, "nodes": []})
-            entry["nodes"].append({"node": node.name, "level": level, "speed": speed})
+            entry["nodes"].append({"node": node.name, "level": level, "speed": speed, "speed_unit": unit})
     for entry in models.values():
         entry["nodes"].sort(key=lambda n: (-(n["speed"] or 0), n["node"]))
     return {
@@ -111,7 +111,7 @@ def table(nodes: list[Node], model: str | None = None) -> list[list[str]]:
     rows = []
     for node in nodes:
         cap = node.capacity
-        if model is not None and not any(m == model for _, m, _, _ in cap.usable_models):
+        if model is not None and not any(usable[1] == model for usable in cap.usable_models):
             continue
         gpus = cap.counted_gpus
         gpu_text = ", ".join(sorted({g.model for g in gpus})) if gpus else "-"
