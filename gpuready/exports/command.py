@@ -66,21 +66,19 @@ def run_export(args, build: Callable[[], dict], now: Callable[[], datetime] = la
 
 
 def run_fleet(args) -> int:
-    from gpuready.text import table
-
     nodes = fleet.load_fleet(args.reports)
-    if args.model and not fleet.table(nodes, args.model):
-        sys.stderr.write(f"no node runs {args.model}\n")
-        return 1
+    if args.model:
+        nodes = fleet.running(nodes, args.model)
+        if not nodes:
+            sys.stderr.write(f"no node runs {args.model}\n")
+            return 1
     if args.json:
         data = fleet.fleet_json(nodes)
         if args.model:
-            data["nodes"] = [n for n in data["nodes"] if any(e["node"] == n["node"] for e in data["models"].get(args.model, {}).get("nodes", []))]
-            data["models"] = {k: v for k, v in data["models"].items() if k == args.model}
+            data["models"] = {args.model: data["models"][args.model]}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
-        return 0
-    rows = fleet.table(nodes, args.model)
-    sys.stdout.write("\n".join(table(rows, fleet.HEADERS, right={2, 3, 8, 9})) + "\n")
+    else:
+        sys.stdout.write(fleet.text(nodes))
     return 0
 
 

@@ -106,27 +106,35 @@ def _node_json(node: Node) -> dict:
     }
 
 
-def table(nodes: list[Node], model: str | None = None) -> list[list[str]]:
-    """Rows for the text table: one per node, strongest first (only nodes running `model` when given)."""
-    rows = []
-    for node in nodes:
-        cap = node.capacity
-        if model is not None and not any(usable[1] == model for usable in cap.usable_models):
-            continue
-        gpus = cap.counted_gpus
-        gpu_text = ", ".join(sorted({g.model for g in gpus})) if gpus else "-"
-        tokens = cap.task("text-generation").reference_speed
-        rows.append([
-            node.name,
-            gpu_text,
-            str(gib(cap.gpu_memory_bytes) or "-"),
-            str(gib(cap.memory_total_bytes) or "-"),
-            *(_STATUS_MARK.get(cap.task(task).status, "?") for task in TASKS),
-            f"{cap.text_generation_max_params_b}" if cap.text_generation_max_params_b is not None else "-",
-            f"{tokens:.0f}" if tokens is not None else "-",
-        ])
-    return rows
+def running(nodes: list[Node], model: str) -> list[Node]:
+    """The nodes on which `model` runs at or above its task's usable floor."""
+    return [node for node in nodes if any(usable[1] == model for usable in node.capacity.usable_models)]
+
+
+def text(nodes: list[Node]) -> str:
+    """The text table: one row per node, in the order given."""
+    rows = [HEADERS, *(_row(node) for node in nodes)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
+    lines = ["  ".join(cell.rjust(widths[i]) if i in _RIGHT else cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+             for row in rows]
+    return "".join(f"  {line}\n" for line in lines)
+
+
+def _row(node: Node) -> list[str]:
+    cap = node.capacity
+    gpus = sorted({g.model for g in cap.counted_gpus})
+    tokens = cap.task("text-generation").reference_speed
+    return [
+        node.name,
+        ", ".join(gpus) or "-",
+        str(gib(cap.gpu_memory_bytes) or "-"),
+        str(gib(cap.memory_total_bytes) or "-"),
+        *(_STATUS_MARK.get(cap.task(task).status, "?") for task in TASKS),
+        str(cap.text_generation_max_params_b) if cap.text_generation_max_params_b is not None else "-",
+        f"{tokens:.0f}" if tokens is not None else "-",
+    ]
 
 
 HEADERS = ["NODE", "GPU", "GPU GiB", "RAM GiB", "TEXT", "IMAGE", "SPEECH", "SEARCH", "MAX LLM (B)", "8B tok/s"]
+_RIGHT = {2, 3, 8, 9}
 _STATUS_MARK = {"ready": "ready", "limited": "limited", "not-possible": "no", "unknown": "?", "not-assessed": "-"}
