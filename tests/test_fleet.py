@@ -88,7 +88,9 @@ def test_two_reports_with_one_name_keep_their_paths(capsys, tmp_path):
     ("[1, 2]", "not a gpuready report (no schema_version"),
     (json.dumps({**small_report(), "schema_version": 2}), "report schema_version 2, but this gpuready reads version 1"),
     (json.dumps({**small_report(), "verdicts": {}}), "malformed report: 'verdicts' missing or not a list"),
-    (json.dumps({**small_report(), "tasks": [{"task": "speech", "status": "great"}]}), "tasks[0] has no known status"),
+    (json.dumps({**small_report(), "tasks": [{"task": "speech", "status": "great"}]}), "tasks[0] has no task or no known status"),
+    (json.dumps({**small_report(), "tasks": [{"status": "ready"}]}), "tasks[0] has no task or no known status"),
+    (json.dumps({**small_report(), "hardware": {"gpus": []}}), "hardware.gpus or hardware.memory missing"),
 ])
 def test_a_malformed_or_foreign_report_exits_2_naming_the_file(capsys, tmp_path, content, message):
     good = tmp_path / "good.json"

@@ -109,8 +109,8 @@ def check_report(data: object, where: str) -> dict:
         if not isinstance(item, dict) or not isinstance(item.get("model_id"), str) or not isinstance(item.get("task"), str):
             raise ReportError(f"{where}: malformed report: verdicts[{i}] has no task or model_id")
     for i, item in enumerate(data["tasks"]):
-        if not isinstance(item, dict) or item.get("status") not in STATUSES:
-            raise ReportError(f"{where}: malformed report: tasks[{i}] has no known status")
+        if not isinstance(item, dict) or not isinstance(item.get("task"), str) or item.get("status") not in STATUSES:
+            raise ReportError(f"{where}: malformed report: tasks[{i}] has no task or no known status")
     return data
 
 
