@@ -1,4 +1,4 @@
-"""The command line's flags: one parser for `gpuready [report|check|models|estimate|schema|record]`."""
+"""The command line's flags: one parser for `gpuready [report|check|models|estimate|schema|record|export|fleet]`."""
 
 from __future__ import annotations
 
@@ -80,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     record = commands.add_parser("record", help="record this machine into DIR (scrubbed), for bug reports and tests")
     record.add_argument("directory", metavar="DIR")
     record.add_argument("--description", help="a one-line description for machine.toml")
+
+    from gpuready.exports.arguments import add_commands
+
+    add_commands(commands, _common)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""Command-line interface: `gpuready [report|check|models|estimate|schema|record]`.
+"""Command-line interface: `gpuready [report|check|models|estimate|schema|record|export|fleet]`.
 
 stdout carries data (text or JSON); diagnostics and hints go to stderr. Exit codes are
 those of :class:`gpuready.check.ExitCode`. Neither `report` nor `check` imports Textual.
@@ -243,6 +243,39 @@ def cmd_record(args) -> int:
     return ExitCode.READY
 
 
+def _report_data(args):
+    """A function returning a fresh JSON report dict (probed, or --machine/--hardware/--gpu), default settings."""
+    from gpuready.report import build_report, report_json
+
+    catalog = _catalog(args)
+
+    def build() -> dict:
+        hardware, problems = _hardware(args)
+        return report_json(build_report(hardware, problems, catalog))
+
+    return build
+
+
+def cmd_export(args) -> int:
+    from gpuready.exports.capacity import ReportError
+    from gpuready.exports.command import ExportUsageError, run_export
+
+    try:
+        return run_export(args, _report_data(args))
+    except (ReportError, ExportUsageError) as error:
+        raise UsageError(str(error)) from None
+
+
+def cmd_fleet(args) -> int:
+    from gpuready.exports.capacity import ReportError
+    from gpuready.exports.command import ExportUsageError, run_fleet
+
+    try:
+        return run_fleet(args)
+    except (ReportError, ExportUsageError) as error:
+        raise UsageError(str(error)) from None
+
+
 def cmd_default(args) -> int:
     """Bare `gpuready`: the TUI on a terminal, else the text summary."""
     if not args.plain and sys.stdout.isatty() and sys.stdin.isatty() and not os.environ.get("GPUREADY_PLAIN"):
@@ -269,6 +302,8 @@ COMMANDS = {
     "estimate": cmd_estimate,
     "schema": cmd_schema,
     "record": cmd_record,
+    "export": cmd_export,
+    "fleet": cmd_fleet,
     None: cmd_default,
 }
 
