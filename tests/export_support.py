@@ -9,7 +9,7 @@ import io
 import json
 from pathlib import Path
 
-from gpuready.cli import main
+from gpuready.frontends.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
 MACHINES = sorted(p.name for p in FIXTURES.iterdir() if (p / "machine.toml").exists())

@@ -20,7 +20,7 @@ LAYERS = (
     ("modelfiles", ("gpuready.modelfiles",)),
     ("report", ("gpuready.report",)),
     ("app", ("gpuready.app", "gpuready.api")),
-    ("frontends", ("gpuready.frontends", "gpuready.__main__")),
+    ("frontends", ("gpuready.frontends", "gpuready.exports", "gpuready.__main__")),
 )
 
 

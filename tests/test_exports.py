@@ -17,7 +17,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from export_support import FIXTURES, MACHINES, machine_report, small_report
-from gpuready.cli import main
+from gpuready.frontends.cli import main
 from gpuready.exports import capacity as capacity_module
 from gpuready.exports import files, nfd, prometheus, ray, slurm
 from gpuready.exports.arguments import NFD_DIR
@@ -63,7 +63,7 @@ def test_the_exports_read_the_schema_version_that_report_writes():
 
 
 def test_every_reference_model_is_in_the_catalogue():
-    from gpuready.catalog import load_catalog
+    from gpuready.tasks.registry import load_catalog
 
     catalog = load_catalog()
     assert {task: catalog.get(model_id).task for task, model_id in REFERENCE_MODELS.items()} == {

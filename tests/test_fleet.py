@@ -7,7 +7,7 @@ import json
 import pytest
 
 from export_support import MACHINES, machine_report, small_report
-from gpuready.cli import main
+from gpuready.frontends.cli import main
 from gpuready.exports.capacity import USABLE_LEVELS
 
 

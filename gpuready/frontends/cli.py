@@ -245,13 +245,13 @@ def cmd_record(args) -> int:
 
 def _report_data(args):
     """A function returning a fresh JSON report dict (probed, or --machine/--hardware/--gpu), default settings."""
-    from gpuready.report import build_report, report_json
+    from gpuready import app
+    from gpuready.report import report_json
 
     catalog = _catalog(args)
 
     def build() -> dict:
-        hardware, problems = _hardware(args)
-        return report_json(build_report(hardware, problems, catalog))
+        return report_json(app.report(request(args), catalog))
 
     return build
 
