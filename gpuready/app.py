@@ -98,8 +98,8 @@ def make_options(context: int | None = None, quant: str | None = None, placement
 
 def check_task(task: str | None) -> None:
     """A task name the user typed must be one gpuready knows."""
-    if task and task not in registry.names():
-        raise UsageError(f"unknown task '{task}' (tasks: {', '.join(registry.names())})")
+    if task and task not in registry.choices():
+        raise UsageError(f"unknown task '{task}' (tasks: {', '.join(registry.choices())})")
 
 
 def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Hardware, list[Problem]] | None = None) -> Report:
@@ -113,3 +113,13 @@ def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Har
         catalog = Catalog({k: m for k, m in catalog.models.items() if options.quant in m.quants}, catalog.quants, catalog.files)
     machine, problems = hardware or load_hardware(request)
     return build_report(machine, problems, catalog, options)
+
+
+def context_warning(report: Report) -> str | None:
+    """A warning when the context asked for is longer than every judged model's maximum."""
+    asked = report.options.context_tokens
+    judged = [v.context_tokens for v in report.verdicts if v.context_tokens]
+    if not asked or not judged or asked <= max(judged):
+        return None
+    return (f"--context {asked:,} is longer than every model's maximum (the longest is {max(judged):,} tokens); "
+            "each model is judged at its own maximum")

@@ -34,11 +34,14 @@ TASK_PROBES = ("cpu", "memory", *GPU_PROBES)
 
 @dataclass(frozen=True)
 class TaskSummary:
-    task: str
+    task: str  # a task's name, or for a group of a task the group's (speech-to-text)
     status: str  # ready | limited | not-possible | unknown | not-assessed
     best_model_id: str | None
     best_model_name: str | None
     summary: str
+    # The parts of a task a person asks about on their own (speech: speech-to-text and
+    # text-to-speech), each summarised like a task of its own.
+    groups: tuple[TaskSummary, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,15 @@ class Report:
         return {problem.probe for problem in self.problems if problem.severity == "error"}
 
 
-def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> TaskSummary:
+def level_words(level: str) -> str:
+    """'runs-well' -> 'runs well': words for people; the JSON's level fields keep the tokens."""
+    return level.replace("-", " ")
+
+
+def summarise(name: str, mine: list[Verdict], failed: set[str]) -> TaskSummary:
     """Ready when some model runs well; limited when the best only runs or runs slowly."""
-    mine = [v for v in verdicts if v.task == task]
     if not mine:
-        return TaskSummary(task, "not-assessed", None, None, "no models for this task in the catalogue yet")
+        return TaskSummary(name, "not-assessed", None, None, "no models for this task in the catalogue yet")
     best = mine[0]
     if best.level == "runs-well":
         status = "ready"
@@ -74,13 +81,35 @@ def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> Task
         status = "not-possible"
     if status in ("ready", "limited"):
         running = sum(1 for v in mine if v.level in RUNNABLE)
-        text = f"{running} of {len(mine)} models usable; best: {best.model_name} ({best.quant}, {best.level})"
+        text = f"{running} of {len(mine)} models usable; best: {best.model_name} ({best.quant}, {level_words(best.level)})"
     elif status == "unknown":
         text = "could not tell: " + (best.reasons[0] if best.reasons else "a probe failed")
     else:
         text = f"no model in the catalogue is usable here; the smallest needs {_smallest_need(mine)}"
-    return TaskSummary(task, status, best.model_id if status in ("ready", "limited") else None,
+    return TaskSummary(name, status, best.model_id if status in ("ready", "limited") else None,
                        best.model_name if status in ("ready", "limited") else None, text)
+
+
+def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> TaskSummary:
+    """The task's summary; a task with groups (speech) names each group's best, not one best for all."""
+    mine = [v for v in verdicts if v.task == task]
+    summary = summarise(task, mine, failed)
+    groups = registry.get(task).groups if task in registry.names() else ()
+    if not groups or not mine:
+        return summary
+    parts = tuple(summarise(group.name, [v for v in mine if v.group == group.name], failed) for group in groups)
+    running = sum(1 for v in mine if v.level in RUNNABLE)
+    bests = "; ".join(_best_of_group(part, mine) for part in parts)
+    text = f"{running} of {len(mine)} models usable; {bests}" if summary.status in ("ready", "limited") else summary.summary
+    return TaskSummary(summary.task, summary.status, summary.best_model_id, summary.best_model_name, text, parts)
+
+
+def _best_of_group(part: TaskSummary, mine: list[Verdict]) -> str:
+    title = registry.title(part.task).lower()
+    best = next((v for v in mine if v.model_id == part.best_model_id), None)
+    if best is None:
+        return f"{title}: none usable"
+    return f"{title}: {best.model_name} ({best.quant}, {level_words(best.level)})"
 
 
 def _smallest_need(verdicts: list[Verdict]) -> str:

@@ -14,7 +14,8 @@ import re
 from gpuready.hardware import CPU, GPU, Hardware, Memory, Problem
 from gpuready.probes import GPU_PROBES
 from gpuready.probes.apple import apple_hardware
-from gpuready.catalog.tables import GPUSpec, closest_gpu_names, find_gpus
+from gpuready.units import fmt_gb
+from gpuready.catalog.tables import GPUSpec, closest_gpu_names, find_gpus, gpu_table
 
 # "2x RTX 3090", "2 x A100": a count, an x, then a space (so "7900 XTX" stays a name).
 _COUNT = re.compile(r"^\s*(\d{1,2})\s*[x×]\s+(.+)$", re.IGNORECASE)
@@ -24,16 +25,18 @@ class WhatIfError(ValueError):
     """A GPU name that matches no table row, or several."""
 
 
-def gpu_from_spec(spec: GPUSpec, index: int = 0) -> GPU:
-    """A GPU as the table describes it, with all of its memory free."""
+def gpu_from_spec(spec: GPUSpec, index: int = 0, shared_bytes: int | None = None) -> GPU:
+    """A GPU as the table describes it, with all of its memory free; integrated graphics (no
+    memory of its own) get ``shared_bytes`` of system memory, as a probed APU gets through GTT."""
+    memory = spec.memory_bytes or (shared_bytes if spec.kind == "integrated" else None) or None
     return GPU(
         vendor=spec.vendor,
-        name=spec.name,
+        name=display_name(spec),
         kind="unified" if spec.kind == "unified" else ("integrated" if spec.kind == "integrated" else "discrete"),
         index=index,
-        memory_total_bytes=spec.memory_bytes or None,
-        memory_free_bytes=spec.memory_bytes or None,
-        memory_usable_bytes=spec.memory_bytes or None,
+        memory_total_bytes=memory,
+        memory_free_bytes=memory,
+        memory_usable_bytes=memory,
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
         bandwidth_source=f"table:{spec.id}",
         fp16_flops=spec.fp16_flops or spec.fp32_flops,
@@ -52,7 +55,8 @@ def with_gpu(hardware: Hardware, spec: GPUSpec, count: int = 1) -> Hardware:
         raise ValueError("count must be at least 1")
     if spec.vendor == "apple":
         return apple_machine(hardware, spec, None)
-    return dataclasses.replace(hardware, gpus=tuple(gpu_from_spec(spec, i) for i in range(count)))
+    shared = hardware.memory.usable_bytes if spec.kind == "integrated" else None
+    return dataclasses.replace(hardware, gpus=tuple(gpu_from_spec(spec, i, shared) for i in range(count)))
 
 
 def apple_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None) -> Hardware:
@@ -76,7 +80,10 @@ def apple_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None) -
 
 
 def resolve_gpu(query: str) -> tuple[GPUSpec, int]:
-    """'RTX 4090', '2x RTX 3090', 'A100 80GB' -> the one table row meant, and how many."""
+    """'RTX 4090', '2x RTX 3090', 'A100 80GB' -> the one table row meant, and how many.
+
+    Rows that are bins of one chip (Apple's GPU core counts, a card sold with two memory
+    sizes) resolve to the full bin; ``assumption`` says so. Different chips stay an error."""
     count = 1
     match = _COUNT.match(query)
     if match:
@@ -88,10 +95,47 @@ def resolve_gpu(query: str) -> tuple[GPUSpec, int]:
         return matches[0], count
     if not matches:
         close = closest_gpu_names(query)
-        hint = f"; closest: {', '.join(close)}" if close else ""
+        hint = f"; closest: {', '.join(close)}" if close else "; see `gpuready models --gpus` for the names it knows"
         raise WhatIfError(f"--gpu: no GPU in the table matches '{query}'{hint}")
-    names = ", ".join(sorted(f"{spec.name} ({spec.id})" for spec in matches[:8]))
-    raise WhatIfError(f"--gpu: '{query}' matches several GPUs: {names}; be more specific")
+    if _bins_of_one_chip(matches):
+        return _full_bin(matches), count
+    names = ", ".join(sorted(f"'{typeable(spec)}' ({display_name(spec)})" for spec in matches[:8]))
+    raise WhatIfError(f"--gpu: '{query}' matches several GPUs: {names}; type one of the quoted names")
+
+
+def assumption(query: str) -> str | None:
+    """What ``resolve_gpu`` assumed for a name that several bins of one chip share, and how to pick another."""
+    match = _COUNT.match(query)
+    name = match.group(2) if match else query
+    matches = find_gpus(name)
+    if len(matches) < 2 or not _bins_of_one_chip(matches):
+        return None
+    chosen = _full_bin(matches)
+    others = " or ".join(f"'{typeable(spec)}'" for spec in matches if spec is not chosen)
+    return f"--gpu '{name}': assumed {display_name(chosen)}, the full chip; for the other, type {others}"
+
+
+def _bins_of_one_chip(specs: list[GPUSpec]) -> bool:
+    return len({(spec.vendor, spec.name) for spec in specs}) == 1
+
+
+def _full_bin(specs: list[GPUSpec]) -> GPUSpec:
+    return max(specs, key=lambda spec: (spec.gpu_cores or 0, spec.memory_bytes, spec.bandwidth_bytes_per_s))
+
+
+def typeable(spec: GPUSpec) -> str:
+    """A name to type for this row: its first alias, else its id."""
+    return spec.aliases[0] if spec.aliases else spec.id
+
+
+def display_name(spec: GPUSpec) -> str:
+    """The row's name, with its bin where another row shares the name: 'Apple M1 Max (32-core GPU)', 'Arc A770 16GB'."""
+    siblings = [other for other in gpu_table() if other.name == spec.name and other.vendor == spec.vendor]
+    if len(siblings) < 2:
+        return spec.name
+    if spec.gpu_cores and len({other.gpu_cores for other in siblings}) > 1:
+        return f"{spec.name} ({spec.gpu_cores}-core GPU)"
+    return f"{spec.name} {round(spec.memory_bytes / 1024**3)}GB"
 
 
 def with_memory(hardware: Hardware, size_bytes: int) -> Hardware:
@@ -110,7 +154,13 @@ def compose(
         problems = [p for p in problems if p.probe not in GPU_PROBES]
         if spec.vendor == "apple":
             return apple_machine(hardware, spec, memory_bytes), problems
-        hardware = with_gpu(hardware, spec, count)
     if memory_bytes:
         hardware = with_memory(hardware, memory_bytes)
+    if gpu:
+        hardware = with_gpu(hardware, spec, count)
+        if spec.kind == "integrated":
+            problems = [*problems, Problem(
+                "whatif", f"{display_name(spec)} is integrated graphics: it has no memory of its own and may use the "
+                f"machine's {fmt_gb(hardware.memory.usable_bytes)} of free system memory, as amdgpu's GTT or Intel's "
+                "shared memory lets a real one", None, "info")]
     return hardware, problems

@@ -221,7 +221,7 @@ def test_the_index_lives_in_system_memory_even_when_the_model_runs_on_the_gpu():
 
 @pytest.mark.parametrize(
     ("seconds", "level"),
-    [(4.0, "runs-well"), (15.0, "runs-well"), (40.0, "runs"), (299.0, "slow"), (301.0, "too-slow"), (None, "unknown")],
+    [(4.0, "runs-well"), (10.0, "runs-well"), (12.0, "runs"), (40.0, "runs"), (299.0, "slow"), (301.0, "too-slow"), (None, "unknown")],
 )
 def test_seconds_per_image_map_to_levels_lower_is_better(seconds, level):
     assert base.level_at_most(seconds, image.SECONDS_PER_IMAGE_CEILINGS) == level

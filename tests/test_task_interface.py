@@ -69,7 +69,7 @@ def test_a_registered_task_has_its_section_in_the_text_summary(translation, caps
     code, out, _ = run(capsys, "report", "--task", "translation")
     lines = out.splitlines()
     heading = next(line for line in lines if line.startswith("Translation: "))
-    assert heading == "Translation: ready — 1 of 2 models usable; best: Toy translator small (fp16, runs-well)"
+    assert heading == "Translation: ready — 1 of 2 models usable; best: Toy translator small (fp16, runs well)"
     row = next(line for line in lines if line.startswith("  Toy translator small"))
     assert row.split() == ["Toy", "translator", "small", "runs", "well", "fp16", "0.8", "GB", "CPU", "2.3", "sentences/s", "CTranslate2"]
 

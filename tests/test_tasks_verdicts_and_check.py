@@ -104,7 +104,8 @@ def test_an_rtx_4090_puts_flux_dev_in_model_offload_and_whisper_large_on_the_gpu
     verdicts = judge_all(CATALOG, with_gpu(ryzen(), "RTX 4090"), Options())
     images = summary(verdicts, "image-generation")
     assert images["flux.1-dev"] == ("runs", "bf16", "offload", "diffusers (CUDA) or ComfyUI")
-    assert images["sdxl"] == ("runs-well", "fp16", "gpu", "diffusers (CUDA) or ComfyUI")
+    # 11 s at its card's 50 steps: over the 10 s interactive limit, so "runs" (issue 12's floors)
+    assert images["sdxl"] == ("runs", "fp16", "gpu", "diffusers (CUDA) or ComfyUI")
     assert summary(verdicts, "speech")["whisper-large-v3"] == ("runs-well", "fp16", "gpu", "faster-whisper (CUDA fp16)")
     assert summary(verdicts, "document-search")["bge-m3"][:3] == ("runs-well", "fp16", "gpu")
 

@@ -33,9 +33,10 @@ def test_an_unknown_gpu_lists_the_closest_names():
         resolve_gpu("RTX 40")
 
 
-def test_an_ambiguous_gpu_lists_the_candidates():
-    with pytest.raises(WhatIfError, match="matches several GPUs"):
-        resolve_gpu("Arc A770")
+def test_an_ambiguous_gpu_lists_the_candidates_as_names_to_type():
+    # Different chips: an error that quotes what to type for each.
+    with pytest.raises(WhatIfError, match="matches several GPUs: 'RX 7900 GRE' .*'RX 7900 XTX' .*type one of the quoted names"):
+        resolve_gpu("RX 7900")
 
 
 def test_a_what_if_gpu_replaces_the_machines_gpus_and_changes_verdicts(capsys):

@@ -236,7 +236,9 @@ def closest_gpu_names(query: str, limit: int = 5) -> list[str]:
 
     table = gpu_table()
     names = {normalise_gpu_name(spec.name): spec.name for spec in table}
-    matches = difflib.get_close_matches(normalise_gpu_name(query), list(names), n=limit, cutoff=0.3)
+    # 0.6: close enough to be a typo or a missing word ("RTX 40" -> RTX 4090 at 0.86); a name
+    # that shares a letter or two ("nonsense" -> "Orin" at 0.22) is no suggestion.
+    matches = difflib.get_close_matches(normalise_gpu_name(query), list(names), n=limit, cutoff=0.6)
     return [names[m] for m in matches]
 
 

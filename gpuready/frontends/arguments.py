@@ -7,6 +7,22 @@ import argparse
 from gpuready import __version__
 
 
+TASKS_PLACEHOLDER = "{tasks}"
+
+
+class Parser(argparse.ArgumentParser):
+    """Fills the task names into help text only when help is shown: listing them needs the task
+    registry, which every other run would pay for at start-up."""
+
+    def format_help(self) -> str:
+        for action in self._actions:
+            if action.help and TASKS_PLACEHOLDER in action.help:
+                from gpuready.tasks.registry import choices
+
+                action.help = action.help.replace(TASKS_PLACEHOLDER, ", ".join(choices()))
+        return super().format_help()
+
+
 def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
     # Subcommands repeat these options without defaults, so `gpuready --machine X report`
     # and `gpuready report --machine X` both work.
@@ -26,16 +42,18 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         "--placement",
         choices=("gpu", "offload", "split", "cpu"),
         default="cpu",
-        help="weakest placement accepted: gpu (GPU only), offload (or image-model offload), split (or GPU+CPU), cpu (anything; default)",
+        help="the weakest place a model may run and still count: gpu = only all on the GPU; offload = also image models "
+        "whose parts take turns on the GPU; split = also layers split between GPU and CPU; cpu = anywhere (default)",
     )
     parser.add_argument("--documents", type=int, metavar="N", help="document search: documents to index (default 10,000 of ~5 chunks)")
     parser.add_argument("--resolution", metavar="WxH", help="image generation: image size, e.g. 1024x1024 (default: each model's native size)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gpuready",
-        description="Which AI work can this machine do locally, and how well?",
+        description="Which AI work can this machine do locally, and how well? With no command, on a terminal, "
+        "gpuready opens its terminal UI; otherwise (or with --plain) it prints the text summary.",
         epilog="Exit codes: 0 ready, 1 not ready, 2 usage or bad input, 3 could not tell.",
     )
     parser.add_argument("--version", action="version", version=f"gpuready {__version__}")
@@ -45,13 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="the machine and every model's verdict (text, or --json)")
     report.add_argument("--json", action="store_true", help="print the versioned JSON report")
-    report.add_argument("--task", help="only this task")
+    report.add_argument("--task", help="only this task: one of " + TASKS_PLACEHOLDER)
     report.add_argument("--torch", action="store_true", help="also ask PyTorch and OpenVINO which devices they see (a subprocess; takes seconds)")
     _model_options(report)
     _common(report)
 
     check = commands.add_parser("check", help="preflight: exit 0 when every requirement is met")
-    check.add_argument("--task", help="a task must be feasible, e.g. text-generation")
+    check.add_argument("--task", help="a task must be feasible: one of " + TASKS_PLACEHOLDER)
     check.add_argument("--model", help="this model must run: a catalogue id, a .gguf file or a config.json")
     check.add_argument("--min-speed", type=float, metavar="TOKENS_PER_S", help="minimum generation speed")
     check.add_argument("--min-realtime", type=float, metavar="X", help="speech: at least X times real time, e.g. 5")
@@ -65,13 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     _common(check)
 
     models = commands.add_parser("models", help="list the catalogue")
-    models.add_argument("--task", help="only this task")
-    models.add_argument("--json", action="store_true")
+    models.add_argument("--task", help="only this task: one of " + TASKS_PLACEHOLDER)
+    models.add_argument("--json", action="store_true", help="print the catalogue as JSON")
+    models.add_argument("--gpus", action="store_true", help="list the GPUs --gpu knows (names to type), not the models")
     _common(models)
 
     estimate = commands.add_parser("estimate", help="memory and speed breakdown for one model on this machine")
     estimate.add_argument("model", help="a catalogue model id, a local .gguf file, or a Hugging Face config.json (or its directory)")
-    estimate.add_argument("--json", action="store_true")
+    estimate.add_argument("--json", action="store_true", help="print the verdict, its estimate and basis as JSON")
     _model_options(estimate)
     _common(estimate)
 

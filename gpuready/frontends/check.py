@@ -81,8 +81,8 @@ class Outcome:
 
 def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
     """Reject unknown models, tasks, quantisations and placements with a message naming the closest match."""
-    if requirement.task and requirement.task not in registry.names():
-        raise UsageError(f"unknown task '{requirement.task}' (tasks: {', '.join(registry.names())})")
+    if requirement.task and requirement.task not in registry.choices():
+        raise UsageError(f"unknown task '{requirement.task}' (tasks: {', '.join(registry.choices())})")
     if requirement.model:
         model = catalog.get(requirement.model)
         if model is None:
@@ -91,7 +91,8 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
             raise UsageError(f"unknown model '{requirement.model}'{hint}")
         if requirement.quant and requirement.quant not in model.quants:
             raise UsageError(f"model '{model.id}' has no quantisation '{requirement.quant}' (it has {', '.join(model.quants)})")
-    task = catalog.get(requirement.model).task if requirement.model else requirement.task
+    task = catalog.get(requirement.model).task if requirement.model else (
+        registry.resolve(requirement.task)[0].name if requirement.task else None)
     for key, wanted_task in SPEED_TASKS.items():
         if getattr(requirement, key) is not None and task != wanted_task:
             raise UsageError(f"{FLAG_NAMES[key]} applies to {wanted_task}, not {task or 'a memory requirement'}")
@@ -145,20 +146,26 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
     tables = data.get("require")
     if not isinstance(tables, list) or not tables:
         raise UsageError(f"{path}: expected one or more [[require]] tables")
-    extra = sorted(set(data) - {"require"})
-    if extra:
-        raise UsageError(f"{path}: unknown top-level key '{extra[0]}'")
-    requirements = []
+    # Every bad key in the file at once, so one edit fixes them all.
+    errors = [f"{path}: unknown top-level key '{key}'" for key in sorted(set(data) - {"require"})]
     for index, table in enumerate(tables):
         where = f"{path}: require[{index}]"
         if not isinstance(table, dict):
-            raise UsageError(f"{where}: expected a table")
+            errors.append(f"{where}: expected a table")
+            continue
         for key, value in table.items():
             expected = _FILE_KEYS.get(key)
             if expected is None:
-                raise UsageError(f"{where}: unknown key '{key}' (known: {', '.join(_FILE_KEYS)})")
-            if isinstance(value, bool) or not isinstance(value, expected):
-                raise UsageError(f"{where}: '{key}' has the wrong type ({value!r})")
+                errors.append(f"{where}: unknown key '{key}'")
+            elif isinstance(value, bool) or not isinstance(value, expected):
+                errors.append(f"{where}: '{key}' has the wrong type ({value!r})")
+    if errors:
+        if any("unknown key" in error for error in errors):
+            errors.append(f"(known keys: {', '.join(_FILE_KEYS)})")
+        raise UsageError("\n  ".join(errors))
+    requirements = []
+    for index, table in enumerate(tables):
+        where = f"{path}: require[{index}]"
         try:
             requirement = Requirement(
                 task=table.get("task"),
@@ -204,7 +211,8 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     if requirement.model:
         models = [catalog.get(requirement.model)]
     else:
-        models = [m for m in catalog.for_task(requirement.task)]
+        task, group = registry.resolve(requirement.task)
+        models = [m for m in catalog.for_task(task.name) if group is None or group.has(m)]
         if not models:
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
     failed = _depends_failed(problems, TASK_PROBES)

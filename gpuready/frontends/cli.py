@@ -47,6 +47,7 @@ def cmd_report(args) -> int:
 
     app.check_task(args.task)
     report = app.report(request(args, _options(args)))
+    _warn_context(report)
     if args.json:
         sys.stdout.write(dumps(report))
     else:
@@ -54,6 +55,15 @@ def cmd_report(args) -> int:
 
         sys.stdout.write(render(report, args.task))
     return ExitCode.READY
+
+
+def _warn_context(report) -> None:
+    """Say once when the context asked for is longer than every model's maximum."""
+    from gpuready.app import context_warning
+
+    warning = context_warning(report)
+    if warning:
+        sys.stderr.write(f"gpuready: warning: {warning}\n")
 
 
 def cmd_check(args) -> int:
@@ -138,9 +148,29 @@ def cmd_check(args) -> int:
     return code
 
 
+def cmd_gpus(args) -> int:
+    """`models --gpus`: the GPU table, with the name to type for `--gpu`."""
+    from gpuready.catalog.tables import gpu_table
+    from gpuready.frontends.text import table
+    from gpuready.whatif import display_name, typeable
+
+    specs = sorted(gpu_table(), key=lambda spec: (spec.vendor, spec.name, spec.gpu_cores or 0, spec.memory_bytes))
+    if args.json:
+        rows = [{"id": spec.id, "name": display_name(spec), "type": typeable(spec), "vendor": spec.vendor, "kind": spec.kind,
+                 "memory_bytes": spec.memory_bytes or None, "bandwidth_bytes_per_s": spec.bandwidth_bytes_per_s} for spec in specs]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return ExitCode.READY
+    rows = [[typeable(spec), display_name(spec), spec.kind, f"{spec.memory_bytes / 1024**3:.0f} GB" if spec.memory_bytes else "shared",
+             f"{spec.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"] for spec in specs]
+    sys.stdout.write("\n".join(table(rows, ["--gpu", "NAME", "KIND", "MEMORY", "BANDWIDTH"], right={3, 4})) + "\n")
+    return ExitCode.READY
+
+
 def cmd_models(args) -> int:
     from gpuready.app import check_task
 
+    if getattr(args, "gpus", False):
+        return cmd_gpus(args)
     check_task(args.task)
     catalog = _catalog(args)
     models = [m for m in catalog.models.values() if not args.task or m.task == args.task]
@@ -221,6 +251,8 @@ def cmd_record(args) -> int:
     from gpuready.units import fmt_gb
 
     directory = Path(args.directory)
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"{directory}: exists and is not a directory; give a new directory")
     if directory.exists() and any(directory.iterdir()):
         raise UsageError(f"{directory}: exists and is not empty; give a new directory")
     host = RecordingHost(LiveHost(), directory)
@@ -318,9 +350,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in ("machine", "hardware", "memory", "gpu", "catalog_dir"):
         if not hasattr(args, name):
             setattr(args, name, None)
-    from gpuready.whatif import WhatIfError
+    from gpuready.whatif import WhatIfError, assumption
 
     try:
+        if args.gpu and (assumed := assumption(args.gpu)):
+            sys.stderr.write(f"gpuready: note: {assumed}\n")
         return int(COMMANDS[args.command](args))
     except (UsageError, CatalogError, HardwareFormatError, MachineError, WhatIfError) as error:
         sys.stderr.write(f"gpuready: error: {error}\n")
@@ -329,11 +363,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.READY
     except KeyboardInterrupt:
         return 130
+    except OSError as error:
+        if error.filename is None:
+            return _internal_error(error)
+        # A path the user gave that cannot be read or written (record DIR, export --dir): bad input.
+        sys.stderr.write(f"gpuready: error: {error.filename}: {error.strerror or error}\n")
+        return ExitCode.USAGE
     except Exception as error:  # noqa: BLE001 - a bug must not look like an answer
-        if os.environ.get("GPUREADY_DEBUG"):
-            raise
-        sys.stderr.write(
-            f"gpuready: internal error: {type(error).__name__}: {error}\n"
-            "Please report it (GPUREADY_DEBUG=1 shows the traceback; `gpuready record DIR` captures the machine).\n"
-        )
-        return ExitCode.UNKNOWN
+        return _internal_error(error)
+
+
+def _internal_error(error: Exception) -> int:
+    if os.environ.get("GPUREADY_DEBUG"):
+        raise error
+    sys.stderr.write(
+        f"gpuready: internal error: {type(error).__name__}: {error}\n"
+        "Please report it (GPUREADY_DEBUG=1 shows the traceback; `gpuready record DIR` captures the machine).\n"
+    )
+    return ExitCode.UNKNOWN

@@ -168,25 +168,51 @@ def render(report: Report, task: str | None = None) -> str:
         lines.append(f"Problem   [{problem.probe}] {problem.message}")
         if problem.hint:
             lines.append(f"          hint: {problem.hint}")
+    parent, only_group = registry.resolve(task) if task else (None, None)
     for summary in report.tasks:
-        if task and summary.task != task:
+        if parent and summary.task != parent.name:
             continue
-        title = registry.title(summary.task)
-        lines += ["", f"{title}: {STATUS_WORDS[summary.status]} — {summary.summary}"]
+        lines += ["", f"{registry.title(summary.task)}: {STATUS_WORDS[summary.status]} — {summary.summary}"]
         verdicts = [v for v in report.verdicts if v.task == summary.task]
-        if not verdicts:
-            continue
-        note, header, right, cells = TASK_COLUMNS.get(summary.task, DEFAULT_COLUMNS)
-        if summary.task == "text-generation":
-            context = verdicts[0].context_tokens
-            note = f"context {report.options.context_tokens or context:,} tokens; change with --context"
-        if note:
-            from gpuready.tasks.search import DEFAULT_DOCUMENTS
-
-            lines.append(f"  ({note.format(documents=report.options.documents or DEFAULT_DOCUMENTS)})")
-        lines += table([verdict_row(v, cells) for v in verdicts], header, right=right)
-    lines += ["", "Speeds are estimates (+/- and their basis shown in `gpuready estimate MODEL`)."]
+        if verdicts:
+            lines += task_tables(report, summary, verdicts, only_group.name if only_group else None)
+    lines += ["", "Speeds are estimates (+/- and their basis shown in `gpuready estimate MODEL`).",
+              "Each table: best verdict first, then the largest (most capable) model first."]
     return "\n".join(lines) + "\n"
+
+
+def task_tables(report: Report, summary, verdicts: list[Verdict], only_group: str | None = None) -> list[str]:
+    """A task's note and table; a task with groups (speech, search) gets one table a group, each in one unit."""
+    from gpuready.tasks.search import DEFAULT_DOCUMENTS
+
+    note, header, right, cells = TASK_COLUMNS.get(summary.task, DEFAULT_COLUMNS)
+    if summary.task == "text-generation":
+        requested = report.options.context_tokens or verdicts[0].context_tokens
+        note = f"context {requested:,} tokens; change with --context"
+        if any(v.context_tokens and v.context_tokens < requested for v in verdicts):
+            note += "; CONTEXT shows a model's own maximum where it is shorter"
+            header, cells = [*header, "CONTEXT"], (*cells, context_cell(requested))
+            right = right | {len(header) - 1}
+    lines = [f"  ({note.format(documents=report.options.documents or DEFAULT_DOCUMENTS)})"] if note else []
+    if not summary.groups:
+        return lines + table([verdict_row(v, cells) for v in verdicts], header, right=right)
+    for part in summary.groups:
+        mine = [v for v in verdicts if v.group == part.task]
+        if only_group and part.task != only_group or not mine:
+            continue
+        lines.append(f"  {registry.title(part.task)}: {STATUS_WORDS[part.status]} — {part.summary}")
+        lines += table([verdict_row(v, cells) for v in mine], header, right=right)
+    return lines
+
+
+def context_cell(requested: int):
+    """A cell naming the context a model is judged at, where its maximum is shorter than the one asked for."""
+
+    def cell(verdict: Verdict) -> str:
+        context = verdict.context_tokens
+        return f"{context:,}" if context and context < requested else ""
+
+    return cell
 
 
 def render_task_estimate(verdict: Verdict) -> str:

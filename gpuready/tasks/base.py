@@ -113,6 +113,20 @@ class TaskEstimate:
 AnyEstimate = Any
 
 
+@dataclass(frozen=True)
+class Group:
+    """A part of a task a person asks about on its own (speech to text within speech): the models
+    whose entry has this ``kind``. It gets its own best model, table and ``check --task NAME``."""
+
+    name: str  # "speech-to-text"
+    title: str  # "Speech to text"
+    kind: str  # the entries' kind: "stt"
+    verb: str = ""  # what a person does with it, for short labels: "transcribe"
+
+    def has(self, model) -> bool:
+        return getattr(model, "kind", None) == self.kind
+
+
 def never(*_args) -> None:
     """A task hook that has nothing to say."""
     return None
@@ -141,6 +155,7 @@ class Task:
         nowhere, the memory it needs at its smallest (None: the smallest variant judged).
     notes(model, hardware, gpu) -> lines added to the reasons (an NPU that is not used).
     context(model, options) -> the context length judged, or None where a task has none.
+    groups: the parts of the task a person asks about on their own (speech: listening and speaking).
     """
 
     name: str
@@ -160,6 +175,10 @@ class Task:
     # Among runnable variants, whether a fuller GPU placement beats quality: for text generation a
     # split GPU+CPU placement is several times slower, so yes; elsewhere the higher quality wins.
     placement_first: bool = False
+    groups: tuple[Group, ...] = ()
+
+    def group_of(self, model) -> Group | None:
+        return next((group for group in self.groups if group.has(model)), None)
     speed_unknown: str = "device throughput unknown: speed not estimated"
 
 

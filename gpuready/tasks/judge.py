@@ -14,7 +14,7 @@ from typing import Any
 from gpuready.hardware import Hardware
 from gpuready.tasks.base import Task
 from gpuready.tasks.devices import Device, cpu_device, gpu_device, memory_word
-from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Options, VariantVerdict, Verdict, effective_rank
+from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Options, VariantVerdict, Verdict, quality_adjusted
 from gpuready.units import fmt_gb
 
 
@@ -81,16 +81,20 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
     if estimate.headline is None:
         return judged("unknown", reasons + [task.speed_unknown])
     level, speed_reasons = task.level(model, estimate, options)
-    return judged(level, reasons + list(speed_reasons))
+    adjusted = quality_adjusted(level, quality)
+    if adjusted != level:
+        speed_reasons = [*speed_reasons, f"{variant} is of {quality} quality: counted one level lower than its speed "
+                                           f"('{level.replace('-', ' ')}')"]
+    return judged(adjusted, reasons + list(speed_reasons))
 
 
 def choice_key(judged: Judged, placement_first: bool):
-    """Best level first (a poor-quality variant counts a level lower); among runnable variants the
+    """Best level first (judge_variant already counted a low-quality variant a level lower); among runnable variants the
     fullest GPU placement (where the task says so), then the preferred quality; among the others
     the smallest (the closest to fitting)."""
     runnable = judged.level in RUNNABLE
     return (
-        effective_rank(judged.level, judged.quality),
+        LEVELS.index(judged.level),
         PLACEMENT_ORDER.index(judged.estimate.placement) if runnable and placement_first else 0,
         -judged.preference if runnable else judged.estimate.memory.total_bytes,
         judged.estimate.memory.total_bytes,
@@ -159,6 +163,7 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
         speed_unit=headline.unit if headline else None,
         uncertainty=headline.uncertainty if headline else None,
         quality=chosen.quality,
+        group=group.name if (group := task.group_of(model)) else None,
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from gpuready.catalog import loader
 from gpuready.hardware import Hardware
 from gpuready.tasks import image, search, speech, text
-from gpuready.tasks.base import Task
+from gpuready.tasks.base import Group, Task
 from gpuready.tasks.judge import judge
 from gpuready.tasks.verdict import Options, Verdict, rank_key
 
@@ -40,9 +40,29 @@ def get(name: str) -> Task:
     return _registered[name]
 
 
+def choices() -> tuple[str, ...]:
+    """Every name `--task` accepts: the tasks, and the parts of a task asked about on their own."""
+    return tuple(name for task in _registered.values() for name in (task.name, *(group.name for group in task.groups)))
+
+
+def resolve(name: str) -> tuple[Task, Group | None]:
+    """A task, or a part of one (speech-to-text), by the name a user gives."""
+    if name in _registered:
+        return _registered[name], None
+    for task in _registered.values():
+        for group in task.groups:
+            if group.name == name:
+                return task, group
+    raise KeyError(name)
+
+
 def title(name: str) -> str:
-    task = _registered.get(name)
-    return task.title if task else name.replace("-", " ").capitalize()
+    """A task's or a group's title: "Text generation", "Speech to text"."""
+    try:
+        task, group = resolve(name)
+    except KeyError:
+        return name.replace("-", " ").capitalize()
+    return group.title if group else task.title
 
 
 def load_catalog(builtin: Path | None = None, user: Path | None = None) -> loader.Catalog:

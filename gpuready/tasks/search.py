@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuready.catalog.loader import CatalogError, Entry
-from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
+from gpuready.tasks.base import Group, MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
 from gpuready.tasks.devices import Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 
@@ -196,4 +196,5 @@ TASK = Task(
     runtime=lambda model, estimate, gpu, catalog: RUNTIME_BY_BACKEND.get(
         gpu.backend if gpu and estimate.placement != "cpu" else "cpu", "sentence-transformers"),
     quality=bits_quality(VARIANT_BITS),
+    groups=(Group("embedding", "Embedding", "embedding", "embed"), Group("reranking", "Reranking", "reranker", "rerank")),
 )

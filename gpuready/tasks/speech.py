@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import text_estimate
-from gpuready.tasks.base import MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
+from gpuready.tasks.base import Group, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
 from gpuready.tasks.devices import Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 
@@ -225,4 +225,6 @@ TASK = Task(
     describe=_describe,
     runtime=lambda model, estimate, gpu, catalog: runtime_name(model, estimate, gpu),
     quality=bits_quality(VARIANT_BITS),
+    groups=(Group("speech-to-text", "Speech to text", "stt", "transcribe"),
+            Group("text-to-speech", "Text to speech", "tts", "speak")),
 )

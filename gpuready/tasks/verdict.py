@@ -49,6 +49,7 @@ class Verdict:
     speed_unit: str | None = None
     uncertainty: float | None = None
     quality: str | None = None  # of the variant: lossless, near-lossless, good, fair, poor
+    group: str | None = None  # the part of the task the model serves: speech-to-text, text-to-speech, embedding, reranking
 
 
 @dataclass(frozen=True)
@@ -63,13 +64,21 @@ class Options:
     resolution: tuple[int, int] | None = None  # image generation: width, height (default: the model's own)
 
 
-def effective_rank(level: str, quality: str | None) -> int:
-    """A level's rank, one step worse for a variant of poor quality: a good 4-bit variant
-    that runs beats a 2-bit one that runs well, and a 24B at 4 bits beats a 32B at 2 bits."""
-    rank = LEVELS.index(level)
-    return rank + 1 if level in RUNNABLE and quality == "poor" else rank
+# Variants below "good" quality (catalog/quants.toml: perplexity +0.30 or more on Llama 3 8B:
+# the 2- and 3-bit K-quants, Q4_0, MLX 4-bit) count one level lower than their speed alone
+# would earn: a good 4-bit variant that runs beats a 3-bit one that runs well, and a 24B at
+# 4 bits beats a 32B at 3 bits. The judge applies it to every variant's level, so every
+# rank, pick and summary sees the same level.
+LOW_QUALITIES = ("fair", "poor")
+
+
+def quality_adjusted(level: str, quality: str | None) -> str:
+    """The level a variant of this quality gets: one lower for a runnable variant below good quality."""
+    if level in RUNNABLE and quality in LOW_QUALITIES:
+        return LEVELS[LEVELS.index(level) + 1]
+    return level
 
 
 def rank_key(verdict: Verdict):
     """Best level first; within a level, the most capable (largest) model first."""
-    return (effective_rank(verdict.level, verdict.quality), -verdict.model_params, verdict.model_id)
+    return (LEVELS.index(verdict.level), -verdict.model_params, verdict.model_id)

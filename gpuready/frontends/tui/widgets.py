@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Static
 from gpuready.frontends.text import describe_cores
 from gpuready.hardware import Hardware, Problem
 from gpuready.report import TaskSummary
+from gpuready.tasks import registry
 from gpuready.frontends.tui import format as fmt
 from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Verdict
 
@@ -163,12 +164,21 @@ class TaskCard(Static):
         text.append(fmt.status_label(summary.status), style=f"bold {color(app, fmt.STATUS_STYLES.get(summary.status, 'secondary'))}")
         best = next((v for v in verdicts if v.model_id == summary.best_model_id), None)
         if best is not None:
-            text.append("\n  best: ")
-            text.append(best.model_name, style="bold")
-            text.append(f" · {best.quant} · {fmt.placement_cell(best)} · {fmt.speed_cell(best)[0]}", style=muted)
+            # A task with groups (speech: listening and speaking) names the best of each.
+            verbs = {group.name: group.verb for group in registry.get(summary.task).groups} if summary.groups else {}
+            parts = [(f"{verbs.get(part.task) or part.task}: " if summary.groups else "best: ",
+                      next((v for v in verdicts if v.model_id == part.best_model_id), None)) for part in summary.groups or (summary,)]
+            for label, pick in parts:
+                text.append(f"\n  {label}")
+                if pick is None:
+                    text.append("none usable", style=muted)
+                    continue
+                text.append(pick.model_name, style="bold")
+                text.append(f" · {pick.quant} · {fmt.placement_cell(pick)} · {fmt.speed_cell(pick)[0]}", style=muted)
             running = sum(1 for v in verdicts if v.level in RUNNABLE)
             text.append(f"\n  {running} of {len(verdicts)} models run here", style=muted)
-            others = [v for v in verdicts if v.level in RUNNABLE and v is not best][:more]
+            picked = {pick.model_id for _, pick in parts if pick is not None}
+            others = [v for v in verdicts if v.level in RUNNABLE and v.model_id not in picked][:more]
             for other in others:
                 text.append(f"\n  {fmt.LEVEL_SYMBOLS[other.level]} ", style=color(app, fmt.LEVEL_STYLES[other.level]))
                 text.append(f"{other.model_name}", style="")
@@ -191,6 +201,7 @@ class TaskCard(Static):
 
 COLUMNS = ("verdict", "model", "variant", "memory", "where", "speed", "uncertainty")
 HEADINGS = {
+    "group": "For",
     "verdict": "Verdict",
     "model": "Model",
     "variant": "Variant",
@@ -237,6 +248,8 @@ class ModelTable(DataTable):
         self.filter_text = ""
         self.only_runnable = False
         self.compact = False
+        self.groups = registry.get(task).groups if task in registry.names() else ()
+        self.columns_shown = (("group", *COLUMNS) if self.groups else COLUMNS)
 
     def shown(self) -> list[Verdict]:
         """Verdicts after the name filter and 'only what runs', in the chosen order."""
@@ -248,6 +261,9 @@ class ModelTable(DataTable):
             and (not self.only_runnable or verdict.level in RUNNABLE)
         ]
         rows.sort(key=lambda pair: sort_value(pair[1], self.sort_column, pair[0]), reverse=self.sort_reverse)
+        # A task with groups (speech: listening, speaking) keeps each group together, in the task's order.
+        groups = [group.name for group in self.groups]
+        rows.sort(key=lambda pair: groups.index(pair[1].group) if pair[1].group in groups else len(groups))
         return [verdict for _, verdict in rows]
 
     def headings(self) -> dict[str, str]:
@@ -265,6 +281,7 @@ class ModelTable(DataTable):
         else:
             memory, where = fmt.memory_cell(verdict), fmt.placement_cell(verdict)
         return {
+            "group": fmt.task_title(verdict.group) if verdict.group else "-",
             "verdict": fmt.level_label(verdict.level),
             "model": verdict.model_name,
             "variant": verdict.quant or "-",
@@ -286,11 +303,12 @@ class ModelTable(DataTable):
         gap = 1 if self.compact else 2
         headings = self.headings()
         rows = [(verdict, self.cells(verdict)) for verdict in self.shown()]
-        widths = {c: max([len(headings[c])] + [len(cells[c]) for _, cells in rows]) for c in COLUMNS}
-        others = sum(widths[c] + gap for c in COLUMNS if c != "model")
+        columns = self.columns_shown
+        widths = {c: max([len(headings[c])] + [len(cells[c]) for _, cells in rows]) for c in columns}
+        others = sum(widths[c] + gap for c in columns if c != "model")
         model_width = max(10, min(widths["model"], width - others - gap - 2))
         self.clear(columns=True)
-        for column in COLUMNS:
+        for column in columns:
             self.add_column(
                 headings[column] + (" " if self.compact else ""),
                 key=column,
@@ -303,7 +321,7 @@ class ModelTable(DataTable):
             name = cells["model"]
             cells["model"] = name if len(name) <= model_width else name[: model_width - 1] + "…"
             texts = []
-            for column in COLUMNS:
+            for column in columns:
                 cell_width = model_width if column == "model" else widths[column]
                 aligned = cells[column].rjust(cell_width) if column in RIGHT_ALIGNED else cells[column].ljust(cell_width)
                 text = Text(aligned + pad, no_wrap=True)
@@ -323,7 +341,9 @@ class ModelTable(DataTable):
             return None
 
     def sort_by(self, column: str) -> None:
-        """Sort by a column; choosing the same column again reverses the order."""
+        """Sort by a column; choosing the same column again reverses the order (groups always stay together)."""
+        if column not in COLUMNS:
+            return
         if column == self.sort_column:
             self.sort_reverse = not self.sort_reverse
         else:
@@ -331,7 +351,7 @@ class ModelTable(DataTable):
         self.show()
 
     def next_sort(self) -> None:
-        self.sort_by(COLUMNS[(COLUMNS.index(self.sort_column) + 1) % len(COLUMNS)])
+        self.sort_by(COLUMNS[(COLUMNS.index(self.sort_column) + 1) % len(COLUMNS)])  # the group column is not a sort
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()
