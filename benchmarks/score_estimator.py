@@ -29,6 +29,9 @@ from gpuready.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
 from gpuready.tasks import common, image, speech  # noqa: E402
 from gpuready.tomlcompat import tomllib  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import speedfit  # noqa: E402
+
 GIB = 1024**3
 # (constant name, key) -> (fitted median, the constant in gpuready), filled by each section;
 # tests/test_score_estimator.py checks the two agree, so a changed formula or validation
@@ -119,7 +122,7 @@ def gpu_device(row: dict, backend: str) -> est.Device | None:
         return None
     return est.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
                       bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
-                      unified=spec.vendor == "apple")
+                      unified=spec.vendor == "apple", memory_type=spec.memory_type)
 
 
 def cpu_device(row: dict) -> est.Device | None:
@@ -178,15 +181,35 @@ def real_size(row: dict) -> float | None:
     return size * GIB if size else None
 
 
+TEST = re.compile(r"^(tg|pp)(\d*)(?:@d(\d+))?$")
+
+
+def test_shape(row: dict) -> tuple[str, int, int]:
+    """(kind, tokens, depth) of a row's test: "tg128@d4096" -> ("generation", 128, 4096); unstated counts: 128."""
+    match = TEST.match(row["test"].replace(" ", ""))
+    kind = "generation" if match.group(1) == "tg" else "prompt"
+    return kind, int(match.group(2) or 128), int(match.group(3) or row.get("depth", 0))
+
+
+def device_key(row: dict, device: est.Device) -> str:
+    return f"cpu: {device.name}" if device.kind == "cpu" else (row.get("gpu_id") or device.name)
+
+
+def source_key(row: dict) -> str:
+    return row["source"].split(" (")[0].split("#")[0].strip()
+
+
 def text_generation(catalog, out: list[str]) -> None:
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
-    observed: dict[tuple[str, str], list[float]] = defaultdict(list)
     memory_errors: list[float] = []
     forks: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     cpu_rows: dict[str, list[tuple]] = defaultdict(list)
+    gen_rows: list[speedfit.GenRow] = []
+    prompt_rows: list[speedfit.PromptRow] = []
+    baseline: list[float] = []
     skipped = defaultdict(int)
     for row in load("text-generation"):
-        kind = "generation" if row["test"].startswith("tg") else "prompt"
+        kind, tokens, depth = test_shape(row)
         backend = row["backend"]
         model = language_model(row, catalog)
         if model is None:
@@ -197,52 +220,199 @@ def text_generation(catalog, out: list[str]) -> None:
             skipped["hardware not in the tables"] += 1
             continue
         size = real_size(row)
-        quant = catalog.quants.get(row["quant"])
+        quant_id = row["quant"].split(" (")[0]
+        quant = catalog.quants.get(quant_id)
         if size and quant and quant.id not in ("MXFP4",):
             estimated, _ = est.weights_bytes(model, quant)
             memory_errors.append(ape(estimated, size))
         if size is None and quant is None:
             skipped["quantisation unknown and no file size"] += 1
             continue
-        weights = int(size) if size else est.weights_bytes(model, quant)[0]
-        memory = est.MemoryBreakdown(weights, est.kv_cache_bytes(model, 512), 0, 0)
-        gpu = device if device.kind == "gpu" else None
-        speed = est.speed(model, memory, 512, gpu, device if gpu is None else cpu_placeholder(), 1.0 if gpu else 0.0)
         if kind == "prompt" and not device.flops:
             skipped["no FLOPS figure for the hardware"] += 1
             continue
-        predicted = speed.generation_tokens_per_s if kind == "generation" else speed.prompt_tokens_per_s
+        if kind == "prompt" and depth:
+            skipped["prompt at depth (attention cost not modelled)"] += 1
+            continue
+        weights = int(size) if size else est.weights_bytes(model, quant)[0]
+        # Generating N tokens after a D-token prompt reads, on average, the KV cache of D + N/2 tokens.
+        kv_read = est.kv_cache_bytes(model, depth + tokens // 2)
+        memory = est.MemoryBreakdown(weights, kv_read, 0, 0)
+        gpu = device if device.kind == "gpu" else None
+        speed = est.speed(model, memory, depth + tokens // 2, gpu, device if gpu is None else cpu_placeholder(),
+                          1.0 if gpu else 0.0, quant_id)
+        predicted = speed.generation_tokens_per_s_full_context if kind == "generation" else speed.prompt_tokens_per_s
         where = "Apple" if backend == "metal" else ("CPU" if backend == "cpu" else "GPU")
-        constant = (est.BANDWIDTH_EFFICIENCY if kind == "generation" else est.COMPUTE_EFFICIENCY)[backend]
-        implied = row["tokens_per_s"] / predicted * constant
+        family = est.quant_family(quant_id)
+        bytes_read = weights * model.active_params / model.params + kv_read
+        if kind == "generation":
+            implied = row["tokens_per_s"] * bytes_read / device.bandwidth_bytes_per_s
+        else:
+            implied = row["tokens_per_s"] * 2 * model.active_params / device.flops
         fork = next((name for name in FORKS if name in row.get("implementation", "")), None)
         if fork:
             forks[(kind, fork)].append((ape(predicted, row["tokens_per_s"]), implied))
             continue
         groups[(kind, where)].append(ape(predicted, row["tokens_per_s"]))
-        observed[(kind, backend)].append(implied)
+        if kind == "generation":
+            gen_rows.append(speedfit.GenRow(backend, family, bytes_read / device.bandwidth_bytes_per_s, model.layers,
+                                            1 / row["tokens_per_s"], device_key(row, device), source_key(row),
+                                            "hbm" if "HBM" in (device.memory_type or "") else ""))
+            if device.kind == "gpu" and not model.is_moe:
+                baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
+        else:
+            prompt_rows.append(speedfit.PromptRow(backend, family, implied, device_key(row, device), source_key(row)))
         if backend == "cpu":
-            cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], row["quant"].split(" (")[0], row["test"],
+            cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
                                    row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",
                                    row["tokens_per_s"], implied))
     out.append("## Text generation (llama.cpp)\n")
+    speed_model_report(gen_rows, prompt_rows, baseline, out)
+    out.append("### In-sample errors of gpuready's committed constants\n")
     out.append("| speed | hardware | rows | median error | worst error |\n|---|---|---:|---:|---:|")
     for (kind, where), errors in sorted(groups.items()):
         out.append(f"| {kind} | {where} | {len(errors)} | {statistics.median(errors):.0f}% | {max(errors):.0f}% |")
-    out.append(f"\nSkipped: {dict(skipped)}.\n")
+    out.append(f"\nSkipped: {dict(sorted(skipped.items()))}.\n")
     out.append("Weights memory (parameters x bits per weight from catalog/quants.toml) against the real file size the row "
                f"reports: {len(memory_errors)} rows, median error {statistics.median(memory_errors):.1f}%, "
                f"worst {max(memory_errors):.1f}%.\n")
-    out.append("Efficiency each row implies (measured / theoretical at 100%), median per backend; "
-               "gpuready/estimate.py's constants are set to these medians:\n")
-    out.append("| speed | backend | rows | fitted median | constant in estimate.py |\n|---|---|---:|---:|---:|")
-    for (kind, backend), values in sorted(observed.items()):
-        constant = (est.BANDWIDTH_EFFICIENCY if kind == "generation" else est.COMPUTE_EFFICIENCY)[backend]
-        name = "BANDWIDTH_EFFICIENCY" if kind == "generation" else "COMPUTE_EFFICIENCY"
-        FITS[(name, backend)] = (statistics.median(values), constant)
-        out.append(f"| {kind} | {backend} | {len(values)} | {statistics.median(values):.2f} | {constant:.2f} |")
-    out.append("")
     cpu_table(cpu_rows, forks, out)
+
+
+TERMS = ("layers", "families")
+
+
+def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...]) -> tuple[dict, list[tuple[str, float, float]]]:
+    """Start with every term; drop each one whose removal does not raise the leave-one-device-out median error."""
+    terms = {name: True for name in fit_terms}
+    trials = []
+
+    def lodo(chosen: dict) -> float:
+        return statistics.median(err for _, err in cross_validate(rows, "device", **chosen))
+
+    best = lodo(terms)
+    trials.append(("all terms", best, None))
+    for name in fit_terms:
+        without = {**terms, name: False}
+        score = lodo(without)
+        trials.append((f"without {name}", score, best))
+        if score <= best:
+            terms, best = without, score
+    return terms, trials
+
+
+def error_line(label: str, rows: int, devices: int, errors: list[float]) -> str:
+    return f"| {label} | {rows} | {devices} | {statistics.median(errors):.1f}% | {max(errors):.0f}% |"
+
+
+def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str]) -> None:
+    """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill FITS."""
+    gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation, ("layers", "families", "hbm"))
+    prompt_terms, prompt_trials = choose_terms(prompt_rows, speedfit.cross_validate_prompt, ("families",))
+    fit = speedfit.fit_generation(gen_rows, **gen_terms)
+    pfit = speedfit.fit_prompt(prompt_rows, **prompt_terms)
+    lodo = speedfit.cross_validate_generation(gen_rows, "device", **gen_terms)
+    loso = speedfit.cross_validate_generation(gen_rows, "source", **gen_terms)
+    inside = [(row, speedfit.error(speedfit.predict_generation(row, fit), 1 / row.measured_s)) for row in gen_rows]
+    p_lodo = speedfit.cross_validate_prompt(prompt_rows, "device", **prompt_terms)
+    p_loso = speedfit.cross_validate_prompt(prompt_rows, "source", **prompt_terms)
+    p_inside = [(row, abs(speedfit.predict_prompt_ratio(row, pfit) - 1) * 100) for row in prompt_rows]
+    devices = {row.device for row in gen_rows}
+    backends = sorted({row.backend for row in gen_rows})
+    out.append("Every figure below is a prediction for hardware the constants were not fitted on, unless it says "
+               "in-sample. Leave-one-device-out (LODO): fit on every other device, predict the held-out device's rows. "
+               "Leave-one-source-out (LOSO): the same per publication (the row's source URL).\n")
+    out.append("### Headline (cross-validated)\n")
+    out.append("| task | rows | devices | backends | LODO median | LODO worst | LOSO median | LOSO worst | in-sample median |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for task, rows, a, b, c in (("generation", gen_rows, lodo, loso, inside), ("prompt", prompt_rows, p_lodo, p_loso, p_inside)):
+        ea, eb, ec = ([e for _, e in x] for x in (a, b, c))
+        out.append(f"| {task} | {len(rows)} | {len({r.device for r in rows})} | {len({r.backend for r in rows})} | "
+                   f"{statistics.median(ea):.1f}% | {max(ea):.0f}% | {statistics.median(eb):.1f}% | {max(eb):.0f}% | "
+                   f"{statistics.median(ec):.1f}% |")
+    out.append(f"\nBaseline, one line (0.72 x peak bandwidth / file size, GPU rows of dense models, {len(baseline)} rows): "
+               f"median {statistics.median(baseline):.1f}%, worst {max(baseline):.0f}%.\n")
+    for task, a, b, c in (("Generation", lodo, loso, inside), ("Prompt processing", p_lodo, p_loso, p_inside)):
+        out.append(f"### {task} per backend\n")
+        out.append("| backend | rows | devices | LODO median | LODO worst | LOSO median | LOSO worst | in-sample median | in-sample worst |\n"
+                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for backend in sorted({row.backend for row, _ in a}):
+            ea, eb, ec = ([e for r, e in x if r.backend == backend] for x in (a, b, c))
+            n_dev = len({r.device for r, _ in a if r.backend == backend})
+            out.append(f"| {backend} | {len(ea)} | {n_dev} | {statistics.median(ea):.1f}% | {max(ea):.0f}% | "
+                       f"{statistics.median(eb):.1f}% | {max(eb):.0f}% | {statistics.median(ec):.1f}% | {max(ec):.0f}% |")
+        out.append("")
+        out.append(f"{task} per quant family (LODO):\n")
+        out.append("| family | rows | median | worst |\n|---|---:|---:|---:|")
+        for family in sorted({row.family for row, _ in a}):
+            ea = [e for r, e in a if r.family == family]
+            out.append(f"| {family} | {len(ea)} | {statistics.median(ea):.1f}% | {max(ea):.0f}% |")
+        out.append("")
+    out.append("### Which terms stay\n")
+    out.append("A term is kept only if dropping it raises the leave-one-device-out median error "
+               "(tried in order; a dropped term's constants are neutral: efficiency 1.0, seconds 0).\n")
+    out.append("| model | variant | LODO median | with the term |\n|---|---|---:|---:|")
+    for task, trials in (("generation", gen_trials), ("prompt", prompt_trials)):
+        for label, score, best in trials:
+            out.append(f"| {task} | {label} | {score:.2f}% | {'-' if best is None else f'{best:.2f}%'} |")
+    kept = [name for name, on in {**gen_terms}.items() if on]
+    out.append(f"\nGeneration keeps: {', '.join(kept) or 'bandwidth only'}; prompt keeps: "
+               f"{'families' if prompt_terms['families'] else 'backend only'}.\n")
+    bands(lodo, out)
+    out.append("### Fitted constants (gpuready/estimate.py holds these, rounded)\n")
+    out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
+    for backend in sorted(fit.efficiency):
+        record(out, "BANDWIDTH_EFFICIENCY", backend, fit.efficiency[backend], est.BANDWIDTH_EFFICIENCY.get(backend))
+        record(out, "LAYER_SECONDS (microseconds)", backend, fit.layer_s[backend] * 1e6,
+               est.LAYER_SECONDS[backend] * 1e6 if backend in est.LAYER_SECONDS else None)
+    for family in sorted(fit.family):
+        record(out, "QUANT_FAMILY_EFFICIENCY", family, fit.family[family], est.QUANT_FAMILY_EFFICIENCY.get(family))
+    for backend in sorted(pfit.efficiency):
+        record(out, "COMPUTE_EFFICIENCY", backend, pfit.efficiency[backend], est.COMPUTE_EFFICIENCY[backend])
+    for family in sorted(pfit.family):
+        record(out, "PROMPT_FAMILY_EFFICIENCY", family, pfit.family[family], est.PROMPT_FAMILY_EFFICIENCY.get(family))
+    out.append("\nsycl has no validation rows: its BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY and LAYER_SECONDS are "
+               "unfitted guesses, every sycl basis says so, and its band is the widest (+/-50%).\n")
+    worst = sorted(lodo, key=lambda pair: -pair[1])[:8]
+    out.append("Largest held-out generation errors (LODO):\n")
+    out.append("| device | backend | family | measured t/s | predicted t/s | error |\n|---|---|---|---:|---:|---:|")
+    for row, err in worst:
+        train = [r for r in gen_rows if r.device != row.device]
+        predicted = speedfit.predict_generation(row, speedfit.fit_generation(train, **gen_terms))
+        out.append(f"| {row.device} | {row.backend} | {row.family} | {1 / row.measured_s:.1f} | {predicted:.1f} | {err:.0f}% |")
+    out.append("")
+
+
+def record(out: list[str], name: str, key: str, fitted: float, constant: float | None) -> None:
+    FITS[(name, key)] = (fitted, constant)
+    shown = "-" if constant is None else f"{constant:.2f}"
+    out.append(f"| {name} | {key} | {fitted:.2f} | {shown} |")
+
+
+def bands(lodo: list, out: list[str]) -> None:
+    """SPEED_BAND per backend (80th percentile of its LODO errors) and the coverage of bands fitted without each device."""
+    out.append("### Bands\n")
+    out.append("Each speed's +/- is its backend's 80th percentile of leave-one-device-out generation errors. Coverage: "
+               "for every row, the band computed from the other devices' held-out errors only, and whether the row's "
+               "own held-out error falls inside it (target: about 80%, within 70-90%).\n")
+    covered = speedfit.band_coverage(lodo, "device")
+    out.append("| backend | rows | band (SPEED_BAND) | coverage |\n|---|---:|---:|---:|")
+    for backend in sorted({row.backend for row, _ in lodo}):
+        errors = [e for r, e in lodo if r.backend == backend]
+        band = speedfit.percentile(errors, 0.8) / 100
+        record_band(backend, band)
+        inside = [hit for r, _, hit in covered if r.backend == backend]
+        out.append(f"| {backend} | {len(errors)} | +/-{band:.0%} | {sum(inside) / len(inside):.0%} |")
+    total = [hit for _, _, hit in covered]
+    out.append(f"| all | {len(total)} | | {sum(total) / len(total):.0%} |")
+    families = sorted({row.family for row, _ in lodo})
+    out.append("\nCoverage per quant family: " + ", ".join(
+        f"{family} {sum(h for r, _, h in covered if r.family == family) / len([1 for r, _, _ in covered if r.family == family]):.0%}"
+        for family in families) + ".\n")
+
+
+def record_band(backend: str, band: float) -> None:
+    FITS[("SPEED_BAND", backend)] = (band, est.SPEED_BAND.get(backend))
 
 
 def cpu_table(cpu_rows: dict[str, list[tuple]], forks: dict[tuple[str, str], list[tuple[float, float]]], out: list[str]) -> None:
@@ -397,8 +567,21 @@ def report() -> str:
     return "\n".join(out)
 
 
+def constants_text() -> str:
+    """The fitted speed constants as the Python literals gpuready/estimate.py holds (--constants)."""
+    report()
+    tables: dict[str, dict[str, float]] = defaultdict(dict)
+    for (name, key), (fitted, _) in FITS.items():
+        if name == "LAYER_SECONDS (microseconds)":
+            tables["LAYER_SECONDS"][key] = f"{fitted:.1f}e-6"
+        elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND"):
+            tables[name][key] = f"{fitted:.2f}"
+    return "\n".join(f"{name} = {{" + ", ".join(f'"{k}": {v}' for k, v in sorted(values.items())) + "}"
+                     for name, values in sorted(tables.items()))
+
+
 def main() -> int:
-    print(report())
+    print(constants_text() if "--constants" in sys.argv[1:] else report())
     return 0
 
 

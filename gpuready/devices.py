@@ -21,6 +21,15 @@ def backend_for(gpu: GPU) -> str:
     return BACKEND_BY_VENDOR.get(gpu.vendor, "vulkan")
 
 
+def _memory_type(gpu: GPU) -> str | None:
+    """The memory type of the GPU's catalog/gpus.toml row (HBM GPUs have their own speed constants)."""
+    if not gpu.table_id:
+        return None
+    from gpuready.tables import gpu_table
+
+    return next((spec.memory_type for spec in gpu_table() if spec.id == gpu.table_id), None)
+
+
 def gpu_usable_bytes(gpu: GPU) -> int | None:
     for value in (gpu.memory_usable_bytes, gpu.memory_free_bytes, gpu.memory_total_bytes):
         if value:
@@ -61,6 +70,7 @@ def gpu_device(hardware: Hardware) -> est.Device | None:
             bandwidth_source=_source_kind(first.bandwidth_source),
             count=len(gpus),
             unified=unified,
+            memory_type=_memory_type(first),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device

@@ -37,18 +37,19 @@ RUNTIME_OVERHEAD_BYTES = {
     "cpu": 200 * MIB,
 }
 
-# Share of peak memory bandwidth that llama.cpp's token generation reaches, per backend,
-# and share of peak FP16 (GPU) or estimated peak (CPU) throughput its prompt processing
-# reaches. Each is the median of measured / theoretical-at-100% over the rows of
-# benchmarks/validation/text-generation.toml whose hardware is in catalog/gpus.toml (CPU
-# rows: benchmarks/score_estimator.py CPU_SPECS + catalog/cpus.toml), computed by
-# benchmarks/score_estimator.py (results in benchmarks/ACCURACY.md). Sources of those rows:
+# Share of peak memory bandwidth that llama.cpp's token generation reaches (K-quants; see
+# QUANT_FAMILY_EFFICIENCY), per backend ("cuda-hbm": CUDA on HBM GPUs, A100/H100 class), and
+# share of peak FP16 (GPU) or estimated peak (CPU) throughput its prompt processing reaches.
+# Generation constants are a least-squares fit (with LAYER_SECONDS below) of the rows of
+# benchmarks/validation/text-generation.toml whose hardware is in catalog/gpus.toml (CPU rows:
+# benchmarks/score_estimator.py CPU_SPECS + catalog/cpus.toml); prompt constants are medians.
+# benchmarks/score_estimator.py computes both, with leave-one-device-out errors
+# (benchmarks/ACCURACY.md); benchmarks/write_constants.py writes them here. Sources of those rows:
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference (CUDA and Apple, Llama 3 8B/70B), llama.cpp
 # discussion #4167 (Apple silicon, Llama 2 7B) and #15013 (CUDA), llama.cpp Vulkan/ROCm
 # pull-request tables (RX 6700 XT, RX 9070 XT, RTX 3090 Vulkan), and CPU llama-bench posts.
-# Rows fitted: generation cuda 45, metal 30, vulkan 12, rocm 5, cpu 18; prompt cuda 45,
-# metal 21, vulkan 10, rocm 4, cpu 12. sycl has no rows: its values are unfitted guesses
-# (kept from the first draft) and its estimates carry the "assumed" uncertainty.
+# sycl has no rows: its values are unfitted guesses (kept from the first draft) and every sycl
+# estimate's basis says so.
 # CPU (mainline llama.cpp only; ik_llama.cpp and llamafile rows are scored but not fitted):
 # EPYC 9554 on 12-channel DDR5-4800 (ahelpme.com/?p=6685, Phi-4 14B, four quants), a
 # 32-vCPU Graviton3 instance (llama.cpp PR #29256's NEON baseline, Llama 3.2 3B Q6_K); Ryzen 9
@@ -57,29 +58,93 @@ RUNTIME_OVERHEAD_BYTES = {
 # i3-14100, i5-9500 (brand-o/normiebench issues #8, #36, #34, Llama 3.1 8B Q4_K_M); i3-1315U
 # (geerlingguy/sbc-reviews #107); Apple M1 Max / M3 / M3 Max (XiongjieDai) and M2 Ultra
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
-# bandwidth, the rest catalog/cpus.toml's. x86 desktops and the servers imply 0.51-0.85 of peak
-# bandwidth, the two x86 laptops 0.29 (2 threads) and 0.39 (table LPDDR5X speed assumed);
-# the Apple rows 0.26-0.50: their CPU clusters cannot draw the whole unified-memory
-# bandwidth the table lists.
+# bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cuda": 0.68,
-    "rocm": 0.49,
-    "vulkan": 0.60,
+    "cpu": 0.73,
+    "cuda": 0.93,
+    "cuda-hbm": 0.85,
+    "metal": 0.88,
+    "rocm": 0.91,
     "sycl": 0.50,
-    "metal": 0.73,
-    "cpu": 0.57,
+    "vulkan": 0.77,
 }
 COMPUTE_EFFICIENCY = {
-    "cuda": 0.35,
-    "rocm": 0.55,
-    "vulkan": 0.47,
-    "sycl": 0.30,
-    "metal": 0.63,
     "cpu": 0.73,
+    "cuda": 0.35,
+    "metal": 0.63,
+    "rocm": 0.55,
+    "sycl": 0.30,
+    "vulkan": 0.47,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
 SPEED_UNCERTAINTY = {"measured": 0.25, "table": 0.25, "assumed": 0.5}
+
+# --- the generation model's further terms (fitted by benchmarks/score_estimator.py) ---------
+# Time per generated token = bytes read / (bandwidth x backend efficiency x quant-family
+# efficiency) + layers x fixed per-layer cost. The fixed cost is what a token costs beyond
+# reading weights: kernel launches and synchronisation, several kernels per layer (norm,
+# attention, matrix-vector products), each a few microseconds on CUDA (NVIDIA's Nsight
+# timelines in https://github.com/ggml-org/llama.cpp/issues/6763; CUDA graphs, PR #6766, cut
+# it: llama-2-7b Q4_K_M on an H100 PCIe from 143 to 164 tokens/s). It is why an 8B Q4_K_M runs at half its bandwidth bound on an H100. The quant
+# family matters because each family has its own matrix-vector kernel (dequantisation cost per
+# byte differs: F16 reads with no unpacking, K-quants unpack 6-bit scales per 256-weight
+# block). BANDWIDTH_EFFICIENCY is the K-quant efficiency; the others are multiples of it.
+# Every value below is written by the fit; a term whose constant did not lower the
+# leave-one-device-out error is dropped there (its constant then is neutral: 1.0 or 0.0).
+QUANT_FAMILY_EFFICIENCY = {
+    "float": 1.00,
+    "k-quant": 1.00,
+    "legacy": 1.00,
+    "mxfp4": 1.00,
+}
+LAYER_SECONDS = {
+    "cpu": 298.0e-6,
+    "cuda": 88.7e-6,
+    "cuda-hbm": 158.8e-6,
+    "metal": 182.1e-6,
+    "rocm": 97.0e-6,
+    "sycl": 88.7e-6,  # unfitted guess (no sycl rows): the cuda value, another launch-bound GPU runtime
+    "vulkan": 28.9e-6,
+}
+# Prompt processing: compute bound, with each quant family's matrix-matrix kernel its own
+# share of the backend's COMPUTE_EFFICIENCY (dequantising into tensor-core tiles costs more
+# for some formats than others).
+PROMPT_FAMILY_EFFICIENCY = {
+    "float": 1.00,
+    "k-quant": 1.00,
+    "legacy": 1.00,
+    "mxfp4": 1.00,
+}
+# The relative band each speed carries: the 80th percentile of the leave-one-device-out
+# errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
+# devices in five fall inside it. sycl has no validation rows: its band is the widest.
+SPEED_BAND = {
+    "cpu": 0.60,
+    "cuda": 0.11,
+    "metal": 0.15,
+    "rocm": 0.74,
+    "sycl": 0.5,
+    "vulkan": 0.48,
+}
+# Prompt length that time_to_first_token_s is stated for.
+TTFT_PROMPT_TOKENS = 512
+
+
+def quant_family(quant_id: str) -> str:
+    """The kernel family of a quantisation id: k-quant, legacy, float, i-quant, mxfp4 (else "other")."""
+    name = quant_id.upper().split(" ")[0]
+    if name.startswith("IQ"):
+        return "i-quant"
+    if name.startswith("MXFP4"):
+        return "mxfp4"
+    if name in ("F16", "BF16", "F32", "FP16", "FP32"):
+        return "float"
+    if name.startswith("Q") and "_K" in name:
+        return "k-quant"
+    if name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"):
+        return "legacy"
+    return "other"
 MEMORY_UNCERTAINTY = 0.10
 
 
@@ -96,6 +161,7 @@ class Device:
     bandwidth_source: str = "table"  # measured | table | assumed
     count: int = 1  # identical GPUs splitting the layers
     unified: bool = False  # shares memory with the CPU (Apple silicon, APUs)
+    memory_type: str | None = None  # GDDR6X, HBM3, LPDDR5 ...: HBM GPUs have their own speed constants
 
 
 @dataclass(frozen=True)
@@ -116,6 +182,9 @@ class Speed:
     generation_tokens_per_s_full_context: float
     prompt_tokens_per_s: float
     uncertainty: float  # relative, e.g. 0.25 = +/-25%
+    # Seconds from sending a TTFT_PROMPT_TOKENS-token prompt to the first generated token:
+    # the prompt's processing plus one generated token. None where prompt speed is unknown.
+    time_to_first_token_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -172,14 +241,34 @@ def memory_breakdown(model: LanguageModel, quant: Quant, context_tokens: int, ba
     )
 
 
-def _seconds_per_token(bytes_read: float, device: Device) -> float:
-    efficiency = BANDWIDTH_EFFICIENCY.get(device.backend, BANDWIDTH_EFFICIENCY["cpu"])
-    return bytes_read / (device.bandwidth_bytes_per_s * efficiency)
+def speed_class(device: Device) -> str:
+    """The key of a device's generation constants: its backend, or e.g. "cuda-hbm" for an HBM GPU when fitted."""
+    if device.memory_type and "HBM" in device.memory_type and f"{device.backend}-hbm" in BANDWIDTH_EFFICIENCY:
+        return f"{device.backend}-hbm"
+    return device.backend
 
 
-def _prompt_seconds_per_token(model: LanguageModel, device: Device) -> float:
+def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant", layers: float = 0.0) -> float:
+    """Bytes over effective bandwidth, plus the fixed per-layer cost of the layers on this device."""
+    key = speed_class(device)
+    efficiency = BANDWIDTH_EFFICIENCY.get(key, BANDWIDTH_EFFICIENCY["cpu"])
+    efficiency *= QUANT_FAMILY_EFFICIENCY.get(family, 1.0)
+    fixed = layers * LAYER_SECONDS.get(key, 0.0)
+    return bytes_read / (device.bandwidth_bytes_per_s * efficiency) + fixed
+
+
+def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant") -> float:
     efficiency = COMPUTE_EFFICIENCY.get(device.backend, COMPUTE_EFFICIENCY["cpu"])
+    efficiency *= PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
     return 2 * model.active_params / (device.flops * efficiency)
+
+
+def speed_band(backends: list[str], sources: list[str]) -> float:
+    """The +/- of a speed: the widest band of the backends involved, at least 50% where a bandwidth was assumed."""
+    band = max(SPEED_BAND.get(backend, SPEED_BAND["sycl"]) for backend in backends)
+    if "assumed" in sources:
+        band = max(band, SPEED_UNCERTAINTY["assumed"])
+    return band
 
 
 def speed(
@@ -189,8 +278,16 @@ def speed(
     gpu: Device | None,
     cpu: Device,
     gpu_fraction: float,
+    quant_id: str = "",
 ) -> Speed | None:
-    """Tokens per second for generation (bandwidth bound) and prompt (compute bound); time on each device adds up."""
+    """Tokens per second for generation (bandwidth bound) and prompt (compute bound); time on each device adds up.
+
+    Each device's share of a token is its share of the bytes over its effective bandwidth
+    plus its share of the layers times its backend's fixed per-layer cost; layers split over
+    identical GPUs run one after another, so a group's bandwidth is one card's. At "full
+    context" every token also reads the whole KV cache.
+    """
+    family = quant_family(quant_id) if quant_id else "k-quant"
     active_share = model.active_params / model.params
     weights_read = memory.weights_bytes * active_share
     devices = [(gpu, gpu_fraction), (cpu, 1.0 - gpu_fraction)]
@@ -200,17 +297,19 @@ def speed(
     for device, fraction in devices:
         if fraction <= 0:
             continue
-        empty += _seconds_per_token(weights_read * fraction, device)
-        full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device)
+        layers = model.layers * fraction
+        empty += _seconds_per_token(weights_read * fraction, device, family, layers)
+        full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device, family, layers)
         if device.flops:
-            prompt += _prompt_seconds_per_token(model, device) * fraction
-    sources = [device.bandwidth_source for device, fraction in devices if fraction > 0]
-    uncertainty = max(SPEED_UNCERTAINTY.get(source, 0.5) for source in sources)
+            prompt += _prompt_seconds_per_token(model, device, family) * fraction
+    used = [device for device, fraction in devices if fraction > 0]
+    uncertainty = speed_band([device.backend for device in used], [device.bandwidth_source for device in used])
     return Speed(
         generation_tokens_per_s=1.0 / empty,
         generation_tokens_per_s_full_context=1.0 / full,
         prompt_tokens_per_s=(1.0 / prompt) if prompt else 0.0,
         uncertainty=uncertainty,
+        time_to_first_token_s=(TTFT_PROMPT_TOKENS * prompt + empty) if prompt else None,
     )
 
 
@@ -236,7 +335,7 @@ def estimate(
         if memory.total_bytes <= gpu.usable_memory_bytes:
             basis.append(f"all layers on {gpu.name} ({gpu.backend})")
             return Estimate(model.id, quant.id, context_tokens, "gpu", memory, 1.0, memory.total_bytes, 0,
-                            speed(model, memory, context_tokens, gpu, cpu, 1.0), _with_speed_basis(basis, gpu, cpu, 1.0))
+                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, gpu, cpu, 1.0))
         if not gpu.unified:
             layer_bytes = memory.weights_bytes + memory.kv_cache_bytes
             room = gpu.usable_memory_bytes - memory.compute_bytes - memory.overhead_bytes
@@ -251,11 +350,11 @@ def estimate(
                     "(each token's time is the sum of both parts)"
                 )
                 return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
-                                speed(model, memory, context_tokens, gpu, cpu, fraction), _with_speed_basis(basis, gpu, cpu, fraction))
+                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction))
     memory = memory_breakdown(model, quant, context_tokens, "cpu")
     basis.append("all layers on the CPU, weights in system memory")
     return Estimate(model.id, quant.id, context_tokens, "cpu", memory, 0.0, 0, memory.total_bytes,
-                    speed(model, memory, context_tokens, None, cpu, 0.0), _with_speed_basis(basis, None, cpu, 0.0))
+                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0))
 
 
 def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float) -> tuple[str, ...]:

@@ -46,6 +46,7 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
     memory = est.MemoryBreakdown(LLAMA_WEIGHTS_Q4, LLAMA_KV_8K, LLAMA_COMPUTE, CUDA_OVERHEAD)
     bandwidth = 1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]
     compute = 100e12 * est.COMPUTE_EFFICIENCY["cuda"]
+    fixed = 32 * est.LAYER_SECONDS["cuda"]  # 32 layers x the per-layer launch/sync cost
     assert result == est.Estimate(
         model_id="llama-3.1-8b",
         quant="Q4_K_M",
@@ -56,10 +57,11 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
         gpu_memory_bytes=memory.total_bytes,
         system_memory_bytes=0,
         speed=est.Speed(
-            generation_tokens_per_s=pytest.approx(bandwidth / LLAMA_WEIGHTS_Q4),
-            generation_tokens_per_s_full_context=pytest.approx(bandwidth / (LLAMA_WEIGHTS_Q4 + LLAMA_KV_8K)),
+            generation_tokens_per_s=pytest.approx(1 / (LLAMA_WEIGHTS_Q4 / bandwidth + fixed)),
+            generation_tokens_per_s_full_context=pytest.approx(1 / ((LLAMA_WEIGHTS_Q4 + LLAMA_KV_8K) / bandwidth + fixed)),
             prompt_tokens_per_s=pytest.approx(compute / (2 * 8.03e9)),
-            uncertainty=est.SPEED_UNCERTAINTY["measured"],
+            uncertainty=est.SPEED_BAND["cuda"],
+            time_to_first_token_s=pytest.approx(512 * 2 * 8.03e9 / compute + LLAMA_WEIGHTS_Q4 / bandwidth + fixed),
         ),
         basis=result.basis,
     )
@@ -76,8 +78,8 @@ def test_a_model_too_big_for_the_gpu_splits_whole_layers_and_adds_the_times():
     assert (result.placement, result.gpu_fraction) == ("split", fraction)
     assert result.gpu_memory_bytes == int(layer_bytes * fraction) + LLAMA_COMPUTE + CUDA_OVERHEAD
     assert result.system_memory_bytes == int(layer_bytes * (1 - fraction)) + 200 * 1024**2
-    seconds = (LLAMA_WEIGHTS_Q4 * fraction / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"])
-               + LLAMA_WEIGHTS_Q4 * (1 - fraction) / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]))
+    seconds = (LLAMA_WEIGHTS_Q4 * fraction / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 19 * est.LAYER_SECONDS["cuda"]
+               + LLAMA_WEIGHTS_Q4 * (1 - fraction) / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 13 * est.LAYER_SECONDS["cpu"])
     assert result.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
@@ -85,7 +87,8 @@ def test_without_a_gpu_the_model_runs_on_the_cpu_from_system_memory():
     result = est.estimate(LLAMA_8B, Q4_K_M, 8192, None, CPU, 64 * 1024**3)
     assert result.placement == "cpu"
     assert result.memory == est.MemoryBreakdown(LLAMA_WEIGHTS_Q4, LLAMA_KV_8K, LLAMA_COMPUTE, 200 * 1024**2)
-    assert result.speed.generation_tokens_per_s == pytest.approx(51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"] / LLAMA_WEIGHTS_Q4)
+    seconds = LLAMA_WEIGHTS_Q4 / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 32 * est.LAYER_SECONDS["cpu"]
+    assert result.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
 def test_a_mixture_of_experts_needs_memory_for_all_experts_but_reads_only_the_active_ones():
@@ -94,7 +97,8 @@ def test_a_mixture_of_experts_needs_memory_for_all_experts_but_reads_only_the_ac
     weights = int(30.5e9 * 4.8944 / 8)
     assert result.memory.weights_bytes == weights
     read_per_token = weights * 3.3e9 / 30.5e9
-    assert result.speed.generation_tokens_per_s == pytest.approx(51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"] / read_per_token)
+    seconds = read_per_token / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 48 * est.LAYER_SECONDS["cpu"]  # 48 layers
+    assert result.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
 def test_a_real_file_size_replaces_the_bits_per_weight_formula():

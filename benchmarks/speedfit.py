@@ -1,0 +1,191 @@
+"""Fit and cross-validate llama.cpp's speed model on measured rows: pure functions, no I/O.
+
+A generation row is (backend, quant family, ideal seconds x = bytes read / peak bandwidth,
+layers L, measured seconds per token t, device, source). The model is
+
+    t = x / (e_backend * q_family) + L * c_backend
+
+(e: bandwidth efficiency for K-quants, q: the family's efficiency relative to K-quants,
+c: fixed seconds per layer per token). It is linear in (1/e, c) for a fixed q and linear
+in 1/q for fixed (e, c), so the fit alternates two small least-squares problems on the
+relative error (t_predicted / t - 1): no solver library, a few milliseconds.
+
+A prompt row is (backend, family, implied efficiency = measured / (peak FLOPS / 2 x active
+parameters)); the fit is per-backend and per-family multipliers of the log, by alternating
+medians (robust to the odd outlier row).
+
+Cross-validation: leave one device out (fit on every other device, predict the held-out
+device's rows) and leave one source out (the same per publication), so each error is a
+prediction for hardware or a publication the constants never saw.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+REFERENCE_FAMILY = "k-quant"
+ITERATIONS = 40
+
+
+@dataclass(frozen=True)
+class GenRow:
+    backend: str
+    family: str
+    ideal_s: float  # bytes read per token / peak bandwidth
+    layers: int
+    measured_s: float  # 1 / measured tokens per second
+    device: str
+    source: str
+    memory_class: str = ""  # "hbm" for HBM GPUs: their own efficiency and fixed cost when that term is on
+
+
+def klass(row: GenRow, hbm: bool) -> str:
+    """The constant class of a row: its backend, or backend-hbm when the HBM term is on."""
+    return f"{row.backend}-{row.memory_class}" if hbm and row.memory_class else row.backend
+
+
+@dataclass(frozen=True)
+class GenFit:
+    efficiency: dict  # backend -> bandwidth efficiency (K-quants)
+    family: dict  # family -> efficiency multiple of K-quants
+    layer_s: dict  # backend -> seconds per layer per token
+
+
+@dataclass(frozen=True)
+class PromptRow:
+    backend: str
+    family: str
+    implied: float  # measured / (peak FLOPS / (2 x active params))
+    device: str
+    source: str
+
+
+@dataclass(frozen=True)
+class PromptFit:
+    efficiency: dict
+    family: dict
+
+
+def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True) -> GenFit:
+    """Least squares on relative error, alternating per-class (1/e, c) and per-family 1/q."""
+    inverse = {klass(row, hbm): 1.5 for row in rows}
+    fixed = {klass(row, hbm): 0.0 for row in rows}
+    ratio = {row.family: 1.0 for row in rows}
+    for _ in range(ITERATIONS):
+        for backend in inverse:
+            mine = [row for row in rows if klass(row, hbm) == backend]
+            u = [row.ideal_s * ratio[row.family] / row.measured_s for row in mine]
+            v = [row.layers / row.measured_s for row in mine]
+            inverse[backend], fixed[backend] = _two_term(u, v, layers)
+        if families:
+            for family in ratio:
+                if family == REFERENCE_FAMILY:
+                    continue
+                mine = [row for row in rows if row.family == family]
+                u = [row.ideal_s * inverse[klass(row, hbm)] / row.measured_s for row in mine]
+                y = [1 - row.layers * fixed[klass(row, hbm)] / row.measured_s for row in mine]
+                suu = sum(a * a for a in u)
+                ratio[family] = max(0.2, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0
+    return GenFit(efficiency={b: 1 / a for b, a in inverse.items()},
+                  family={f: 1 / r for f, r in ratio.items()},
+                  layer_s=dict(fixed))
+
+
+def _two_term(u: list[float], v: list[float], with_fixed: bool) -> tuple[float, float]:
+    """min sum (a u + c v - 1)^2 with c >= 0 (c = 0 when the fixed term is off)."""
+    suu = sum(a * a for a in u)
+    su = sum(u)
+    if with_fixed:
+        suv = sum(a * b for a, b in zip(u, v))
+        svv = sum(b * b for b in v)
+        sv = sum(v)
+        det = suu * svv - suv * suv
+        if det > 1e-12 * suu * svv:
+            a = (su * svv - sv * suv) / det
+            c = (suu * sv - suv * su) / det
+            if a > 0 and c >= 0:
+                return a, c
+            if a <= 0 and svv:  # only the fixed cost explains the rows
+                return su / suu, 0.0
+    return su / suu, 0.0
+
+
+def predict_generation(row: GenRow, fit: GenFit) -> float:
+    """Predicted tokens per second; backends or families the fit never saw get the pooled median / 1.0."""
+    key = klass(row, True) if klass(row, True) in fit.efficiency else row.backend
+    efficiency = fit.efficiency.get(key) or statistics.median(fit.efficiency.values())
+    family = fit.family.get(row.family, 1.0)
+    fixed = fit.layer_s.get(key, 0.0)
+    return 1 / (row.ideal_s / (efficiency * family) + row.layers * fixed)
+
+
+def fit_prompt(rows: list[PromptRow], families: bool = True) -> PromptFit:
+    backends = sorted({row.backend for row in rows})
+    family = {row.family: 1.0 for row in rows}
+    efficiency = {}
+    for _ in range(ITERATIONS // 4):
+        for backend in backends:
+            efficiency[backend] = statistics.median(row.implied / family[row.family] for row in rows if row.backend == backend)
+        if families:
+            for name in family:
+                if name != REFERENCE_FAMILY:
+                    family[name] = statistics.median(row.implied / efficiency[row.backend] for row in rows if row.family == name)
+    return PromptFit(efficiency=efficiency, family=family)
+
+
+def predict_prompt_ratio(row: PromptRow, fit: PromptFit) -> float:
+    """Predicted / measured for a prompt row."""
+    efficiency = fit.efficiency.get(row.backend) or statistics.median(fit.efficiency.values())
+    return efficiency * fit.family.get(row.family, 1.0) / row.implied
+
+
+def error(predicted: float, measured: float) -> float:
+    """Absolute relative error of a speed, in percent."""
+    return abs(predicted - measured) / measured * 100
+
+
+def cross_validate_generation(rows: list[GenRow], key: str, **terms) -> list[tuple[GenRow, float]]:
+    """Each row with its error when its group (device or source) is left out of the fit."""
+    out = []
+    for group in sorted({getattr(row, key) for row in rows}):
+        train = [row for row in rows if getattr(row, key) != group]
+        if not train:
+            continue
+        fit = fit_generation(train, **terms)
+        out += [(row, error(predict_generation(row, fit), 1 / row.measured_s)) for row in rows if getattr(row, key) == group]
+    return out
+
+
+def cross_validate_prompt(rows: list[PromptRow], key: str, **terms) -> list[tuple[PromptRow, float]]:
+    out = []
+    for group in sorted({getattr(row, key) for row in rows}):
+        train = [row for row in rows if getattr(row, key) != group]
+        if not train:
+            continue
+        fit = fit_prompt(train, **terms)
+        out += [(row, abs(predict_prompt_ratio(row, fit) - 1) * 100) for row in rows if getattr(row, key) == group]
+    return out
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The value below which `share` of the values lie (nearest rank, no interpolation)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def band_coverage(errors: list[tuple[object, float]], group: str, share: float = 0.8) -> list[tuple[object, float, bool]]:
+    """Per row: the band of its class fitted without its own device, and whether its error falls inside.
+
+    The band of a class (the row's backend) is the `share` percentile of the held-out
+    errors of every other device of that class, so a row never sets its own band.
+    """
+    out = []
+    for row, err in errors:
+        others = [e for r, e in errors if r.backend == row.backend and getattr(r, group) != getattr(row, group)]
+        if not others:
+            others = [e for r, e in errors if getattr(r, group) != getattr(row, group)]
+        band = percentile(others, share)
+        out.append((row, band, err <= band))
+    return out

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Write the fitted speed constants into gpuready/estimate.py (run after changing validation rows).
+
+Usage: python benchmarks/write_constants.py   (from the repository root)
+Each dict named below is rewritten with the fit of benchmarks/score_estimator.py; keys the fit
+has no rows for (sycl) keep their value in estimate.py, marked there as unfitted guesses.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ESTIMATE = ROOT / "gpuready" / "estimate.py"
+
+
+def main() -> int:
+    spec = importlib.util.spec_from_file_location("score_estimator", ROOT / "benchmarks" / "score_estimator.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = ESTIMATE.read_text(encoding="utf-8")
+    for line in module.constants_text().splitlines():
+        name, literal = line.split(" = ", 1)
+        fitted = dict(re.findall(r'"([^"]+)": ([0-9.e-]+)', literal))
+        block = re.search(rf"^{name} = \{{\n(.*?)^\}}\n", text, re.S | re.M)
+        old = dict(re.findall(r'^    "([^"]+)": ([0-9.e-]+),', block.group(1), re.M))
+        merged = {**{k: v for k, v in old.items() if k not in fitted and k == "sycl"}, **fitted}
+        body = "".join(f'    "{key}": {merged[key]},\n' for key in sorted(merged))
+        text = text[:block.start(1)] + body + text[block.end(1):]
+    ESTIMATE.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
