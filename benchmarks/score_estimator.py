@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from gpuready import estimate as est  # noqa: E402
 from gpuready.catalog import LanguageModel, Quant, load_catalog  # noqa: E402
+from gpuready.devices import APPLE_CPU_BANDWIDTH_SHARE  # noqa: E402
 from gpuready.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
 from gpuready.tasks import common, image, speech  # noqa: E402
 from gpuready.tomlcompat import tomllib  # noqa: E402
@@ -87,6 +88,8 @@ ARCHITECTURES = {
     "llama-3-70b": (70.55e9, 80, 8192, 64, 8, 128256),
     "mistral-7b-instruct-v0.2": (7.24e9, 32, 4096, 32, 8, 32000),
     "tinyllama-1.1b-1t-openorca": (1.1e9, 22, 2048, 32, 4, 32000),
+    # deepseek-ai/DeepSeek-R1-Distill-Qwen-7B config.json (the Qwen2.5-Math-7B architecture).
+    "deepseek-r1-distill-qwen-7b": (7.62e9, 28, 3584, 28, 4, 152064),
 }
 ALIASES = {"llama-7b": "llama-2-7b", "llama-13b": "llama-2-13b", "llama-8b": "llama-3-8b",
            "llama-3.2-3b-instruct": "llama-3.2-3b", "gemma-3-4b-it-qat": "gemma-3-4b",
@@ -136,6 +139,9 @@ def cpu_device(row: dict) -> est.Device | None:
         if platform is None:
             return None
         bandwidth = platform.bandwidth_bytes_per_s
+        if name.startswith("Apple "):
+            # What gpuready itself assumes for Apple CPU cores (gpuready/devices.py).
+            bandwidth = int(bandwidth * APPLE_CPU_BANDWIDTH_SHARE)
     used = min(cores, row["threads"]) if row.get("threads") else cores
     return est.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None,
                       bandwidth_bytes_per_s=bandwidth, flops=est.cpu_peak_flops(used, features))
@@ -257,11 +263,12 @@ def text_generation(catalog, out: list[str]) -> None:
         if kind == "generation":
             gen_rows.append(speedfit.GenRow(backend, family, bytes_read / device.bandwidth_bytes_per_s, model.layers,
                                             1 / row["tokens_per_s"], device_key(row, device), source_key(row),
-                                            "hbm" if "HBM" in (device.memory_type or "") else ""))
+                                            "hbm" if "HBM" in (device.memory_type or "") else "", model.is_moe))
             if device.kind == "gpu" and not model.is_moe:
                 baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
         else:
-            prompt_rows.append(speedfit.PromptRow(backend, family, implied, device_key(row, device), source_key(row)))
+            prompt_rows.append(speedfit.PromptRow(backend, family, implied, device_key(row, device), source_key(row),
+                                                  2 * model.active_params / device.flops, 2 * model.active_params / 1e12))
         if backend == "cpu":
             cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
                                    row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",
@@ -279,7 +286,7 @@ def text_generation(catalog, out: list[str]) -> None:
     cpu_table(cpu_rows, forks, out)
 
 
-TERMS = ("layers", "families")
+MIN_BAND_DEVICES = 3
 
 
 def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...]) -> tuple[dict, list[tuple[str, float, float]]]:
@@ -307,16 +314,27 @@ def error_line(label: str, rows: int, devices: int, errors: list[float]) -> str:
 
 def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str]) -> None:
     """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill FITS."""
-    gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation, ("layers", "families", "hbm"))
-    prompt_terms, prompt_trials = choose_terms(prompt_rows, speedfit.cross_validate_prompt, ("families",))
+    gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation, ("layers", "families", "hbm", "moe"))
+    # The prompt model in the generation model's form: seconds per token = (2 x active params / peak FLOPS) / e
+    # + (2 x active params in TFLOP) x s, where s (seconds per TFLOP, the "layers" slot) is a backend's software
+    # ceiling that no faster GPU lifts (an H100 reads a 7B prompt no faster than an RTX 4090 in these rows).
+    legacy_pfit = speedfit.fit_prompt(prompt_rows, families=False)
+    prompt_rows = [speedfit.GenRow(r.backend, r.family, r.ideal_s, r.tflop, r.ideal_s / r.implied, r.device, r.source)
+                   for r in prompt_rows]
+
+    def prompt_cv(rows, key, ceiling=True, families=True):
+        return speedfit.cross_validate_generation(rows, key, layers=ceiling, families=families, hbm=False, moe=False)
+
+    prompt_terms, prompt_trials = choose_terms(prompt_rows, prompt_cv, ("ceiling", "families"))
     fit = speedfit.fit_generation(gen_rows, **gen_terms)
-    pfit = speedfit.fit_prompt(prompt_rows, **prompt_terms)
+    pfit = speedfit.fit_generation(prompt_rows, layers=prompt_terms["ceiling"], families=prompt_terms["families"],
+                                   hbm=False, moe=False)
     lodo = speedfit.cross_validate_generation(gen_rows, "device", **gen_terms)
     loso = speedfit.cross_validate_generation(gen_rows, "source", **gen_terms)
     inside = [(row, speedfit.error(speedfit.predict_generation(row, fit), 1 / row.measured_s)) for row in gen_rows]
-    p_lodo = speedfit.cross_validate_prompt(prompt_rows, "device", **prompt_terms)
-    p_loso = speedfit.cross_validate_prompt(prompt_rows, "source", **prompt_terms)
-    p_inside = [(row, abs(speedfit.predict_prompt_ratio(row, pfit) - 1) * 100) for row in prompt_rows]
+    p_lodo = prompt_cv(prompt_rows, "device", **prompt_terms)
+    p_loso = prompt_cv(prompt_rows, "source", **prompt_terms)
+    p_inside = [(row, speedfit.error(speedfit.predict_generation(row, pfit), 1 / row.measured_s)) for row in prompt_rows]
     devices = {row.device for row in gen_rows}
     backends = sorted({row.backend for row in gen_rows})
     out.append("Every figure below is a prediction for hardware the constants were not fitted on, unless it says "
@@ -357,7 +375,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
             out.append(f"| {task} | {label} | {score:.2f}% | {'-' if best is None else f'{best:.2f}%'} |")
     kept = [name for name, on in {**gen_terms}.items() if on]
     out.append(f"\nGeneration keeps: {', '.join(kept) or 'bandwidth only'}; prompt keeps: "
-               f"{'families' if prompt_terms['families'] else 'backend only'}.\n")
+               f"{', '.join(name for name, on in prompt_terms.items() if on) or 'compute only'}.\n")
     bands(lodo, out)
     out.append("### Fitted constants (gpuready/estimate.py holds these, rounded)\n")
     out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
@@ -365,12 +383,22 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         record(out, "BANDWIDTH_EFFICIENCY", backend, fit.efficiency[backend], est.BANDWIDTH_EFFICIENCY.get(backend))
         record(out, "LAYER_SECONDS (microseconds)", backend, fit.layer_s[backend] * 1e6,
                est.LAYER_SECONDS[backend] * 1e6 if backend in est.LAYER_SECONDS else None)
+    record(out, "MOE_LAYER_FACTOR", "all", fit.moe_layer_factor, est.MOE_LAYER_FACTOR)
     for family in sorted(fit.family):
         record(out, "QUANT_FAMILY_EFFICIENCY", family, fit.family[family], est.QUANT_FAMILY_EFFICIENCY.get(family))
     for backend in sorted(pfit.efficiency):
-        record(out, "COMPUTE_EFFICIENCY", backend, pfit.efficiency[backend], est.COMPUTE_EFFICIENCY[backend])
+        record(out, "PROMPT_EFFICIENCY", backend, pfit.efficiency[backend], est.PROMPT_EFFICIENCY.get(backend))
+        record(out, "PROMPT_SECONDS_PER_TFLOP (milliseconds)", backend, pfit.layer_s[backend] * 1e3,
+               est.PROMPT_SECONDS_PER_TFLOP[backend] * 1e3 if backend in est.PROMPT_SECONDS_PER_TFLOP else None)
     for family in sorted(pfit.family):
         record(out, "PROMPT_FAMILY_EFFICIENCY", family, pfit.family[family], est.PROMPT_FAMILY_EFFICIENCY.get(family))
+    out.append("\nCOMPUTE_EFFICIENCY (the one-term median of each backend's prompt rows) stays the backend scale the "
+               "image and speech estimators use; the language-model prompt uses PROMPT_EFFICIENCY and "
+               "PROMPT_SECONDS_PER_TFLOP. Efficiencies above 1 mean the FLOPS column understates what the kernels "
+               "use: GeForce rows list the FP32-accumulate tensor rate, half the FP16-accumulate rate.\n")
+    out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
+    for backend in sorted(legacy_pfit.efficiency):
+        record(out, "COMPUTE_EFFICIENCY", backend, legacy_pfit.efficiency[backend], est.COMPUTE_EFFICIENCY.get(backend))
     out.append("\nsycl has no validation rows: its BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY and LAYER_SECONDS are "
                "unfitted guesses, every sycl basis says so, and its band is the widest (+/-50%).\n")
     worst = sorted(lodo, key=lambda pair: -pair[1])[:8]
@@ -396,15 +424,21 @@ def bands(lodo: list, out: list[str]) -> None:
                "for every row, the band computed from the other devices' held-out errors only, and whether the row's "
                "own held-out error falls inside it (target: about 80%, within 70-90%).\n")
     covered = speedfit.band_coverage(lodo, "device")
-    out.append("| backend | rows | band (SPEED_BAND) | coverage |\n|---|---:|---:|---:|")
+    pooled = speedfit.percentile([e for _, e in lodo], 0.8) / 100
+    out.append(f"A backend measured on fewer than {MIN_BAND_DEVICES} devices gets at least the pooled band of all rows "
+               f"(+/-{pooled:.0%}): a percentile of one or two devices' errors says little.\n")
+    out.append("| backend | rows | devices | band (SPEED_BAND) | coverage |\n|---|---:|---:|---:|---:|")
     for backend in sorted({row.backend for row, _ in lodo}):
         errors = [e for r, e in lodo if r.backend == backend]
         band = speedfit.percentile(errors, 0.8) / 100
+        devices = len({r.device for r, _ in lodo if r.backend == backend})
+        if devices < MIN_BAND_DEVICES:
+            band = max(band, pooled)
         record_band(backend, band)
         inside = [hit for r, _, hit in covered if r.backend == backend]
-        out.append(f"| {backend} | {len(errors)} | +/-{band:.0%} | {sum(inside) / len(inside):.0%} |")
+        out.append(f"| {backend} | {len(errors)} | {devices} | +/-{band:.0%} | {sum(inside) / len(inside):.0%} |")
     total = [hit for _, _, hit in covered]
-    out.append(f"| all | {len(total)} | | {sum(total) / len(total):.0%} |")
+    out.append(f"| all | {len(total)} | {len({r.device for r, _ in lodo})} | | {sum(total) / len(total):.0%} |")
     families = sorted({row.family for row, _ in lodo})
     out.append("\nCoverage per quant family: " + ", ".join(
         f"{family} {sum(h for r, _, h in covered if r.family == family) / len([1 for r, _, _ in covered if r.family == family]):.0%}"
@@ -574,9 +608,15 @@ def constants_text() -> str:
     for (name, key), (fitted, _) in FITS.items():
         if name == "LAYER_SECONDS (microseconds)":
             tables["LAYER_SECONDS"][key] = f"{fitted:.1f}e-6"
-        elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND"):
+        elif name == "PROMPT_SECONDS_PER_TFLOP (milliseconds)":
+            tables["PROMPT_SECONDS_PER_TFLOP"][key] = f"{fitted:.2f}e-3"
+        elif name == "MOE_LAYER_FACTOR":
+            tables[name] = f"{fitted:.2f}"
+        elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY",
+                      "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND"):
             tables[name][key] = f"{fitted:.2f}"
-    return "\n".join(f"{name} = {{" + ", ".join(f'"{k}": {v}' for k, v in sorted(values.items())) + "}"
+    return "\n".join(f"{name} = {values}" if isinstance(values, str) else
+                     f"{name} = {{" + ", ".join(f'"{k}": {v}' for k, v in sorted(values.items())) + "}"
                      for name, values in sorted(tables.items()))
 
 

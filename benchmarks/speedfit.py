@@ -39,6 +39,7 @@ class GenRow:
     device: str
     source: str
     memory_class: str = ""  # "hbm" for HBM GPUs: their own efficiency and fixed cost when that term is on
+    moe: bool = False  # mixture of experts: routing adds kernels (router, top-k, gathered matmuls) per layer
 
 
 def klass(row: GenRow, hbm: bool) -> str:
@@ -51,6 +52,7 @@ class GenFit:
     efficiency: dict  # backend -> bandwidth efficiency (K-quants)
     family: dict  # family -> efficiency multiple of K-quants
     layer_s: dict  # backend -> seconds per layer per token
+    moe_layer_factor: float = 1.0  # a mixture-of-experts layer's fixed cost, in dense layers
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class PromptRow:
     implied: float  # measured / (peak FLOPS / (2 x active params))
     device: str
     source: str
+    ideal_s: float = 0.0  # 2 x active params / peak FLOPS
+    tflop: float = 0.0  # 2 x active params / 1e12: the work of one token, in TFLOP
 
 
 @dataclass(frozen=True)
@@ -68,29 +72,40 @@ class PromptFit:
     family: dict
 
 
-def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True) -> GenFit:
-    """Least squares on relative error, alternating per-class (1/e, c) and per-family 1/q."""
+def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True,
+                   moe: bool = True) -> GenFit:
+    """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and the MoE layer factor."""
     inverse = {klass(row, hbm): 1.5 for row in rows}
     fixed = {klass(row, hbm): 0.0 for row in rows}
     ratio = {row.family: 1.0 for row in rows}
+    factor = 1.0
+
+    def layer_count(row: GenRow) -> float:
+        return row.layers * (factor if row.moe else 1.0)
+
     for _ in range(ITERATIONS):
         for backend in inverse:
             mine = [row for row in rows if klass(row, hbm) == backend]
             u = [row.ideal_s * ratio[row.family] / row.measured_s for row in mine]
-            v = [row.layers / row.measured_s for row in mine]
+            v = [layer_count(row) / row.measured_s for row in mine]
             inverse[backend], fixed[backend] = _two_term(u, v, layers)
+        experts = [row for row in rows if row.moe and fixed[klass(row, hbm)] > 0]
+        if moe and layers and experts:
+            u = [row.layers * fixed[klass(row, hbm)] / row.measured_s for row in experts]
+            y = [1 - row.ideal_s * inverse[klass(row, hbm)] * ratio[row.family] / row.measured_s for row in experts]
+            factor = max(1.0, sum(a * b for a, b in zip(u, y)) / sum(a * a for a in u))
         if families:
             for family in ratio:
                 if family == REFERENCE_FAMILY:
                     continue
                 mine = [row for row in rows if row.family == family]
                 u = [row.ideal_s * inverse[klass(row, hbm)] / row.measured_s for row in mine]
-                y = [1 - row.layers * fixed[klass(row, hbm)] / row.measured_s for row in mine]
+                y = [1 - layer_count(row) * fixed[klass(row, hbm)] / row.measured_s for row in mine]
                 suu = sum(a * a for a in u)
                 ratio[family] = max(0.2, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0
     return GenFit(efficiency={b: 1 / a for b, a in inverse.items()},
                   family={f: 1 / r for f, r in ratio.items()},
-                  layer_s=dict(fixed))
+                  layer_s=dict(fixed), moe_layer_factor=factor)
 
 
 def _two_term(u: list[float], v: list[float], with_fixed: bool) -> tuple[float, float]:
@@ -117,7 +132,7 @@ def predict_generation(row: GenRow, fit: GenFit) -> float:
     key = klass(row, True) if klass(row, True) in fit.efficiency else row.backend
     efficiency = fit.efficiency.get(key) or statistics.median(fit.efficiency.values())
     family = fit.family.get(row.family, 1.0)
-    fixed = fit.layer_s.get(key, 0.0)
+    fixed = fit.layer_s.get(key, 0.0) * (fit.moe_layer_factor if row.moe else 1.0)
     return 1 / (row.ideal_s / (efficiency * family) + row.layers * fixed)
 
 

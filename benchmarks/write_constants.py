@@ -23,10 +23,15 @@ def main() -> int:
     text = ESTIMATE.read_text(encoding="utf-8")
     for line in module.constants_text().splitlines():
         name, literal = line.split(" = ", 1)
+        if not literal.startswith("{"):
+            text = re.sub(rf"^{name} = [0-9.e-]+$", f"{name} = {literal}", text, flags=re.M)
+            continue
         fitted = dict(re.findall(r'"([^"]+)": ([0-9.e-]+)', literal))
         block = re.search(rf"^{name} = \{{\n(.*?)^\}}\n", text, re.S | re.M)
         old = dict(re.findall(r'^    "([^"]+)": ([0-9.e-]+),', block.group(1), re.M))
         merged = {**{k: v for k, v in old.items() if k not in fitted and k == "sycl"}, **fitted}
+        if name in ("PROMPT_EFFICIENCY", "PROMPT_SECONDS_PER_TFLOP") and "sycl" not in merged:
+            merged["sycl"] = {"PROMPT_EFFICIENCY": "0.30", "PROMPT_SECONDS_PER_TFLOP": "0.0"}[name]
         body = "".join(f'    "{key}": {merged[key]},\n' for key in sorted(merged))
         text = text[:block.start(1)] + body + text[block.end(1):]
     ESTIMATE.write_text(text, encoding="utf-8")

@@ -60,20 +60,20 @@ RUNTIME_OVERHEAD_BYTES = {
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.73,
-    "cuda": 0.93,
-    "cuda-hbm": 0.85,
-    "metal": 0.88,
-    "rocm": 0.91,
-    "sycl": 0.50,
-    "vulkan": 0.77,
+    "cpu": 0.81,
+    "cuda": 0.92,
+    "cuda-hbm": 0.80,
+    "metal": 0.89,
+    "rocm": 0.87,
+    "sycl": 0.68,
+    "vulkan": 0.78,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.73,
-    "cuda": 0.35,
+    "cuda": 0.31,
     "metal": 0.63,
     "rocm": 0.55,
-    "sycl": 0.30,
+    "sycl": 1.30,
     "vulkan": 0.47,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
@@ -99,17 +99,44 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 298.0e-6,
-    "cuda": 88.7e-6,
-    "cuda-hbm": 158.8e-6,
-    "metal": 182.1e-6,
-    "rocm": 97.0e-6,
-    "sycl": 88.7e-6,  # unfitted guess (no sycl rows): the cuda value, another launch-bound GPU runtime
-    "vulkan": 28.9e-6,
+    "cpu": 316.2e-6,
+    "cuda": 77.8e-6,
+    "cuda-hbm": 139.1e-6,
+    "metal": 183.8e-6,
+    "rocm": 96.0e-6,
+    "sycl": 0.0e-6,
+    "vulkan": 34.0e-6,
 }
-# Prompt processing: compute bound, with each quant family's matrix-matrix kernel its own
-# share of the backend's COMPUTE_EFFICIENCY (dequantising into tensor-core tiles costs more
-# for some formats than others).
+# A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
+# (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
+# ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
+MOE_LAYER_FACTOR = 2.04
+# Prompt processing of a language model: seconds per prompt token = 2 x active parameters /
+# (peak FLOPS x PROMPT_EFFICIENCY x family share) + 2 x active parameters in TFLOP x
+# PROMPT_SECONDS_PER_TFLOP. The second term is each backend's software ceiling, the rate no
+# faster GPU lifts (tile shapes, activation quantisation, attention and norms between the
+# matrix products): in the validation rows an H100 reads a 7B prompt no faster than an
+# RTX 4090. Fitted like generation (benchmarks/score_estimator.py). Efficiencies above 1 mean
+# the FLOPS column understates what the kernels use (GeForce rows list the FP32-accumulate
+# tensor rate, half the FP16-accumulate one). COMPUTE_EFFICIENCY above stays the backend
+# scale the image and speech estimators use.
+PROMPT_EFFICIENCY = {
+    "cpu": 1.06,
+    "cuda": 2.15,
+    "metal": 0.64,
+    "rocm": 0.55,
+    "sycl": 1.30,
+    "vulkan": 0.77,
+}
+PROMPT_SECONDS_PER_TFLOP = {
+    "cpu": 171.76e-3,
+    "cuda": 10.24e-3,
+    "metal": 0.00e-3,
+    "rocm": 0.00e-3,
+    "sycl": 0.00e-3,
+    "vulkan": 0.00e-3,
+}
+# Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
     "float": 1.00,
     "k-quant": 1.00,
@@ -120,12 +147,12 @@ PROMPT_FAMILY_EFFICIENCY = {
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
 # devices in five fall inside it. sycl has no validation rows: its band is the widest.
 SPEED_BAND = {
-    "cpu": 0.60,
-    "cuda": 0.11,
-    "metal": 0.15,
-    "rocm": 0.74,
-    "sycl": 0.5,
-    "vulkan": 0.48,
+    "cpu": 0.31,
+    "cuda": 0.13,
+    "metal": 0.14,
+    "rocm": 0.17,
+    "sycl": 0.23,
+    "vulkan": 0.73,
 }
 # Prompt length that time_to_first_token_s is stated for.
 TTFT_PROMPT_TOKENS = 512
@@ -258,9 +285,11 @@ def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant
 
 
 def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant") -> float:
-    efficiency = COMPUTE_EFFICIENCY.get(device.backend, COMPUTE_EFFICIENCY["cpu"])
+    """Compute time at the backend's efficiency plus the backend's per-TFLOP software ceiling."""
+    work = 2 * model.active_params
+    efficiency = PROMPT_EFFICIENCY.get(device.backend, PROMPT_EFFICIENCY["cpu"])
     efficiency *= PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
-    return 2 * model.active_params / (device.flops * efficiency)
+    return work / (device.flops * efficiency) + work / 1e12 * PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0)
 
 
 def speed_band(backends: list[str], sources: list[str]) -> float:
@@ -297,7 +326,7 @@ def speed(
     for device, fraction in devices:
         if fraction <= 0:
             continue
-        layers = model.layers * fraction
+        layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
         empty += _seconds_per_token(weights_read * fraction, device, family, layers)
         full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device, family, layers)
         if device.flops:

@@ -214,6 +214,7 @@ def judge_model(model: LanguageModel, catalog: Catalog, hardware: Hardware, opti
         results,
         key=lambda r: (
             effective_rank(r[1], r[0].quality),
+            LEVELS.index(r[1]),  # on a tie, a poor variant that runs beats a good one that is too slow
             PLACEMENT_ORDER.index(r[2].placement) if r[1] in RUNNABLE else 0,  # GPU before split before CPU
             -_quality_key(r[0]) if r[1] in RUNNABLE else r[2].memory.total_bytes,
             r[2].memory.total_bytes,

@@ -45,8 +45,9 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
     result = est.estimate(LLAMA_8B, Q4_K_M, 8192, CUDA_GPU, CPU, 64 * 1024**3)
     memory = est.MemoryBreakdown(LLAMA_WEIGHTS_Q4, LLAMA_KV_8K, LLAMA_COMPUTE, CUDA_OVERHEAD)
     bandwidth = 1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]
-    compute = 100e12 * est.COMPUTE_EFFICIENCY["cuda"]
     fixed = 32 * est.LAYER_SECONDS["cuda"]  # 32 layers x the per-layer launch/sync cost
+    # A prompt token: 2 x 8.03e9 FLOPs at the backend's efficiency, plus 16.06 TFLOP-thousandths x its ceiling.
+    prompt_s = 2 * 8.03e9 / (100e12 * est.PROMPT_EFFICIENCY["cuda"]) + 2 * 8.03e9 / 1e12 * est.PROMPT_SECONDS_PER_TFLOP["cuda"]
     assert result == est.Estimate(
         model_id="llama-3.1-8b",
         quant="Q4_K_M",
@@ -59,9 +60,9 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
         speed=est.Speed(
             generation_tokens_per_s=pytest.approx(1 / (LLAMA_WEIGHTS_Q4 / bandwidth + fixed)),
             generation_tokens_per_s_full_context=pytest.approx(1 / ((LLAMA_WEIGHTS_Q4 + LLAMA_KV_8K) / bandwidth + fixed)),
-            prompt_tokens_per_s=pytest.approx(compute / (2 * 8.03e9)),
+            prompt_tokens_per_s=pytest.approx(1 / prompt_s),
             uncertainty=est.SPEED_BAND["cuda"],
-            time_to_first_token_s=pytest.approx(512 * 2 * 8.03e9 / compute + LLAMA_WEIGHTS_Q4 / bandwidth + fixed),
+            time_to_first_token_s=pytest.approx(512 * prompt_s + LLAMA_WEIGHTS_Q4 / bandwidth + fixed),
         ),
         basis=result.basis,
     )
@@ -97,7 +98,8 @@ def test_a_mixture_of_experts_needs_memory_for_all_experts_but_reads_only_the_ac
     weights = int(30.5e9 * 4.8944 / 8)
     assert result.memory.weights_bytes == weights
     read_per_token = weights * 3.3e9 / 30.5e9
-    seconds = read_per_token / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 48 * est.LAYER_SECONDS["cpu"]  # 48 layers
+    # 48 layers, each costing MOE_LAYER_FACTOR dense layers (expert routing)
+    seconds = read_per_token / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 48 * est.MOE_LAYER_FACTOR * est.LAYER_SECONDS["cpu"]
     assert result.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
