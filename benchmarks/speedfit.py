@@ -40,6 +40,7 @@ class GenRow:
     source: str
     memory_class: str = ""  # "hbm" for HBM GPUs: their own efficiency and fixed cost when that term is on
     moe: bool = False  # mixture of experts: routing adds kernels (router, top-k, gathered matmuls) per layer
+    variant: str = ""  # model and quant: pairs a prompt row with its generation row for time to first token
 
 
 def klass(row: GenRow, hbm: bool) -> str:
@@ -64,6 +65,7 @@ class PromptRow:
     source: str
     ideal_s: float = 0.0  # 2 x active params / peak FLOPS
     tflop: float = 0.0  # 2 x active params / 1e12: the work of one token, in TFLOP
+    variant: str = ""  # model and quant
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ COMPUTE_EFFICIENCY = {
     "cuda": 0.31,
     "metal": 0.63,
     "rocm": 0.55,
-    "sycl": 1.30,
+    "sycl": 0.30,
     "vulkan": 0.47,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
@@ -151,9 +151,13 @@ SPEED_BAND = {
     "cuda": 0.13,
     "metal": 0.14,
     "rocm": 0.17,
-    "sycl": 0.23,
+    "sycl": 0.50,
     "vulkan": 0.73,
 }
+# Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
+# sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
+# fitted but thin; every sycl basis says which.
+FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "vulkan")
 # Prompt length that time_to_first_token_s is stated for.
 TTFT_PROMPT_TOKENS = 512
 
@@ -364,7 +368,7 @@ def estimate(
         if memory.total_bytes <= gpu.usable_memory_bytes:
             basis.append(f"all layers on {gpu.name} ({gpu.backend})")
             return Estimate(model.id, quant.id, context_tokens, "gpu", memory, 1.0, memory.total_bytes, 0,
-                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, gpu, cpu, 1.0))
+                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, gpu, cpu, 1.0, quant.id))
         if not gpu.unified:
             layer_bytes = memory.weights_bytes + memory.kv_cache_bytes
             room = gpu.usable_memory_bytes - memory.compute_bytes - memory.overhead_bytes
@@ -379,28 +383,35 @@ def estimate(
                     "(each token's time is the sum of both parts)"
                 )
                 return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
-                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction))
+                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction, quant.id))
     memory = memory_breakdown(model, quant, context_tokens, "cpu")
     basis.append("all layers on the CPU, weights in system memory")
     return Estimate(model.id, quant.id, context_tokens, "cpu", memory, 0.0, 0, memory.total_bytes,
-                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0))
+                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0, quant.id))
 
 
-def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float) -> tuple[str, ...]:
+def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float, quant_id: str = "") -> tuple[str, ...]:
     lines = list(basis)
+    family = quant_family(quant_id) if quant_id else "k-quant"
     for device, fraction in ((gpu, gpu_fraction), (cpu, 1 - gpu_fraction)):
         if device is None or fraction <= 0:
             continue
+        key = speed_class(device)
+        guess = " (sycl: fitted on one Arc B580 with Intel's IPEX-LLM build only)" if key not in FITTED_BACKENDS else ""
         if device.bandwidth_bytes_per_s:
+            share = QUANT_FAMILY_EFFICIENCY.get(family, 1.0)
             lines.append(
                 f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_source})"
-                f" x {BANDWIDTH_EFFICIENCY.get(device.backend, 0.5):.0%} {device.backend} efficiency"
+                f" x {BANDWIDTH_EFFICIENCY.get(key, 0.5):.0%} {key} efficiency"
+                + (f" x {share:.0%} for {family}" if share != 1.0 else "")
+                + f", plus {LAYER_SECONDS.get(key, 0.0) * 1e6:.0f} us a layer a token (launch/sync){guess}"
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
         if device.flops:
             lines.append(
-                f"prompt: {device.flops / 1e12:.1f} TFLOPS peak x {COMPUTE_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
+                f"prompt: {device.flops / 1e12:.1f} TFLOPS peak x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.2f} fitted {device.backend} factor"
+                f", plus {PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0) * 1e3:.1f} ms a TFLOP (software ceiling){guess}"
             )
     return tuple(lines)
 
