@@ -192,17 +192,22 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
-def band_coverage(errors: list[tuple[object, float]], group: str, share: float = 0.8) -> list[tuple[object, float, bool]]:
+def band_coverage(errors: list[tuple[object, float]], group: str, share: float = 0.8, min_devices: int = 0,
+                  floor: float = 0.0) -> list[tuple[object, float, bool]]:
     """Per row: the band of its class fitted without its own device, and whether its error falls inside.
 
     The band of a class (the row's backend) is the `share` percentile of the held-out
-    errors of every other device of that class, so a row never sets its own band.
+    errors of every other device of that class, so a row never sets its own band. A class
+    left with fewer than `min_devices` devices gets at least the pooled band of every other
+    row and at least `floor` (percent), as the committed bands do.
     """
     out = []
     for row, err in errors:
-        others = [e for r, e in errors if r.backend == row.backend and getattr(r, group) != getattr(row, group)]
-        if not others:
-            others = [e for r, e in errors if getattr(r, group) != getattr(row, group)]
-        band = percentile(others, share)
+        others = [(r, e) for r, e in errors if getattr(r, group) != getattr(row, group)]
+        mine = [e for r, e in others if r.backend == row.backend]
+        pooled = percentile([e for _, e in others], share)
+        band = percentile(mine, share) if mine else pooled
+        if len({getattr(r, group) for r, _ in others if r.backend == row.backend}) < min_devices:
+            band = max(band, pooled, floor)
         out.append((row, band, err <= band))
     return out

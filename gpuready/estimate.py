@@ -61,12 +61,12 @@ RUNTIME_OVERHEAD_BYTES = {
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
     "cpu": 0.81,
-    "cuda": 0.92,
+    "cuda": 0.94,
     "cuda-hbm": 0.80,
     "metal": 0.89,
     "rocm": 0.87,
     "sycl": 0.68,
-    "vulkan": 0.78,
+    "vulkan": 0.75,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.73,
@@ -99,18 +99,18 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 316.2e-6,
-    "cuda": 77.8e-6,
+    "cpu": 311.9e-6,
+    "cuda": 88.3e-6,
     "cuda-hbm": 139.1e-6,
     "metal": 183.8e-6,
     "rocm": 96.0e-6,
     "sycl": 0.0e-6,
-    "vulkan": 34.0e-6,
+    "vulkan": 29.3e-6,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
 # ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
-MOE_LAYER_FACTOR = 2.04
+MOE_LAYER_FACTOR = 1.00
 # Prompt processing of a language model: seconds per prompt token = 2 x active parameters /
 # (peak FLOPS x PROMPT_EFFICIENCY x family share) + 2 x active parameters in TFLOP x
 # PROMPT_SECONDS_PER_TFLOP. The second term is each backend's software ceiling, the rate no
@@ -122,15 +122,15 @@ MOE_LAYER_FACTOR = 2.04
 # scale the image and speech estimators use.
 PROMPT_EFFICIENCY = {
     "cpu": 1.06,
-    "cuda": 2.15,
-    "metal": 0.64,
-    "rocm": 0.55,
+    "cuda": 1.76,
+    "metal": 0.59,
+    "rocm": 0.56,
     "sycl": 1.30,
-    "vulkan": 0.77,
+    "vulkan": 0.84,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 171.76e-3,
-    "cuda": 10.24e-3,
+    "cpu": 171.12e-3,
+    "cuda": 9.83e-3,
     "metal": 0.00e-3,
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
@@ -138,21 +138,21 @@ PROMPT_SECONDS_PER_TFLOP = {
 }
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.00,
+    "float": 1.24,
     "k-quant": 1.00,
-    "legacy": 1.00,
-    "mxfp4": 1.00,
+    "legacy": 0.97,
+    "mxfp4": 0.46,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
 # devices in five fall inside it. sycl has no validation rows: its band is the widest.
 SPEED_BAND = {
-    "cpu": 0.31,
-    "cuda": 0.13,
+    "cpu": 0.30,
+    "cuda": 0.11,
     "metal": 0.14,
     "rocm": 0.17,
     "sycl": 0.50,
-    "vulkan": 0.73,
+    "vulkan": 0.67,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
