@@ -11,8 +11,9 @@ in 1/q for fixed (e, c), so the fit alternates two small least-squares problems 
 relative error (t_predicted / t - 1): no solver library, a few milliseconds.
 
 A prompt row is (backend, family, implied efficiency = measured / (peak FLOPS / 2 x active
-parameters)); the fit is per-backend and per-family multipliers of the log, by alternating
-medians (robust to the odd outlier row).
+parameters)). The prompt model is fitted in the generation model's form (compute time plus a
+per-backend seconds-per-TFLOP ceiling); fit_prompt keeps the one-term per-backend medians that
+the image and speech estimators scale by.
 
 Cross-validation: leave one device out (fit on every other device, predict the held-out
 device's rows) and leave one source out (the same per publication), so each error is a
@@ -152,12 +153,6 @@ def fit_prompt(rows: list[PromptRow], families: bool = True) -> PromptFit:
     return PromptFit(efficiency=efficiency, family=family)
 
 
-def predict_prompt_ratio(row: PromptRow, fit: PromptFit) -> float:
-    """Predicted / measured for a prompt row."""
-    efficiency = fit.efficiency.get(row.backend) or statistics.median(fit.efficiency.values())
-    return efficiency * fit.family.get(row.family, 1.0) / row.implied
-
-
 def error(predicted: float, measured: float) -> float:
     """Absolute relative error of a speed, in percent."""
     return abs(predicted - measured) / measured * 100
@@ -172,17 +167,6 @@ def cross_validate_generation(rows: list[GenRow], key: str, **terms) -> list[tup
             continue
         fit = fit_generation(train, **terms)
         out += [(row, error(predict_generation(row, fit), 1 / row.measured_s)) for row in rows if getattr(row, key) == group]
-    return out
-
-
-def cross_validate_prompt(rows: list[PromptRow], key: str, **terms) -> list[tuple[PromptRow, float]]:
-    out = []
-    for group in sorted({getattr(row, key) for row in rows}):
-        train = [row for row in rows if getattr(row, key) != group]
-        if not train:
-            continue
-        fit = fit_prompt(train, **terms)
-        out += [(row, abs(predict_prompt_ratio(row, fit) - 1) * 100) for row in rows if getattr(row, key) == group]
     return out
 
 
