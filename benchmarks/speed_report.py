@@ -93,7 +93,9 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         out.append(f"| {label} | {goal} | {measured} | {'yes' if met else 'no'} |")
     out.append("\nWhere a target is missed, the largest errors below say why: the worst generation rows are early-2024 "
                "Vulkan builds (RX 6700 XT, before and at PR #5835, since rewritten), a two-GPU Arc A770 Vulkan MoE run, "
-               "two-thread and laptop CPU runs that cannot draw the platform's bandwidth, and the M1 Max's slow K-quant "
+               "two-thread and laptop CPU runs that cannot draw the platform's bandwidth, 2- and 3-bit K-quants on an RTX "
+               "3090 (January 2024 build) that run at half their byte-bound speed because unpacking, not reading, bounds "
+               "them (one efficiency per kernel family cannot hold Q2_K and Q6_K both), and the M1 Max's slow K-quant "
                "kernels. Prompt speed mixes publications whose FLOPS columns mean different things (GeForce FP32-accumulate "
                "vs workstation full-rate tensor figures) and software from Dec 2023 to 2026; its leave-one-source-out error "
                "is the honest measure of how well it transfers.\n")

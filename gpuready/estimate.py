@@ -61,7 +61,7 @@ RUNTIME_OVERHEAD_BYTES = {
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
     "cpu": 0.81,
-    "cuda": 0.94,
+    "cuda": 0.98,
     "cuda-hbm": 0.80,
     "metal": 0.89,
     "rocm": 0.87,
@@ -100,7 +100,7 @@ QUANT_FAMILY_EFFICIENCY = {
 }
 LAYER_SECONDS = {
     "cpu": 311.9e-6,
-    "cuda": 88.3e-6,
+    "cuda": 105.5e-6,
     "cuda-hbm": 139.1e-6,
     "metal": 183.8e-6,
     "rocm": 96.0e-6,
@@ -148,7 +148,7 @@ PROMPT_FAMILY_EFFICIENCY = {
 # devices in five fall inside it. sycl has no validation rows: its band is the widest.
 SPEED_BAND = {
     "cpu": 0.30,
-    "cuda": 0.11,
+    "cuda": 0.12,
     "metal": 0.14,
     "rocm": 0.17,
     "sycl": 0.50,
