@@ -265,7 +265,8 @@ def text_generation(catalog, out: list[str]) -> None:
             gen_rows.append(speedfit.GenRow(backend, family, bytes_read / device.bandwidth_bytes_per_s, model.layers,
                                             1 / row["tokens_per_s"], device_key(row, device), source_key(row),
                                             "hbm" if "HBM" in (device.memory_type or "") else "", model.is_moe,
-                                            f"{model.id} {quant_id}" if depth == 0 else ""))
+                                            f"{model.id} {quant_id}" if depth == 0 else "",
+                                            model.active_params / device.flops if device.flops else 0.0))
             if device.kind == "gpu" and not model.is_moe:
                 baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
         else:
@@ -471,7 +472,7 @@ def constants_text() -> str:
             tables["PROMPT_SECONDS_PER_TFLOP"][key] = f"{fitted:.2f}e-3"
         elif name == "MOE_LAYER_FACTOR":
             tables[name] = f"{fitted:.2f}"
-        elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY",
+        elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY", "UNPACK_OPS_PER_WEIGHT",
                       "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND"):
             tables[name][key] = f"{fitted:.2f}"
     return "\n".join(f"{name} = {values}" if isinstance(values, str) else

@@ -42,7 +42,7 @@ def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...]) -> tupl
 
 def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str], fits: dict) -> None:
     """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill `fits`."""
-    gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation, ("layers", "families", "hbm", "moe"))
+    gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation, ("layers", "families", "hbm", "moe", "unpack"))
     # The prompt model in the generation model's form: seconds per token = (2 x active params / peak FLOPS) / e
     # + (2 x active params in TFLOP) x s, where s (seconds per TFLOP, the "layers" slot) is a backend's software
     # ceiling that no faster GPU lifts (an H100 reads a 7B prompt no faster than an RTX 4090 in these rows).
@@ -51,12 +51,13 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                                    variant=r.variant) for r in prompt_rows]
 
     def prompt_cv(rows, key, ceiling=True, families=True):
-        return speedfit.cross_validate_generation(rows, key, layers=ceiling, families=families, hbm=False, moe=False)
+        return speedfit.cross_validate_generation(rows, key, layers=ceiling, families=families, hbm=False, moe=False,
+                                                  unpack=False)
 
     prompt_terms, prompt_trials = choose_terms(prompt_rows, prompt_cv, ("ceiling", "families"))
     fit = speedfit.fit_generation(gen_rows, **gen_terms)
     pfit = speedfit.fit_generation(prompt_rows, layers=prompt_terms["ceiling"], families=prompt_terms["families"],
-                                   hbm=False, moe=False)
+                                   hbm=False, moe=False, unpack=False)
     lodo = speedfit.cross_validate_generation(gen_rows, "device", **gen_terms)
     loso = speedfit.cross_validate_generation(gen_rows, "source", **gen_terms)
     inside = [(row, speedfit.error(speedfit.predict_generation(row, fit), 1 / row.measured_s)) for row in gen_rows]
@@ -95,7 +96,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "Vulkan builds (RX 6700 XT, before and at PR #5835, since rewritten), a two-GPU Arc A770 Vulkan MoE run, "
                "two-thread and laptop CPU runs that cannot draw the platform's bandwidth, 2- and 3-bit K-quants on an RTX "
                "3090 (January 2024 build) that run at half their byte-bound speed because unpacking, not reading, bounds "
-               "them (one efficiency per kernel family cannot hold Q2_K and Q6_K both), and the M1 Max's slow K-quant "
+               "them (one unpacking cost per kernel family cannot tell Q2_K from Q4_K_M), and the M1 Max's slow K-quant "
                "kernels. Prompt speed mixes publications whose FLOPS columns mean different things (GeForce FP32-accumulate "
                "vs workstation full-rate tensor figures) and software from Dec 2023 to 2026; its leave-one-source-out error "
                "is the honest measure of how well it transfers.\n")
@@ -137,6 +138,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         record(out, fits, "LAYER_SECONDS (microseconds)", backend, fit.layer_s[backend] * 1e6,
                est.LAYER_SECONDS[backend] * 1e6 if backend in est.LAYER_SECONDS else None)
     record(out, fits, "MOE_LAYER_FACTOR", "all", fit.moe_layer_factor, est.MOE_LAYER_FACTOR)
+    for family in sorted(fit.unpack_ops):
+        record(out, fits, "UNPACK_OPS_PER_WEIGHT", family, fit.unpack_ops[family], est.UNPACK_OPS_PER_WEIGHT.get(family))
     for family in sorted(fit.family):
         record(out, fits, "QUANT_FAMILY_EFFICIENCY", family, fit.family[family], est.QUANT_FAMILY_EFFICIENCY.get(family))
     for backend in sorted(pfit.efficiency):
@@ -147,15 +150,15 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         record(out, fits, "PROMPT_FAMILY_EFFICIENCY", family, pfit.family[family], est.PROMPT_FAMILY_EFFICIENCY.get(family))
     out.append("\nCOMPUTE_EFFICIENCY (the one-term median of each backend's prompt rows) stays the backend scale the "
                "image and speech estimators use; the language-model prompt uses PROMPT_EFFICIENCY and "
-               "PROMPT_SECONDS_PER_TFLOP. Efficiencies above 1 mean the FLOPS column understates what the kernels "
-               "use: GeForce rows list the FP32-accumulate tensor rate, half the FP16-accumulate rate.\n")
+               "PROMPT_SECONDS_PER_TFLOP. Every fitted efficiency is capped at 1 (the table's peak).\n")
     out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
     for backend in sorted(legacy_pfit.efficiency):
         if backend == "sycl":  # one row of Intel's own build: too thin to rescale image and speech by
             continue
         record(out, fits, "COMPUTE_EFFICIENCY", backend, legacy_pfit.efficiency[backend], est.COMPUTE_EFFICIENCY.get(backend))
-    out.append("\nsycl has no validation rows: its BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY and LAYER_SECONDS are "
-               "unfitted guesses, every sycl basis says so, and its band is the widest (+/-50%).\n")
+    out.append("\nsycl rests on one device (an Arc B580 on Intel's IPEX-LLM build): its generation and prompt constants "
+               "are fitted on that alone, every sycl basis says so, COMPUTE_EFFICIENCY keeps its unfitted guess, and "
+               "its band is at least +/-50%.\n")
     worst = sorted(lodo, key=lambda pair: -pair[1])[:8]
     out.append("Largest held-out generation errors (LODO):\n")
     out.append("| device | backend | family | measured t/s | predicted t/s | error |\n|---|---|---|---:|---:|---:|")
@@ -178,7 +181,7 @@ def time_to_first_token(gen_rows: list, prompt_rows: list, gen_terms: dict, prom
     for device in sorted({p.device for p, _ in pairs}):
         gen_fit = speedfit.fit_generation([r for r in gen_rows if r.device != device], **gen_terms)
         prompt_fit = speedfit.fit_generation([r for r in prompt_rows if r.device != device], layers=prompt_terms["ceiling"],
-                                             families=prompt_terms["families"], hbm=False, moe=False)
+                                             families=prompt_terms["families"], hbm=False, moe=False, unpack=False)
         for prompt, gen in ((p, g) for p, g in pairs if p.device == device):
             measured = 512 * prompt.measured_s + gen.measured_s
             predicted = 512 / speedfit.predict_generation(prompt, prompt_fit) + 1 / speedfit.predict_generation(gen, gen_fit)

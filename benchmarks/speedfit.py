@@ -27,6 +27,10 @@ import statistics
 from dataclasses import dataclass
 
 REFERENCE_FAMILY = "k-quant"
+# 1 / the highest efficiency a fit may return for its first term (bandwidth for generation,
+# compute for the prompt model): no device beats the peak its table lists, and without this cap
+# least squares trades a >100% efficiency against a larger fixed cost.
+MIN_INVERSE_EFFICIENCY = 1.0
 ITERATIONS = 40
 
 
@@ -42,6 +46,7 @@ class GenRow:
     memory_class: str = ""  # "hbm" for HBM GPUs: their own efficiency and fixed cost when that term is on
     moe: bool = False  # mixture of experts: routing adds kernels (router, top-k, gathered matmuls) per layer
     variant: str = ""  # model and quant: pairs a prompt row with its generation row for time to first token
+    weight_s: float = 0.0  # active weights / peak FLOPS: seconds per unpacking op per weight (0: FLOPS unknown)
 
 
 def klass(row: GenRow, hbm: bool) -> str:
@@ -55,6 +60,7 @@ class GenFit:
     family: dict  # family -> efficiency multiple of K-quants
     layer_s: dict  # backend -> seconds per layer per token
     moe_layer_factor: float = 1.0  # a mixture-of-experts layer's fixed cost, in dense layers
+    unpack_ops: dict = None  # family -> operations per weight to unpack it (compute, not bytes)
 
 
 @dataclass(frozen=True)
@@ -76,58 +82,81 @@ class PromptFit:
 
 
 def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True,
-                   moe: bool = True) -> GenFit:
-    """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and the MoE layer factor."""
+                   moe: bool = True, unpack: bool = True) -> GenFit:
+    """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and unpacking ops, MoE factor."""
     inverse = {klass(row, hbm): 1.5 for row in rows}
     fixed = {klass(row, hbm): 0.0 for row in rows}
     ratio = {row.family: 1.0 for row in rows}
+    ops = {row.family: 0.0 for row in rows}
     factor = 1.0
 
     def layer_count(row: GenRow) -> float:
         return row.layers * (factor if row.moe else 1.0)
+
+    def parts(row: GenRow) -> tuple[float, float, float]:
+        """Each term's share of the measured time: bytes, fixed per layer, unpacking."""
+        key = klass(row, hbm)
+        return (row.ideal_s * inverse[key] * ratio[row.family] / row.measured_s,
+                layer_count(row) * fixed[key] / row.measured_s, row.weight_s * ops[row.family] / row.measured_s)
 
     for _ in range(ITERATIONS):
         for backend in inverse:
             mine = [row for row in rows if klass(row, hbm) == backend]
             u = [row.ideal_s * ratio[row.family] / row.measured_s for row in mine]
             v = [layer_count(row) / row.measured_s for row in mine]
-            inverse[backend], fixed[backend] = _two_term(u, v, layers)
+            y = [1 - parts(row)[2] for row in mine]
+            inverse[backend], fixed[backend] = _two_term(u, v, layers, y)
         experts = [row for row in rows if row.moe and fixed[klass(row, hbm)] > 0]
         if moe and layers and experts:
             u = [row.layers * fixed[klass(row, hbm)] / row.measured_s for row in experts]
-            y = [1 - row.ideal_s * inverse[klass(row, hbm)] * ratio[row.family] / row.measured_s for row in experts]
+            y = [1 - parts(row)[0] - parts(row)[2] for row in experts]
             factor = max(1.0, sum(a * b for a, b in zip(u, y)) / sum(a * a for a in u))
+        if unpack:
+            for family in ops:
+                if family == "float":  # F16/BF16 weights need no unpacking
+                    continue
+                mine = [row for row in rows if row.family == family and row.weight_s]
+                w = [row.weight_s / row.measured_s for row in mine]
+                y = [1 - parts(row)[0] - parts(row)[1] for row in mine]
+                sww = sum(a * a for a in w)
+                ops[family] = max(0.0, sum(a * b for a, b in zip(w, y)) / sww) if sww else 0.0
         if families:
             for family in ratio:
                 if family == REFERENCE_FAMILY:
                     continue
                 mine = [row for row in rows if row.family == family]
                 u = [row.ideal_s * inverse[klass(row, hbm)] / row.measured_s for row in mine]
-                y = [1 - layer_count(row) * fixed[klass(row, hbm)] / row.measured_s for row in mine]
+                y = [1 - parts(row)[1] - parts(row)[2] for row in mine]
                 suu = sum(a * a for a in u)
                 ratio[family] = max(0.2, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0
     return GenFit(efficiency={b: 1 / a for b, a in inverse.items()},
                   family={f: 1 / r for f, r in ratio.items()},
-                  layer_s=dict(fixed), moe_layer_factor=factor)
+                  layer_s=dict(fixed), moe_layer_factor=factor, unpack_ops=dict(ops))
 
 
-def _two_term(u: list[float], v: list[float], with_fixed: bool) -> tuple[float, float]:
-    """min sum (a u + c v - 1)^2 with c >= 0 (c = 0 when the fixed term is off)."""
+def _two_term(u: list[float], v: list[float], with_fixed: bool, y: list[float] | None = None) -> tuple[float, float]:
+    """min sum (a u + c v - y)^2 (y defaults to 1) with c >= 0 (c = 0 when the fixed term is off)."""
+    y = y or [1.0] * len(u)
     suu = sum(a * a for a in u)
-    su = sum(u)
+    su = sum(a * b for a, b in zip(u, y))
     if with_fixed:
         suv = sum(a * b for a, b in zip(u, v))
         svv = sum(b * b for b in v)
-        sv = sum(v)
+        sv = sum(a * b for a, b in zip(v, y))
         det = suu * svv - suv * suv
         if det > 1e-12 * suu * svv:
             a = (su * svv - sv * suv) / det
             c = (suu * sv - suv * su) / det
+            if a < MIN_INVERSE_EFFICIENCY and svv:
+                # No memory system delivers more than its peak: pin the efficiency at 100%, refit the fixed cost.
+                a = MIN_INVERSE_EFFICIENCY
+                c = max(0.0, (sv - a * suv) / svv)
+                return a, c
             if a > 0 and c >= 0:
                 return a, c
             if a <= 0 and svv:  # only the fixed cost explains the rows
-                return su / suu, 0.0
-    return su / suu, 0.0
+                return max(MIN_INVERSE_EFFICIENCY, su / suu), 0.0
+    return max(MIN_INVERSE_EFFICIENCY, su / suu) if suu else 1.0, 0.0
 
 
 def predict_generation(row: GenRow, fit: GenFit) -> float:
@@ -136,7 +165,8 @@ def predict_generation(row: GenRow, fit: GenFit) -> float:
     efficiency = fit.efficiency.get(key) or statistics.median(fit.efficiency.values())
     family = fit.family.get(row.family, 1.0)
     fixed = fit.layer_s.get(key, 0.0) * (fit.moe_layer_factor if row.moe else 1.0)
-    return 1 / (row.ideal_s / (efficiency * family) + row.layers * fixed)
+    unpack = row.weight_s * (fit.unpack_ops or {}).get(row.family, 0.0)
+    return 1 / (row.ideal_s / (efficiency * family) + row.layers * fixed + unpack)
 
 
 def fit_prompt(rows: list[PromptRow], families: bool = True) -> PromptFit:

@@ -60,13 +60,13 @@ RUNTIME_OVERHEAD_BYTES = {
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.81,
+    "cpu": 0.90,
     "cuda": 0.98,
     "cuda-hbm": 0.80,
-    "metal": 0.89,
-    "rocm": 0.87,
-    "sycl": 0.68,
-    "vulkan": 0.75,
+    "metal": 0.90,
+    "rocm": 0.89,
+    "sycl": 0.72,
+    "vulkan": 0.78,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.73,
@@ -99,13 +99,23 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 311.9e-6,
-    "cuda": 105.5e-6,
-    "cuda-hbm": 139.1e-6,
-    "metal": 183.8e-6,
-    "rocm": 96.0e-6,
+    "cpu": 252.3e-6,
+    "cuda": 100.3e-6,
+    "cuda-hbm": 138.3e-6,
+    "metal": 172.0e-6,
+    "rocm": 96.3e-6,
     "sycl": 0.0e-6,
-    "vulkan": 29.3e-6,
+    "vulkan": 28.4e-6,
+}
+# Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
+# device's peak FLOPS: a compute cost per weight, not per byte, which is why a 2-bit K-quant
+# is not twice as fast as a 4-bit one (llama.cpp PR #4766: on an RTX 3090 Llama 2 7B runs at
+# 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
+UNPACK_OPS_PER_WEIGHT = {
+    "float": 0.00,
+    "k-quant": 2.63,
+    "legacy": 1.46,
+    "mxfp4": 42.63,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -116,21 +126,20 @@ MOE_LAYER_FACTOR = 1.00
 # PROMPT_SECONDS_PER_TFLOP. The second term is each backend's software ceiling, the rate no
 # faster GPU lifts (tile shapes, activation quantisation, attention and norms between the
 # matrix products): in the validation rows an H100 reads a 7B prompt no faster than an
-# RTX 4090. Fitted like generation (benchmarks/score_estimator.py). Efficiencies above 1 mean
-# the FLOPS column understates what the kernels use (GeForce rows list the FP32-accumulate
-# tensor rate, half the FP16-accumulate one). COMPUTE_EFFICIENCY above stays the backend
-# scale the image and speech estimators use.
+# RTX 4090. Fitted like generation (benchmarks/score_estimator.py), every efficiency capped at
+# 1 (the table's peak). COMPUTE_EFFICIENCY above stays the backend scale the image and speech
+# estimators use.
 PROMPT_EFFICIENCY = {
-    "cpu": 1.06,
-    "cuda": 1.76,
-    "metal": 0.59,
-    "rocm": 0.56,
-    "sycl": 1.30,
-    "vulkan": 0.84,
+    "cpu": 1.00,
+    "cuda": 1.00,
+    "metal": 0.64,
+    "rocm": 0.55,
+    "sycl": 1.00,
+    "vulkan": 0.77,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 171.12e-3,
-    "cuda": 9.83e-3,
+    "cpu": 149.01e-3,
+    "cuda": 6.89e-3,
     "metal": 0.00e-3,
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
@@ -138,21 +147,22 @@ PROMPT_SECONDS_PER_TFLOP = {
 }
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.24,
+    "float": 1.00,
     "k-quant": 1.00,
-    "legacy": 0.97,
-    "mxfp4": 0.46,
+    "legacy": 1.00,
+    "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
-# devices in five fall inside it. sycl has no validation rows: its band is the widest.
+# devices in five fall inside it. Backends measured on fewer than 3 devices (sycl: one) get at
+# least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.30,
-    "cuda": 0.12,
-    "metal": 0.14,
+    "cpu": 0.23,
+    "cuda": 0.13,
+    "metal": 0.13,
     "rocm": 0.17,
     "sycl": 0.50,
-    "vulkan": 0.67,
+    "vulkan": 0.70,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
@@ -331,8 +341,9 @@ def speed(
         if fraction <= 0:
             continue
         layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
-        empty += _seconds_per_token(weights_read * fraction, device, family, layers)
-        full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device, family, layers)
+        unpack = model.active_params * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.flops if device.flops else 0.0
+        empty += _seconds_per_token(weights_read * fraction, device, family, layers) + unpack
+        full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device, family, layers) + unpack
         if device.flops:
             prompt += _prompt_seconds_per_token(model, device, family) * fraction
     used = [device for device, fraction in devices if fraction > 0]
@@ -404,13 +415,16 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
                 f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_source})"
                 f" x {BANDWIDTH_EFFICIENCY.get(key, 0.5):.0%} {key} efficiency"
                 + (f" x {share:.0%} for {family}" if share != 1.0 else "")
-                + f", plus {LAYER_SECONDS.get(key, 0.0) * 1e6:.0f} us a layer a token (launch/sync){guess}"
+                + f", plus {LAYER_SECONDS.get(key, 0.0) * 1e6:.0f} us a layer a token (launch/sync)"
+                + (f", plus {UNPACK_OPS_PER_WEIGHT[family]:.1f} operations a weight to unpack {family} weights"
+                   if UNPACK_OPS_PER_WEIGHT.get(family) and device.flops else "")
+                + guess
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
         if device.flops:
             lines.append(
-                f"prompt: {device.flops / 1e12:.1f} TFLOPS peak x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.2f} fitted {device.backend} factor"
+                f"prompt: {device.flops / 1e12:.1f} TFLOPS peak x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
                 f", plus {PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0) * 1e3:.1f} ms a TFLOP (software ceiling){guess}"
             )
     return tuple(lines)

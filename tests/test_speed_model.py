@@ -27,6 +27,11 @@ def gpu(backend="cuda", bandwidth=1000e9, memory_type=None, flops=100e12):
 CPU = est.Device(kind="cpu", name="CPU", backend="cpu", usable_memory_bytes=64 * GIB, bandwidth_bytes_per_s=51.2e9, flops=1e12)
 
 
+def unpack_s(weights: float, flops: float, family: str = "k-quant") -> float:
+    """Seconds to unpack `weights` quantised weights at `flops` peak."""
+    return weights * est.UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / flops
+
+
 def load_speedfit():
     if str(BENCHMARKS) not in sys.path:
         sys.path.insert(0, str(BENCHMARKS))
@@ -45,8 +50,8 @@ def test_each_quantisation_belongs_to_its_kernel_family(quant, family):
 def test_a_token_costs_its_bytes_over_effective_bandwidth_plus_a_fixed_cost_per_layer():
     memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
     result = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
-    # 4 GB / (1000 GB/s x cuda efficiency) + 32 layers x cuda's per-layer seconds
-    seconds = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 32 * est.LAYER_SECONDS["cuda"]
+    # 4 GB / (1000 GB/s x cuda efficiency) + 32 layers x cuda's per-layer seconds + unpacking 8.03e9 weights
+    seconds = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 32 * est.LAYER_SECONDS["cuda"] + unpack_s(8.03e9, 100e12)
     assert result.generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
@@ -57,21 +62,52 @@ def test_the_fixed_cost_caps_a_small_model_on_a_fast_gpu_below_its_bandwidth_bou
     assert result.generation_tokens_per_s < 0.8 * bandwidth_bound
 
 
+def test_unpacking_costs_operations_per_weight_at_the_devices_peak_flops():
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    k_quant = est.speed(LLAMA_8B, memory, 0, gpu(flops=100e12), CPU, 1.0, "Q4_K_M")
+    f16 = est.speed(LLAMA_8B, memory, 0, gpu(flops=100e12), CPU, 1.0, "F16")
+    base = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 32 * est.LAYER_SECONDS["cuda"]
+    # 8.03e9 weights x the family's unpacking ops / 100 TFLOPS, on top of bytes and layers.
+    unpack = unpack_s(8.03e9, 100e12)
+    assert k_quant.generation_tokens_per_s == pytest.approx(1 / (base + unpack))
+    # F16 weights need no unpacking: only their bytes (here the same 4 GB) and the layers count.
+    f16_bytes = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"] * est.QUANT_FAMILY_EFFICIENCY.get("float", 1.0))
+    assert f16.generation_tokens_per_s == pytest.approx(1 / (f16_bytes + 32 * est.LAYER_SECONDS["cuda"]))
+
+
+def test_the_fit_recovers_an_unpacking_cost_per_weight():
+    speedfit = load_speedfit()
+    rows = []
+    for ideal, weight_s in ((2e-3, 1e-4), (5e-3, 1e-4), (4e-3, 4e-4), (10e-3, 4e-4), (20e-3, 8e-4)):
+        for family, ops in (("k-quant", 3.0), ("float", 0.0)):
+            seconds = ideal / 0.8 + 32 * 50e-6 + weight_s * ops
+            rows.append(speedfit.GenRow("cuda", family, ideal, 32, seconds, f"d{ideal}{weight_s}", "s", weight_s=weight_s))
+    fit = speedfit.fit_generation(rows, families=False, hbm=False, moe=False)
+    assert fit.unpack_ops == {"k-quant": pytest.approx(3.0, rel=1e-3), "float": 0.0}
+    assert fit.efficiency["cuda"] == pytest.approx(0.8, rel=1e-3)
+    assert fit.layer_s["cuda"] == pytest.approx(50e-6, rel=1e-3)
+
+
+def test_no_fitted_bandwidth_efficiency_exceeds_the_tables_peak():
+    assert max(est.BANDWIDTH_EFFICIENCY.values()) <= 1.0
+    assert max(est.PROMPT_EFFICIENCY.values()) <= 1.0
+
+
 def test_an_hbm_gpu_uses_its_own_constants_where_they_were_fitted():
     device = gpu(memory_type="HBM3")
     assert est.speed_class(device) == "cuda-hbm"
     assert est.speed_class(gpu(memory_type="GDDR6X")) == "cuda"
     assert est.speed_class(gpu(backend="rocm", memory_type="HBM3")) == ("rocm-hbm" if "rocm-hbm" in est.BANDWIDTH_EFFICIENCY else "rocm")
     memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
-    seconds = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda-hbm"]) + 32 * est.LAYER_SECONDS["cuda-hbm"]
+    seconds = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda-hbm"]) + 32 * est.LAYER_SECONDS["cuda-hbm"] + unpack_s(8.03e9, 100e12)
     assert est.speed(LLAMA_8B, memory, 0, device, CPU, 1.0).generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
 def test_a_split_model_pays_each_devices_bytes_and_layers():
     memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
     result = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 0.75, "Q4_K_M")
-    seconds = (3e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 24 * est.LAYER_SECONDS["cuda"]
-               + 1e9 / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 8 * est.LAYER_SECONDS["cpu"])
+    seconds = (3e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 24 * est.LAYER_SECONDS["cuda"] + unpack_s(0.75 * 8.03e9, 100e12)
+               + 1e9 / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 8 * est.LAYER_SECONDS["cpu"] + unpack_s(0.25 * 8.03e9, 1e12))
     assert result.generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
