@@ -82,16 +82,17 @@ SPEED_UNCERTAINTY = {"measured": 0.25, "table": 0.25, "assumed": 0.5}
 
 # --- the generation model's further terms (fitted by benchmarks/score_estimator.py) ---------
 # Time per generated token = bytes read / (bandwidth x backend efficiency x quant-family
-# efficiency) + layers x fixed per-layer cost. The fixed cost is what a token costs beyond
-# reading weights: kernel launches and synchronisation, several kernels per layer (norm,
-# attention, matrix-vector products), each a few microseconds on CUDA (NVIDIA's Nsight
-# timelines in https://github.com/ggml-org/llama.cpp/issues/6763; CUDA graphs, PR #6766, cut
-# it: llama-2-7b Q4_K_M on an H100 PCIe from 143 to 164 tokens/s). It is why an 8B Q4_K_M runs at half its bandwidth bound on an H100. The quant
-# family matters because each family has its own matrix-vector kernel (dequantisation cost per
-# byte differs: F16 reads with no unpacking, K-quants unpack 6-bit scales per 256-weight
-# block). BANDWIDTH_EFFICIENCY is the K-quant efficiency; the others are multiples of it.
-# Every value below is written by the fit; a term whose constant did not lower the
-# leave-one-device-out error is dropped there (its constant then is neutral: 1.0 or 0.0).
+# efficiency) + layers x fixed per-layer cost + active weights x unpacking operations per
+# weight / peak FLOPS. The fixed cost is what a token costs beyond reading weights: kernel
+# launches and synchronisation, several kernels per layer (norm, attention, matrix-vector
+# products), each a few microseconds on CUDA (NVIDIA's Nsight timelines in
+# https://github.com/ggml-org/llama.cpp/issues/6763; CUDA graphs, PR #6766, cut it:
+# llama-2-7b Q4_K_M on an H100 PCIe from 143 to 164 tokens/s). It is why an 8B Q4_K_M runs
+# far below its bandwidth bound on an H100. Each quant family has its own matrix-vector
+# kernel: QUANT_FAMILY_EFFICIENCY scales its bytes, UNPACK_OPS_PER_WEIGHT (below) its compute.
+# Every value is written by the fit (benchmarks/write_constants.py); a term that did not lower
+# the held-out error is dropped there and its constants are neutral (1.0 or 0.0): see
+# "Which terms stay" in benchmarks/ACCURACY.md.
 QUANT_FAMILY_EFFICIENCY = {
     "float": 1.00,
     "k-quant": 1.00,
