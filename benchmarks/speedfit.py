@@ -99,9 +99,16 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
         return (row.ideal_s * inverse[key] * ratio[row.family] / row.measured_s,
                 layer_count(row) * fixed[key] / row.measured_s, row.weight_s * ops[row.family] / row.measured_s)
 
+    by_class = {key: [row for row in rows if klass(row, hbm) == key] for key in inverse}
+    by_family = {family: [row for row in rows if row.family == family] for family in ratio}
+    previous = None
     for _ in range(ITERATIONS):
+        state = (*inverse.values(), *fixed.values(), *ratio.values(), *ops.values(), factor)
+        if previous and all(abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-12) for a, b in zip(state, previous)):
+            break  # converged: no constant moved by a billionth
+        previous = state
         for backend in inverse:
-            mine = [row for row in rows if klass(row, hbm) == backend]
+            mine = by_class[backend]
             u = [row.ideal_s * ratio[row.family] / row.measured_s for row in mine]
             v = [layer_count(row) / row.measured_s for row in mine]
             y = [1 - parts(row)[2] for row in mine]
@@ -115,7 +122,7 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
             for family in ops:
                 if family == "float":  # F16/BF16 weights need no unpacking
                     continue
-                mine = [row for row in rows if row.family == family and row.weight_s]
+                mine = [row for row in by_family[family] if row.weight_s]
                 w = [row.weight_s / row.measured_s for row in mine]
                 y = [1 - parts(row)[0] - parts(row)[1] for row in mine]
                 sww = sum(a * a for a in w)
@@ -124,7 +131,7 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
             for family in ratio:
                 if family == REFERENCE_FAMILY:
                     continue
-                mine = [row for row in rows if row.family == family]
+                mine = by_family[family]
                 u = [row.ideal_s * inverse[klass(row, hbm)] / row.measured_s for row in mine]
                 y = [1 - parts(row)[1] - parts(row)[2] for row in mine]
                 suu = sum(a * a for a in u)

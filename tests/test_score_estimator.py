@@ -28,6 +28,16 @@ def test_every_fitted_constant_equals_what_the_validation_rows_imply(scored):
         key: None if constant is None else round(constant, digits.get(key[0], 2)) for key, (_, constant) in fitted.items()}
 
 
+def test_the_accuracy_headline_is_what_the_script_computes_from_the_committed_rows(scored):
+    text, _ = scored
+    headline = text[text.index("### Headline"):text.index("### Generation per backend")]
+    committed = (SCRIPT.parent / "ACCURACY.md").read_text(encoding="utf-8")
+    assert headline in committed
+    # The headline is cross-validated: both tasks, with held-out (LODO and LOSO) columns and the targets.
+    assert "| generation |" in headline and "| prompt |" in headline
+    assert "LODO median" in headline and "LOSO median" in headline and "Targets (issue 10)" in headline
+
+
 def test_the_committed_accuracy_figures_are_what_the_script_prints_now(scored):
     text, _ = scored
     committed = (SCRIPT.parent / "ACCURACY.md").read_text(encoding="utf-8")
