@@ -2,7 +2,7 @@
 """Score gpuready's estimators against the published measurements in benchmarks/validation/.
 
 Each measured row becomes hypothetical hardware built from the GPU table (catalog/gpus.toml:
-the row's gpu_id, else a unique gpuready.tables.find_gpus match of its gpu_hint) or, for
+the row's gpu_id, else a unique gpuready.catalog.tables.find_gpus match of its gpu_hint) or, for
 CPU rows, from CPU_SPECS below plus catalog/cpus.toml's bandwidth. Rows whose hardware or
 model is not known are skipped and counted. For every task it prints the median and worst
 absolute percentage error, and the efficiency each backend would need (measured /
@@ -27,9 +27,14 @@ from gpuready.catalog.loader import Quant  # noqa: E402
 from gpuready.catalog.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
 from gpuready.tasks import devices, encoders, image, speech  # noqa: E402
 from gpuready.tasks import text_estimate as est  # noqa: E402
+from gpuready.tasks.devices import APPLE_CPU_BANDWIDTH_SHARE  # noqa: E402
 from gpuready.tasks.registry import load_catalog  # noqa: E402
 from gpuready.tasks.text import LanguageModel  # noqa: E402
 from gpuready.tomlcompat import tomllib  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import speed_report  # noqa: E402
+import speedfit  # noqa: E402
 
 GIB = 1024**3
 # (constant name, key) -> (fitted median, the constant in gpuready), filled by each section;
@@ -86,6 +91,8 @@ ARCHITECTURES = {
     "llama-3-70b": (70.55e9, 80, 8192, 64, 8, 128256),
     "mistral-7b-instruct-v0.2": (7.24e9, 32, 4096, 32, 8, 32000),
     "tinyllama-1.1b-1t-openorca": (1.1e9, 22, 2048, 32, 4, 32000),
+    # deepseek-ai/DeepSeek-R1-Distill-Qwen-7B config.json (the Qwen2.5-Math-7B architecture).
+    "deepseek-r1-distill-qwen-7b": (7.62e9, 28, 3584, 28, 4, 152064),
 }
 ALIASES = {"llama-7b": "llama-2-7b", "llama-13b": "llama-2-13b", "llama-8b": "llama-3-8b",
            "llama-3.2-3b-instruct": "llama-3.2-3b", "gemma-3-4b-it-qat": "gemma-3-4b",
@@ -121,7 +128,7 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
         return None
     return devices.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
                       bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
-                      unified=spec.vendor == "apple")
+                      unified=spec.vendor == "apple", memory_type=spec.memory_type)
 
 
 def cpu_device(row: dict) -> devices.Device | None:
@@ -135,6 +142,9 @@ def cpu_device(row: dict) -> devices.Device | None:
         if platform is None:
             return None
         bandwidth = platform.bandwidth_bytes_per_s
+        if name.startswith("Apple "):
+            # What gpuready itself assumes for Apple CPU cores (gpuready/devices.py).
+            bandwidth = int(bandwidth * APPLE_CPU_BANDWIDTH_SHARE)
     used = min(cores, row["threads"]) if row.get("threads") else cores
     return devices.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None,
                       bandwidth_bytes_per_s=bandwidth, flops=devices.cpu_peak_flops(used, features))
@@ -180,15 +190,35 @@ def real_size(row: dict) -> float | None:
     return size * GIB if size else None
 
 
+TEST = re.compile(r"^(tg|pp)(\d*)(?:@d(\d+))?$")
+
+
+def test_shape(row: dict) -> tuple[str, int, int]:
+    """(kind, tokens, depth) of a row's test: "tg128@d4096" -> ("generation", 128, 4096); unstated counts: 128."""
+    match = TEST.match(row["test"].replace(" ", ""))
+    kind = "generation" if match.group(1) == "tg" else "prompt"
+    return kind, int(match.group(2) or 128), int(match.group(3) or row.get("depth", 0))
+
+
+def device_key(row: dict, device: devices.Device) -> str:
+    return f"cpu: {device.name}" if device.kind == "cpu" else (row.get("gpu_id") or device.name)
+
+
+def source_key(row: dict) -> str:
+    return row["source"].split(" (")[0].split("#")[0].strip()
+
+
 def text_generation(catalog, out: list[str]) -> None:
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
-    observed: dict[tuple[str, str], list[float]] = defaultdict(list)
     memory_errors: list[float] = []
     forks: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     cpu_rows: dict[str, list[tuple]] = defaultdict(list)
+    gen_rows: list[speedfit.GenRow] = []
+    prompt_rows: list[speedfit.PromptRow] = []
+    baseline: list[float] = []
     skipped = defaultdict(int)
     for row in load("text-generation"):
-        kind = "generation" if row["test"].startswith("tg") else "prompt"
+        kind, tokens, depth = test_shape(row)
         backend = row["backend"]
         model = language_model(row, catalog)
         if model is None:
@@ -199,51 +229,66 @@ def text_generation(catalog, out: list[str]) -> None:
             skipped["hardware not in the tables"] += 1
             continue
         size = real_size(row)
-        quant = catalog.quants.get(row["quant"])
+        quant_id = row["quant"].split(" (")[0]
+        quant = catalog.quants.get(quant_id)
         if size and quant and quant.id not in ("MXFP4",):
             estimated, _ = est.weights_bytes(model, quant)
             memory_errors.append(ape(estimated, size))
         if size is None and quant is None:
             skipped["quantisation unknown and no file size"] += 1
             continue
-        weights = int(size) if size else est.weights_bytes(model, quant)[0]
-        memory = est.MemoryBreakdown(weights, est.kv_cache_bytes(model, 512), 0, 0)
-        gpu = device if device.kind == "gpu" else None
-        speed = est.speed(model, memory, 512, gpu, device if gpu is None else cpu_placeholder(), 1.0 if gpu else 0.0)
         if kind == "prompt" and not device.flops:
             skipped["no FLOPS figure for the hardware"] += 1
             continue
-        predicted = speed.generation_tokens_per_s if kind == "generation" else speed.prompt_tokens_per_s
+        if kind == "prompt" and depth:
+            skipped["prompt at depth (attention cost not modelled)"] += 1
+            continue
+        weights = int(size) if size else est.weights_bytes(model, quant)[0]
+        # Generating N tokens after a D-token prompt reads, on average, the KV cache of D + N/2 tokens.
+        kv_read = est.kv_cache_bytes(model, depth + tokens // 2)
+        memory = est.MemoryBreakdown(weights, kv_read, 0, 0)
+        gpu = device if device.kind == "gpu" else None
+        speed = est.speed(model, memory, depth + tokens // 2, gpu, device if gpu is None else cpu_placeholder(),
+                          1.0 if gpu else 0.0, quant_id)
+        predicted = speed.generation_tokens_per_s_full_context if kind == "generation" else speed.prompt_tokens_per_s
         where = "Apple" if backend == "metal" else ("CPU" if backend == "cpu" else "GPU")
-        constant = (est.BANDWIDTH_EFFICIENCY if kind == "generation" else est.COMPUTE_EFFICIENCY)[backend]
-        implied = row["tokens_per_s"] / predicted * constant
+        family = est.quant_family(quant_id)
+        bytes_read = weights * model.active_params / model.params + kv_read
+        if kind == "generation":
+            implied = row["tokens_per_s"] * bytes_read / device.bandwidth_bytes_per_s
+        else:
+            implied = row["tokens_per_s"] * 2 * model.active_params / device.flops
         fork = next((name for name in FORKS if name in row.get("implementation", "")), None)
         if fork:
             forks[(kind, fork)].append((ape(predicted, row["tokens_per_s"]), implied))
             continue
         groups[(kind, where)].append(ape(predicted, row["tokens_per_s"]))
-        observed[(kind, backend)].append(implied)
+        if kind == "generation":
+            gen_rows.append(speedfit.GenRow(backend, family, bytes_read / device.bandwidth_bytes_per_s, model.layers,
+                                            1 / row["tokens_per_s"], device_key(row, device), source_key(row),
+                                            "hbm" if "HBM" in (device.memory_type or "") else "", model.is_moe,
+                                            f"{model.id} {quant_id}" if depth == 0 else "",
+                                            model.active_params / device.flops if device.flops else 0.0))
+            if device.kind == "gpu" and not model.is_moe:
+                baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
+        else:
+            prompt_rows.append(speedfit.PromptRow(backend, family, implied, device_key(row, device), source_key(row),
+                                                  2 * model.active_params / device.flops, 2 * model.active_params / 1e12,
+                                                  f"{model.id} {quant_id}"))
         if backend == "cpu":
-            cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], row["quant"].split(" (")[0], row["test"],
+            cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
                                    row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",
                                    row["tokens_per_s"], implied))
     out.append("## Text generation (llama.cpp)\n")
+    speed_report.speed_model_report(gen_rows, prompt_rows, baseline, out, FITS)
+    out.append("### In-sample errors of gpuready's committed constants\n")
     out.append("| speed | hardware | rows | median error | worst error |\n|---|---|---:|---:|---:|")
     for (kind, where), errors in sorted(groups.items()):
         out.append(f"| {kind} | {where} | {len(errors)} | {statistics.median(errors):.0f}% | {max(errors):.0f}% |")
-    out.append(f"\nSkipped: {dict(skipped)}.\n")
+    out.append(f"\nSkipped: {dict(sorted(skipped.items()))}.\n")
     out.append("Weights memory (parameters x bits per weight from catalog/quants.toml) against the real file size the row "
                f"reports: {len(memory_errors)} rows, median error {statistics.median(memory_errors):.1f}%, "
                f"worst {max(memory_errors):.1f}%.\n")
-    out.append("Efficiency each row implies (measured / theoretical at 100%), median per backend; "
-               "gpuready/estimate.py's constants are set to these medians:\n")
-    out.append("| speed | backend | rows | fitted median | constant in estimate.py |\n|---|---|---:|---:|---:|")
-    for (kind, backend), values in sorted(observed.items()):
-        constant = (est.BANDWIDTH_EFFICIENCY if kind == "generation" else est.COMPUTE_EFFICIENCY)[backend]
-        name = "BANDWIDTH_EFFICIENCY" if kind == "generation" else "COMPUTE_EFFICIENCY"
-        FITS[(name, backend)] = (statistics.median(values), constant)
-        out.append(f"| {kind} | {backend} | {len(values)} | {statistics.median(values):.2f} | {constant:.2f} |")
-    out.append("")
     cpu_table(cpu_rows, forks, out)
 
 
@@ -271,7 +316,7 @@ def cpu_placeholder() -> devices.Device:
 
 # --- image generation --------------------------------------------------------------------
 
-IMAGE_MODELS = {"sd-1.5": "sd-1.5", "sd-1.4": "sd-1.5", "sdxl": "sdxl", "flux.1-dev": "flux.1-dev"}
+IMAGE_MODELS = {"sd-1.5": "sd-1.5", "sd-1.4": "sd-1.5", "sdxl": "sdxl", "sdxl-turbo": "sdxl-turbo", "flux.1-dev": "flux.1-dev"}
 IMAGE_BACKENDS = {"cuda": "cuda", "coreml-gpu": "metal", "coreml-all": "metal"}
 
 
@@ -279,6 +324,7 @@ def image_generation(catalog, out: list[str]) -> None:
     errors: dict[str, list[float]] = defaultdict(list)
     observed: dict[tuple[str, str], list[float]] = defaultdict(list)
     skipped = defaultdict(int)
+    whole: dict[str, list[float]] = defaultdict(list)
     for row in load("image-generation"):
         model = catalog.get(IMAGE_MODELS.get(row["model"], "")) if row["model"] in IMAGE_MODELS else None
         backend = IMAGE_BACKENDS.get(row["backend"])
@@ -293,18 +339,34 @@ def image_generation(catalog, out: list[str]) -> None:
         height = row.get("height", model.resolution)
         step_s, _ = image.seconds_per_step(model, width, height, device)
         step_s *= row.get("batch", 1)
+        ratio, _ = image.throughput_ratio(model, backend)
         if "iterations_per_s" in row:
             predicted, measured = 1 / step_s, row["iterations_per_s"]
+            implied = measured / predicted * ratio
         else:
-            predicted, measured = 1 / (step_s * row["steps"]), 1 / row["seconds_per_image"]
-        ratio, _ = image.throughput_ratio(model, backend)
+            # End-to-end rows: the denoising steps plus the once-per-image text encoding and VAE decode.
+            once, _ = image.once_per_image_seconds(model, width, height, device)
+            once *= row.get("batch", 1)
+            predicted, measured = 1 / (step_s * row["steps"] + once), 1 / row["seconds_per_image"]
+            denoise = row["seconds_per_image"] - once
+            if denoise <= 0:
+                skipped["end-to-end row faster than its estimated encode + decode"] += 1
+                continue
+            implied = step_s * row["steps"] / denoise * ratio
+            whole[f"{model.id} ({backend})"].append(ape(predicted, measured))
         errors[f"{model.architecture} ({backend})"].append(ape(predicted, measured))
-        observed[(model.architecture, backend)].append(measured / predicted * ratio)
+        observed[(model.architecture, backend)].append(implied)
     out.append("## Image generation (steps per second of the denoiser)\n")
     out.append("| denoiser (backend) | rows | median error | worst error |\n|---|---:|---:|---:|")
     for key, values in sorted(errors.items()):
         out.append(f"| {key} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
     out.append(f"\nSkipped: {dict(skipped)}.\n")
+    out.append("Seconds per image end to end (steps + text encoders + VAE decode at FP32 peak), the rows that time a "
+               "whole image:\n")
+    out.append("| model (backend) | rows | median error | worst error |\n|---|---:|---:|---:|")
+    for key, values in sorted(whole.items()):
+        out.append(f"| {key} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
+    out.append("")
     out.append("Throughput ratio each row implies (measured / (peak FLOPS / FLOPs per step)), median:\n")
     out.append("| denoiser | backend | rows | fitted median | constant in tasks/image.py |\n|---|---|---:|---:|---:|")
     for (arch, backend), values in sorted(observed.items()):
@@ -389,7 +451,9 @@ def report() -> str:
            "Generated by `python benchmarks/score_estimator.py`: every row of benchmarks/validation/*.toml whose hardware "
            "is in the tables, through gpuready's estimators on hypothetical hardware built from catalog/gpus.toml "
            "(and catalog/cpus.toml for CPU rows). Errors are absolute percentage errors of the estimate against the "
-           "measurement. The efficiency constants were fitted on these same rows (in-sample).", ""]
+           "measurement. Text-generation speeds are scored by cross-validation (fit on the other devices or "
+           "publications, predict the held-out one) beside the in-sample figures; `python benchmarks/write_constants.py` "
+           "copies the fit into gpuready/tasks/text_estimate.py. Image and speech constants are still in-sample medians.", ""]
     text_generation(catalog, out)
     image_generation(catalog, out)
     speech_rows(catalog, out)
@@ -399,8 +463,27 @@ def report() -> str:
     return "\n".join(out)
 
 
+def constants_text() -> str:
+    """The fitted speed constants as the Python literals gpuready/tasks/text_estimate.py holds (--constants)."""
+    report()
+    tables: dict[str, dict[str, float]] = defaultdict(dict)
+    for (name, key), (fitted, _) in FITS.items():
+        if name == "LAYER_SECONDS (microseconds)":
+            tables["LAYER_SECONDS"][key] = f"{fitted:.1f}e-6"
+        elif name == "PROMPT_SECONDS_PER_TFLOP (milliseconds)":
+            tables["PROMPT_SECONDS_PER_TFLOP"][key] = f"{fitted:.2f}e-3"
+        elif name == "MOE_LAYER_FACTOR":
+            tables[name] = f"{fitted:.2f}"
+        elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY", "UNPACK_OPS_PER_WEIGHT",
+                      "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND"):
+            tables[name][key] = f"{fitted:.2f}"
+    return "\n".join(f"{name} = {values}" if isinstance(values, str) else
+                     f"{name} = {{" + ", ".join(f'"{k}": {v}' for k, v in sorted(values.items())) + "}"
+                     for name, values in sorted(tables.items()))
+
+
 def main() -> int:
-    print(report())
+    print(constants_text() if "--constants" in sys.argv[1:] else report())
     return 0
 
 

@@ -21,6 +21,8 @@ LLAMA_WEIGHTS_Q4 = 4_912_754_000  # 8.03e9 parameters x 4.8944 bits / 8
 LLAMA_KV_8K = 1_073_741_824  # 2 (K,V) x 8 heads x 128 dims x 2 bytes x 32 layers x 8192 tokens = 1 GiB
 LLAMA_COMPUTE = 296_222_720  # 512 tokens x 4 bytes x (128256 vocab + 4 x 4096 hidden)
 CUDA_OVERHEAD = 350 * 1024**2
+# Unpacking the K-quant weights inside the matrix-vector kernel: operations per weight at peak FLOPS.
+K_OPS = est.UNPACK_OPS_PER_WEIGHT.get("k-quant", 0.0)
 
 
 def test_weights_are_parameters_times_bits_per_weight():
@@ -46,7 +48,9 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
     result = est.estimate(LLAMA_8B, Q4_K_M, 8192, CUDA_GPU, CPU, 64 * 1024**3)
     memory = est.MemoryBreakdown(LLAMA_WEIGHTS_Q4, LLAMA_KV_8K, LLAMA_COMPUTE, CUDA_OVERHEAD)
     bandwidth = 1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]
-    compute = 100e12 * est.COMPUTE_EFFICIENCY["cuda"]
+    fixed = 32 * est.LAYER_SECONDS["cuda"] + 8.03e9 * K_OPS / 100e12  # 32 layers' launch/sync + unpacking
+    # A prompt token: 2 x 8.03e9 FLOPs at the backend's efficiency, plus 16.06 TFLOP-thousandths x its ceiling.
+    prompt_s = 2 * 8.03e9 / (100e12 * est.PROMPT_EFFICIENCY["cuda"]) + 2 * 8.03e9 / 1e12 * est.PROMPT_SECONDS_PER_TFLOP["cuda"]
     assert result == est.Estimate(
         model_id="llama-3.1-8b",
         quant="Q4_K_M",
@@ -57,10 +61,11 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
         gpu_memory_bytes=memory.total_bytes,
         system_memory_bytes=0,
         speed=est.Speed(
-            generation_tokens_per_s=pytest.approx(bandwidth / LLAMA_WEIGHTS_Q4),
-            generation_tokens_per_s_full_context=pytest.approx(bandwidth / (LLAMA_WEIGHTS_Q4 + LLAMA_KV_8K)),
-            prompt_tokens_per_s=pytest.approx(compute / (2 * 8.03e9)),
-            uncertainty=est.SPEED_UNCERTAINTY["measured"],
+            generation_tokens_per_s=pytest.approx(1 / (LLAMA_WEIGHTS_Q4 / bandwidth + fixed)),
+            generation_tokens_per_s_full_context=pytest.approx(1 / ((LLAMA_WEIGHTS_Q4 + LLAMA_KV_8K) / bandwidth + fixed)),
+            prompt_tokens_per_s=pytest.approx(1 / prompt_s),
+            uncertainty=est.SPEED_BAND["cuda"],
+            time_to_first_token_s=pytest.approx(512 * prompt_s + LLAMA_WEIGHTS_Q4 / bandwidth + fixed),
         ),
         basis=result.basis,
     )
@@ -77,8 +82,10 @@ def test_a_model_too_big_for_the_gpu_splits_whole_layers_and_adds_the_times():
     assert (result.placement, result.gpu_fraction) == ("split", fraction)
     assert result.gpu_memory_bytes == int(layer_bytes * fraction) + LLAMA_COMPUTE + CUDA_OVERHEAD
     assert result.system_memory_bytes == int(layer_bytes * (1 - fraction)) + 200 * 1024**2
-    seconds = (LLAMA_WEIGHTS_Q4 * fraction / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"])
-               + LLAMA_WEIGHTS_Q4 * (1 - fraction) / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]))
+    seconds = (LLAMA_WEIGHTS_Q4 * fraction / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 19 * est.LAYER_SECONDS["cuda"]
+               + 8.03e9 * fraction * K_OPS / 100e12
+               + LLAMA_WEIGHTS_Q4 * (1 - fraction) / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 13 * est.LAYER_SECONDS["cpu"]
+               + 8.03e9 * (1 - fraction) * K_OPS / 1e12)
     assert result.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
@@ -86,7 +93,8 @@ def test_without_a_gpu_the_model_runs_on_the_cpu_from_system_memory():
     result = est.estimate(LLAMA_8B, Q4_K_M, 8192, None, CPU, 64 * 1024**3)
     assert result.placement == "cpu"
     assert result.memory == est.MemoryBreakdown(LLAMA_WEIGHTS_Q4, LLAMA_KV_8K, LLAMA_COMPUTE, 200 * 1024**2)
-    assert result.speed.generation_tokens_per_s == pytest.approx(51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"] / LLAMA_WEIGHTS_Q4)
+    seconds = LLAMA_WEIGHTS_Q4 / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 32 * est.LAYER_SECONDS["cpu"] + 8.03e9 * K_OPS / 1e12
+    assert result.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
 def test_a_mixture_of_experts_needs_memory_for_all_experts_but_reads_only_the_active_ones():
@@ -95,7 +103,10 @@ def test_a_mixture_of_experts_needs_memory_for_all_experts_but_reads_only_the_ac
     weights = int(30.5e9 * 4.8944 / 8)
     assert result.memory.weights_bytes == weights
     read_per_token = weights * 3.3e9 / 30.5e9
-    assert result.speed.generation_tokens_per_s == pytest.approx(51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"] / read_per_token)
+    # 48 layers, each costing MOE_LAYER_FACTOR dense layers (expert routing)
+    seconds = (read_per_token / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 48 * est.MOE_LAYER_FACTOR * est.LAYER_SECONDS["cpu"]
+               + 3.3e9 * K_OPS / 1e12)  # only the 3.3B active weights are unpacked
+    assert result.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
 
 
 def test_a_real_file_size_replaces_the_bits_per_weight_formula():

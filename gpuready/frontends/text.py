@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpuready.hardware import CPU, GPU, Hardware
 from gpuready.report import Report
 from gpuready.tasks import registry
+from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
 from gpuready.tasks.verdict import Verdict
 from gpuready.units import fmt_gb
 
@@ -269,6 +270,8 @@ def render_estimate(verdict: Verdict) -> str:
                 f"                    {speed.generation_tokens_per_s_full_context:8.1f} tokens/s (context full)",
                 f"  prompt            {speed.prompt_tokens_per_s:8.0f} tokens/s" if speed.prompt_tokens_per_s else "  prompt            unknown",
             ]
+            if speed.time_to_first_token_s is not None:
+                lines.append(f"  first token       {speed.time_to_first_token_s:8.2f} s after a {TTFT_PROMPT_TOKENS}-token prompt")
         lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
     lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
     if verdict.suggestions:

@@ -41,6 +41,7 @@ class Device:
     bandwidth_source: str = "table"  # measured | table | assumed
     count: int = 1  # identical GPUs splitting the layers
     unified: bool = False  # shares memory with the CPU (Apple silicon, APUs)
+    memory_type: str | None = None  # GDDR6X, HBM3, LPDDR5 ...: HBM GPUs have their own speed constants
 
 
 
@@ -77,6 +78,15 @@ def backend_for(gpu: GPU) -> str:
         if preferred in gpu.backends:
             return preferred
     return BACKEND_BY_VENDOR.get(gpu.vendor, "vulkan")
+
+
+def _memory_type(gpu: GPU) -> str | None:
+    """The memory type of the GPU's catalog/gpus.toml row (HBM GPUs have their own speed constants)."""
+    if not gpu.table_id:
+        return None
+    from gpuready.catalog.tables import gpu_table
+
+    return next((spec.memory_type for spec in gpu_table() if spec.id == gpu.table_id), None)
 
 
 def gpu_usable_bytes(gpu: GPU) -> int | None:
@@ -119,6 +129,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
             bandwidth_source=_source_kind(first.bandwidth_source),
             count=len(gpus),
             unified=unified,
+            memory_type=_memory_type(first),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device

@@ -7,7 +7,8 @@ at a time, as diffusers' ``enable_model_cpu_offload`` and ComfyUI's low-VRAM mod
 GPU peak = largest component + activations); and the CPU. Speed: each denoising step
 runs the denoiser once per guidance pass (two with classifier-free guidance), and its
 cost is 2 x denoiser parameters x latent tokens (plus attention for transformers),
-compute bound. Text encoding and VAE decoding are not timed (a few per cent on GPUs).
+compute bound. Once per image the text encoders read the prompt and the VAE decodes the
+latent: on a one-step model they cost as much as the denoising, so they are timed too.
 """
 
 from __future__ import annotations
@@ -44,6 +45,22 @@ VAE_LIVE_MAPS = 3
 # offload moves every component to the GPU once per image.
 PCIE_BYTES_PER_S = 31.5e9
 
+# VAE decoder work per output pixel: NVIDIA's FLOP count for the Stable Diffusion VAE decoder,
+# 2.53933e12 FLOPs for a 512x512 image (NVIDIA TensorRT Stable Diffusion talk, "Floating point
+# operations" per stage: CLIP 0.02714e12, U-Net 1.67952e12 a step, VAE decoder 2.53933e12;
+# slides mirrored at https://www.sgpjbg.com/bgdown/155314.html). Every model here has that
+# decoder's widths (block_out_channels [128, 256, 512, 512]); work scales with pixels.
+VAE_DECODE_FLOPS_PER_PIXEL = 2.53933e12 / (512 * 512)
+# The decoder runs in fp32 (SDXL's vae/config.json sets force_upcast: true; fp16 overflows), so
+# it is timed at the GPU's FP32 peak. Check: FLUX.1 at 1024x1024 decodes in 117 ms on a B200
+# (https://github.com/unslothai/unsloth/pull/10889, uncompiled); 2.54e12 x 4 / 80 TFLOPS FP32 =
+# 127 ms. Where the table has no FP32 figure, half the FP16 peak is assumed (said so).
+VAE_EFFICIENCY = 1.0
+# Prompt tokens each text encoder reads: 77 for CLIP (its context), 256 for T5 in FLUX.1-schnell
+# and 512 in FLUX.1-dev / SD 3.5 (diffusers' max_sequence_length defaults); 2 x parameters x
+# tokens FLOPs at the transformer-encoder efficiency fitted on Whisper (tasks/encoders.py).
+ENCODER_TOKENS = {"clip-vit-l-14": 77, "openclip-vit-bigg-14": 77, "t5-v1_1-xxl": 512}
+
 # Measured steps per second / (peak FLOPS / FLOPs per step), median per (backend, denoiser
 # architecture), fitted by benchmarks/score_estimator.py on benchmarks/validation/
 # image-generation.toml: "unet" on the diffusers torch 2.0 benchmark rows (SD 1.5 and SDXL
@@ -54,9 +71,9 @@ PCIE_BYTES_PER_S = 31.5e9
 # different runtime from diffusers' MPS, used as the best available Apple figure. For UNets the ratio exceeds 1:
 # the formula counts every weight at every latent position, but convolutions in the 2x, 4x
 # and 8x downsampled stages see 4-64x fewer positions, so it overcounts the work.
-THROUGHPUT_RATIO = {"unet": {"cuda": 4.62, "metal": 3.76}, "dit": {"cuda": 1.00}}
+THROUGHPUT_RATIO = {"unet": {"cuda": 4.52, "metal": 3.87}, "dit": {"cuda": 1.00}}
 # Backends without a fitted row scale the CUDA figure by their encoder efficiency relative
-# to CUDA's (tasks/common.py ENCODER_EFFICIENCY, fitted on CPU and CUDA Whisper encoders:
+# to CUDA's (tasks/encoders.py ENCODER_EFFICIENCY, fitted on CPU and CUDA Whisper encoders:
 # the same kind of compute-bound convolution + attention work), said so in the basis.
 SPEED_UNCERTAINTY = 0.5  # the validation errors: median 28% (UNet) to 47% (transformer), see benchmarks/ACCURACY.md
 
@@ -165,6 +182,34 @@ def seconds_per_step(model: ImageModel, width: int, height: int, device: Device)
     return flops / (device.flops * ratio), f"{flops / 1e12:.1f} TFLOPs per step; {device_flops_basis(device)}; {why}"
 
 
+def fp32_flops(device: Device) -> tuple[float | None, str]:
+    """The device's FP32 peak: the GPU table's figure, the CPU's own (already FP32), else half the FP16 peak."""
+    if not device.flops:
+        return None, "unknown"
+    if device.kind == "cpu":
+        return device.flops, "CPU FP32 peak"
+    from gpuready.catalog.tables import find_gpus
+
+    name = device.name.split(" x ", 1)[-1] if " x " in device.name else device.name
+    matches = [spec for spec in find_gpus(name) if spec.fp32_flops]
+    if len(matches) == 1:
+        return matches[0].fp32_flops, f"{matches[0].fp32_flops / 1e12:.1f} TFLOPS FP32 (GPU table)"
+    return device.flops / 2, "FP32 assumed half the FP16 peak"
+
+
+def once_per_image_seconds(model: ImageModel, width: int, height: int, device: Device) -> tuple[float, str]:
+    """Text encoders over the prompt plus the VAE decoding the latent: the work done once per image."""
+    fp32, fp32_why = fp32_flops(device)
+    if fp32 is None:
+        return 0.0, "text encoders and VAE decode not timed (throughput unknown)"
+    vae = VAE_DECODE_FLOPS_PER_PIXEL * width * height / (fp32 * VAE_EFFICIENCY)
+    efficiency, _ = encoder_efficiency(device.backend)
+    text = sum(2 * params * ENCODER_TOKENS.get(name, 77) for name, params in model.text_encoders.items())
+    text_s = text / (device.flops * efficiency)
+    return vae + text_s, (f"VAE decode {vae:.2f} s ({VAE_DECODE_FLOPS_PER_PIXEL * width * height / 1e12:.1f} TFLOPs at "
+                          f"{fp32_why}) + text encoders {text_s:.2f} s ({text / 1e12:.2f} TFLOPs at {efficiency:.0%} of peak)")
+
+
 # --- estimate --------------------------------------------------------------------------
 
 
@@ -214,13 +259,17 @@ def estimate(
     basis.append(why)
     seconds = None
     transfer = 0.0
+    once = 0.0
     if step_s is not None:
-        seconds = steps * step_s
+        once, why_once = once_per_image_seconds(model, width, height, device)
+        basis.append(why_once)
+        seconds = steps * step_s + once
         if placement == "offload":
             transfer = total / PCIE_BYTES_PER_S
             seconds += transfer
             basis.append(f"offload moves {total / 1e9:.1f} GB over PCIe 4.0 x16 (31.5 GB/s) once per image: +{transfer:.1f} s")
-    details = (("seconds_per_step", step_s or 0.0), ("steps", float(steps)), ("offload_transfer_s", transfer))
+    details = (("seconds_per_step", step_s or 0.0), ("steps", float(steps)), ("offload_transfer_s", transfer),
+               ("encode_decode_s", once))
     return TaskEstimate(model.id, variant, placement, memory, memory.on("gpu"), memory.on("system"), seconds,
                         "s/image", SPEED_UNCERTAINTY, details, tuple(basis))
 

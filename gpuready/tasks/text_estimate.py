@@ -24,18 +24,19 @@ KV_BYTES_PER_ELEMENT = 2
 # Vocabulary assumed when a model does not state one (Llama 2 / Mistral 7B size).
 DEFAULT_VOCAB = 32000
 
-# Share of peak memory bandwidth that llama.cpp's token generation reaches, per backend,
-# and share of peak FP16 (GPU) or estimated peak (CPU) throughput its prompt processing
-# reaches. Each is the median of measured / theoretical-at-100% over the rows of
-# benchmarks/validation/text-generation.toml whose hardware is in catalog/gpus.toml (CPU
-# rows: benchmarks/score_estimator.py CPU_SPECS + catalog/cpus.toml), computed by
-# benchmarks/score_estimator.py (results in benchmarks/ACCURACY.md). Sources of those rows:
+# Share of peak memory bandwidth that llama.cpp's token generation reaches (K-quants; see
+# QUANT_FAMILY_EFFICIENCY), per backend ("cuda-hbm": CUDA on HBM GPUs, A100/H100 class), and
+# share of peak FP16 (GPU) or estimated peak (CPU) throughput its prompt processing reaches.
+# Generation constants are a least-squares fit (with LAYER_SECONDS below) of the rows of
+# benchmarks/validation/text-generation.toml whose hardware is in catalog/gpus.toml (CPU rows:
+# benchmarks/score_estimator.py CPU_SPECS + catalog/cpus.toml); prompt constants are medians.
+# benchmarks/score_estimator.py computes both, with leave-one-device-out errors
+# (benchmarks/ACCURACY.md); benchmarks/write_constants.py writes them here. Sources of those rows:
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference (CUDA and Apple, Llama 3 8B/70B), llama.cpp
 # discussion #4167 (Apple silicon, Llama 2 7B) and #15013 (CUDA), llama.cpp Vulkan/ROCm
 # pull-request tables (RX 6700 XT, RX 9070 XT, RTX 3090 Vulkan), and CPU llama-bench posts.
-# Rows fitted: generation cuda 45, metal 30, vulkan 12, rocm 5, cpu 18; prompt cuda 45,
-# metal 21, vulkan 10, rocm 4, cpu 12. sycl has no rows: its values are unfitted guesses
-# (kept from the first draft) and its estimates carry the "assumed" uncertainty.
+# sycl has no rows: its values are unfitted guesses (kept from the first draft) and every sycl
+# estimate's basis says so.
 # CPU (mainline llama.cpp only; ik_llama.cpp and llamafile rows are scored but not fitted):
 # EPYC 9554 on 12-channel DDR5-4800 (ahelpme.com/?p=6685, Phi-4 14B, four quants), a
 # 32-vCPU Graviton3 instance (llama.cpp PR #29256's NEON baseline, Llama 3.2 3B Q6_K); Ryzen 9
@@ -44,29 +45,137 @@ DEFAULT_VOCAB = 32000
 # i3-14100, i5-9500 (brand-o/normiebench issues #8, #36, #34, Llama 3.1 8B Q4_K_M); i3-1315U
 # (geerlingguy/sbc-reviews #107); Apple M1 Max / M3 / M3 Max (XiongjieDai) and M2 Ultra
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
-# bandwidth, the rest catalog/cpus.toml's. x86 desktops and the servers imply 0.51-0.85 of peak
-# bandwidth, the two x86 laptops 0.29 (2 threads) and 0.39 (table LPDDR5X speed assumed);
-# the Apple rows 0.26-0.50: their CPU clusters cannot draw the whole unified-memory
-# bandwidth the table lists.
+# bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cuda": 0.68,
-    "rocm": 0.49,
-    "vulkan": 0.60,
-    "sycl": 0.50,
-    "metal": 0.73,
-    "cpu": 0.57,
+    "cpu": 0.90,
+    "cuda": 0.98,
+    "cuda-hbm": 0.80,
+    "metal": 0.90,
+    "rocm": 0.89,
+    "sycl": 0.72,
+    "vulkan": 0.78,
 }
 COMPUTE_EFFICIENCY = {
-    "cuda": 0.35,
-    "rocm": 0.55,
-    "vulkan": 0.47,
-    "sycl": 0.30,
-    "metal": 0.63,
     "cpu": 0.73,
+    "cuda": 0.31,
+    "metal": 0.63,
+    "rocm": 0.55,
+    "sycl": 0.30,
+    "vulkan": 0.47,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
 SPEED_UNCERTAINTY = {"measured": 0.25, "table": 0.25, "assumed": 0.5}
+
+# --- the generation model's further terms (fitted by benchmarks/score_estimator.py) ---------
+# Time per generated token = bytes read / (bandwidth x backend efficiency x quant-family
+# efficiency) + layers x fixed per-layer cost + active weights x unpacking operations per
+# weight / peak FLOPS. The fixed cost is what a token costs beyond reading weights: kernel
+# launches and synchronisation, several kernels per layer (norm, attention, matrix-vector
+# products), each a few microseconds on CUDA (NVIDIA's Nsight timelines in
+# https://github.com/ggml-org/llama.cpp/issues/6763; CUDA graphs, PR #6766, cut it:
+# llama-2-7b Q4_K_M on an H100 PCIe from 143 to 164 tokens/s). It is why an 8B Q4_K_M runs
+# far below its bandwidth bound on an H100. Each quant family has its own matrix-vector
+# kernel: QUANT_FAMILY_EFFICIENCY scales its bytes, UNPACK_OPS_PER_WEIGHT (below) its compute.
+# Every value is written by the fit (benchmarks/write_constants.py); a term that did not lower
+# the held-out error is dropped there and its constants are neutral (1.0 or 0.0): see
+# "Which terms stay" in benchmarks/ACCURACY.md.
+QUANT_FAMILY_EFFICIENCY = {
+    "float": 1.00,
+    "k-quant": 1.00,
+    "legacy": 1.00,
+    "mxfp4": 1.00,
+}
+LAYER_SECONDS = {
+    "cpu": 252.3e-6,
+    "cuda": 100.3e-6,
+    "cuda-hbm": 138.3e-6,
+    "metal": 172.0e-6,
+    "rocm": 96.3e-6,
+    "sycl": 0.0e-6,
+    "vulkan": 28.4e-6,
+}
+# Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
+# device's peak FLOPS: a compute cost per weight, not per byte, which is why a 2-bit K-quant
+# is not twice as fast as a 4-bit one (llama.cpp PR #4766: on an RTX 3090 Llama 2 7B runs at
+# 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
+UNPACK_OPS_PER_WEIGHT = {
+    "float": 0.00,
+    "k-quant": 2.63,
+    "legacy": 1.46,
+    "mxfp4": 42.63,
+}
+# A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
+# (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
+# ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
+MOE_LAYER_FACTOR = 1.00
+# Prompt processing of a language model: seconds per prompt token = 2 x active parameters /
+# (peak FLOPS x PROMPT_EFFICIENCY x family share) + 2 x active parameters in TFLOP x
+# PROMPT_SECONDS_PER_TFLOP. The second term is each backend's software ceiling, the rate no
+# faster GPU lifts (tile shapes, activation quantisation, attention and norms between the
+# matrix products): in the validation rows an H100 reads a 7B prompt no faster than an
+# RTX 4090. Fitted like generation (benchmarks/score_estimator.py), every efficiency capped at
+# 1 (the table's peak). COMPUTE_EFFICIENCY above stays the backend scale the image and speech
+# estimators use.
+PROMPT_EFFICIENCY = {
+    "cpu": 1.00,
+    "cuda": 1.00,
+    "metal": 0.64,
+    "rocm": 0.55,
+    "sycl": 1.00,
+    "vulkan": 0.77,
+}
+PROMPT_SECONDS_PER_TFLOP = {
+    "cpu": 149.01e-3,
+    "cuda": 6.89e-3,
+    "metal": 0.00e-3,
+    "rocm": 0.00e-3,
+    "sycl": 0.00e-3,
+    "vulkan": 0.00e-3,
+}
+# Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
+PROMPT_FAMILY_EFFICIENCY = {
+    "float": 1.00,
+    "k-quant": 1.00,
+    "legacy": 1.00,
+    "mxfp4": 1.00,
+}
+# The relative band each speed carries: the 80th percentile of the leave-one-device-out
+# errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
+# devices in five fall inside it. Backends measured on fewer than 3 devices (sycl: one) get at
+# least the pooled band and at least +/-50%.
+SPEED_BAND = {
+    "cpu": 0.23,
+    "cuda": 0.13,
+    "metal": 0.13,
+    "rocm": 0.17,
+    "sycl": 0.50,
+    "vulkan": 0.70,
+}
+# Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
+# sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
+# fitted but thin; every sycl basis says which.
+FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "vulkan")
+# Prompt length that time_to_first_token_s is stated for.
+TTFT_PROMPT_TOKENS = 512
+
+
+def quant_family(quant_id: str) -> str:
+    """The kernel family of a quantisation id: k-quant, legacy, float, i-quant, mxfp4 (else "other")."""
+    name = quant_id.upper().split(" ")[0]
+    if name.startswith("IQ"):
+        return "i-quant"
+    if name.startswith("MXFP4"):
+        return "mxfp4"
+    if name in ("F16", "BF16", "F32", "FP16", "FP32"):
+        return "float"
+    if name.startswith("Q") and "_K" in name:
+        return "k-quant"
+    if name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"):
+        return "legacy"
+    return "other"
+
+
 MEMORY_UNCERTAINTY = 0.10
 
 
@@ -126,6 +235,9 @@ class Speed:
     generation_tokens_per_s_full_context: float
     prompt_tokens_per_s: float
     uncertainty: float  # relative, e.g. 0.25 = +/-25%
+    # Seconds from sending a TTFT_PROMPT_TOKENS-token prompt to the first generated token:
+    # the prompt's processing plus one generated token. None where prompt speed is unknown.
+    time_to_first_token_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -189,14 +301,36 @@ def memory_breakdown(model: LanguageModel, quant: Quant, context_tokens: int, ba
     )
 
 
-def _seconds_per_token(bytes_read: float, device: Device) -> float:
-    efficiency = BANDWIDTH_EFFICIENCY.get(device.backend, BANDWIDTH_EFFICIENCY["cpu"])
-    return bytes_read / (device.bandwidth_bytes_per_s * efficiency)
+def speed_class(device: Device) -> str:
+    """The key of a device's generation constants: its backend, or e.g. "cuda-hbm" for an HBM GPU when fitted."""
+    if device.memory_type and "HBM" in device.memory_type and f"{device.backend}-hbm" in BANDWIDTH_EFFICIENCY:
+        return f"{device.backend}-hbm"
+    return device.backend
 
 
-def _prompt_seconds_per_token(model: LanguageModel, device: Device) -> float:
-    efficiency = COMPUTE_EFFICIENCY.get(device.backend, COMPUTE_EFFICIENCY["cpu"])
-    return 2 * model.active_params / (device.flops * efficiency)
+def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant", layers: float = 0.0) -> float:
+    """Bytes over effective bandwidth, plus the fixed per-layer cost of the layers on this device."""
+    key = speed_class(device)
+    efficiency = BANDWIDTH_EFFICIENCY.get(key, BANDWIDTH_EFFICIENCY["cpu"])
+    efficiency *= QUANT_FAMILY_EFFICIENCY.get(family, 1.0)
+    fixed = layers * LAYER_SECONDS.get(key, 0.0)
+    return bytes_read / (device.bandwidth_bytes_per_s * efficiency) + fixed
+
+
+def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant") -> float:
+    """Compute time at the backend's efficiency plus the backend's per-TFLOP software ceiling."""
+    work = 2 * model.active_params
+    efficiency = PROMPT_EFFICIENCY.get(device.backend, PROMPT_EFFICIENCY["cpu"])
+    efficiency *= PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
+    return work / (device.flops * efficiency) + work / 1e12 * PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0)
+
+
+def speed_band(backends: list[str], sources: list[str]) -> float:
+    """The +/- of a speed: the widest band of the backends involved, at least 50% where a bandwidth was assumed."""
+    band = max(SPEED_BAND.get(backend, SPEED_BAND["sycl"]) for backend in backends)
+    if "assumed" in sources:
+        band = max(band, SPEED_UNCERTAINTY["assumed"])
+    return band
 
 
 def speed(
@@ -206,8 +340,16 @@ def speed(
     gpu: Device | None,
     cpu: Device,
     gpu_fraction: float,
+    quant_id: str = "",
 ) -> Speed | None:
-    """Tokens per second for generation (bandwidth bound) and prompt (compute bound); time on each device adds up."""
+    """Tokens per second for generation (bandwidth bound) and prompt (compute bound); time on each device adds up.
+
+    Each device's share of a token is its share of the bytes over its effective bandwidth
+    plus its share of the layers times its backend's fixed per-layer cost; layers split over
+    identical GPUs run one after another, so a group's bandwidth is one card's. At "full
+    context" every token also reads the whole KV cache.
+    """
+    family = quant_family(quant_id) if quant_id else "k-quant"
     active_share = model.active_params / model.params
     weights_read = memory.weights_bytes * active_share
     devices = [(gpu, gpu_fraction), (cpu, 1.0 - gpu_fraction)]
@@ -217,17 +359,20 @@ def speed(
     for device, fraction in devices:
         if fraction <= 0:
             continue
-        empty += _seconds_per_token(weights_read * fraction, device)
-        full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device)
+        layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
+        unpack = model.active_params * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.flops if device.flops else 0.0
+        empty += _seconds_per_token(weights_read * fraction, device, family, layers) + unpack
+        full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device, family, layers) + unpack
         if device.flops:
-            prompt += _prompt_seconds_per_token(model, device) * fraction
-    sources = [device.bandwidth_source for device, fraction in devices if fraction > 0]
-    uncertainty = max(SPEED_UNCERTAINTY.get(source, 0.5) for source in sources)
+            prompt += _prompt_seconds_per_token(model, device, family) * fraction
+    used = [device for device, fraction in devices if fraction > 0]
+    uncertainty = speed_band([device.backend for device in used], [device.bandwidth_source for device in used])
     return Speed(
         generation_tokens_per_s=1.0 / empty,
         generation_tokens_per_s_full_context=1.0 / full,
         prompt_tokens_per_s=(1.0 / prompt) if prompt else 0.0,
         uncertainty=uncertainty,
+        time_to_first_token_s=(TTFT_PROMPT_TOKENS * prompt + empty) if prompt else None,
     )
 
 
@@ -253,7 +398,7 @@ def estimate(
         if memory.total_bytes <= gpu.usable_memory_bytes:
             basis.append(f"all layers on {gpu.name} ({gpu.backend})")
             return Estimate(model.id, quant.id, context_tokens, "gpu", memory, 1.0, memory.total_bytes, 0,
-                            speed(model, memory, context_tokens, gpu, cpu, 1.0), _with_speed_basis(basis, gpu, cpu, 1.0))
+                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, gpu, cpu, 1.0, quant.id))
         if not gpu.unified:
             layer_bytes = memory.weights_bytes + memory.kv_cache_bytes
             room = gpu.usable_memory_bytes - memory.compute_bytes - memory.overhead_bytes
@@ -268,27 +413,37 @@ def estimate(
                     "(each token's time is the sum of both parts)"
                 )
                 return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
-                                speed(model, memory, context_tokens, gpu, cpu, fraction), _with_speed_basis(basis, gpu, cpu, fraction))
+                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction, quant.id))
     memory = memory_breakdown(model, quant, context_tokens, "cpu")
     basis.append("all layers on the CPU, weights in system memory")
     return Estimate(model.id, quant.id, context_tokens, "cpu", memory, 0.0, 0, memory.total_bytes,
-                    speed(model, memory, context_tokens, None, cpu, 0.0), _with_speed_basis(basis, None, cpu, 0.0))
+                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0, quant.id))
 
 
-def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float) -> tuple[str, ...]:
+def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float, quant_id: str = "") -> tuple[str, ...]:
     lines = list(basis)
+    family = quant_family(quant_id) if quant_id else "k-quant"
     for device, fraction in ((gpu, gpu_fraction), (cpu, 1 - gpu_fraction)):
         if device is None or fraction <= 0:
             continue
+        key = speed_class(device)
+        guess = " (sycl: fitted on one Arc B580 with Intel's IPEX-LLM build only)" if key not in FITTED_BACKENDS else ""
         if device.bandwidth_bytes_per_s:
+            share = QUANT_FAMILY_EFFICIENCY.get(family, 1.0)
             lines.append(
                 f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_source})"
-                f" x {BANDWIDTH_EFFICIENCY.get(device.backend, 0.5):.0%} {device.backend} efficiency"
+                f" x {BANDWIDTH_EFFICIENCY.get(key, 0.5):.0%} {key} efficiency"
+                + (f" x {share:.0%} for {family}" if share != 1.0 else "")
+                + f", plus {LAYER_SECONDS.get(key, 0.0) * 1e6:.0f} us a layer a token (launch/sync)"
+                + (f", plus {UNPACK_OPS_PER_WEIGHT[family]:.1f} operations a weight to unpack {family} weights"
+                   if UNPACK_OPS_PER_WEIGHT.get(family) and device.flops else "")
+                + guess
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
         if device.flops:
             lines.append(
-                f"prompt: {device.flops / 1e12:.1f} TFLOPS peak x {COMPUTE_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
+                f"prompt: {device.flops / 1e12:.1f} TFLOPS peak x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
+                f", plus {PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0) * 1e3:.1f} ms a TFLOP (software ceiling){guess}"
             )
     return tuple(lines)

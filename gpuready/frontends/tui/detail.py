@@ -122,6 +122,9 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
                 text.append(f"             {full:8.1f} tok/s with the context full\n")
             prompt = getattr(speed, "prompt_tokens_per_s", None)
             text.append(f"  prompt     {prompt:8.0f} tok/s\n" if prompt else "  prompt     unknown\n")
+            first = getattr(speed, "time_to_first_token_s", None)
+            if first is not None:
+                text.append(f"  first token {first:7.2f} s after a 512-token prompt\n")
         else:
             text.append(f"  {fmt.speed_cell(verdict)[0]}\n")
     basis = getattr(verdict.estimate, "basis", ())

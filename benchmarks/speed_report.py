@@ -1,0 +1,232 @@
+"""The text-generation speed section of benchmarks/ACCURACY.md: fit, cross-validate, choose terms, bands.
+
+Called by benchmarks/score_estimator.py with the rows it built from benchmarks/validation/;
+writes Markdown lines into `out` and each fitted constant with gpuready's value into `fits`
+((name, key) -> (fitted, constant)), which tests/test_score_estimator.py checks agree.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import speedfit
+
+from gpuready.tasks import text_estimate as est
+
+MIN_BAND_DEVICES = 3
+
+
+def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...]) -> tuple[dict, list[tuple[str, float, float]]]:
+    """Start with every term; drop each one whose removal does not raise the held-out error.
+
+    The held-out error is the mean of the leave-one-device-out and leave-one-source-out
+    medians: a term stays only if it predicts new hardware and new publications better.
+    """
+    terms = {name: True for name in fit_terms}
+    trials = []
+
+    def lodo(chosen: dict) -> float:
+        return (statistics.median(err for _, err in cross_validate(rows, "device", **chosen))
+                + statistics.median(err for _, err in cross_validate(rows, "source", **chosen))) / 2
+
+    best = lodo(terms)
+    trials.append(("all terms", best, None))
+    for name in fit_terms:
+        without = {**terms, name: False}
+        score = lodo(without)
+        trials.append((f"without {name}", score, best))
+        if score <= best:
+            terms, best = without, score
+    return terms, trials
+
+
+def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str], fits: dict) -> None:
+    """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill `fits`."""
+    gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation, ("layers", "families", "hbm", "moe", "unpack"))
+    # The prompt model in the generation model's form: seconds per token = (2 x active params / peak FLOPS) / e
+    # + (2 x active params in TFLOP) x s, where s (seconds per TFLOP, the "layers" slot) is a backend's software
+    # ceiling that no faster GPU lifts (an H100 reads a 7B prompt no faster than an RTX 4090 in these rows).
+    legacy_pfit = speedfit.fit_prompt(prompt_rows, families=False)
+    prompt_rows = [speedfit.GenRow(r.backend, r.family, r.ideal_s, r.tflop, r.ideal_s / r.implied, r.device, r.source,
+                                   variant=r.variant) for r in prompt_rows]
+
+    def prompt_cv(rows, key, ceiling=True, families=True):
+        return speedfit.cross_validate_generation(rows, key, layers=ceiling, families=families, hbm=False, moe=False,
+                                                  unpack=False)
+
+    prompt_terms, prompt_trials = choose_terms(prompt_rows, prompt_cv, ("ceiling", "families"))
+    fit = speedfit.fit_generation(gen_rows, **gen_terms)
+    pfit = speedfit.fit_generation(prompt_rows, layers=prompt_terms["ceiling"], families=prompt_terms["families"],
+                                   hbm=False, moe=False, unpack=False)
+    lodo = speedfit.cross_validate_generation(gen_rows, "device", **gen_terms)
+    loso = speedfit.cross_validate_generation(gen_rows, "source", **gen_terms)
+    inside = [(row, speedfit.error(speedfit.predict_generation(row, fit), 1 / row.measured_s)) for row in gen_rows]
+    p_lodo = prompt_cv(prompt_rows, "device", **prompt_terms)
+    p_loso = prompt_cv(prompt_rows, "source", **prompt_terms)
+    p_inside = [(row, speedfit.error(speedfit.predict_generation(row, pfit), 1 / row.measured_s)) for row in prompt_rows]
+    devices = {row.device for row in gen_rows}
+    backends = sorted({row.backend for row in gen_rows})
+    out.append("Every figure below is a prediction for hardware the constants were not fitted on, unless it says "
+               "in-sample. Leave-one-device-out (LODO): fit on every other device, predict the held-out device's rows. "
+               "Leave-one-source-out (LOSO): the same per publication (the row's source URL).\n")
+    out.append("### Headline (cross-validated)\n")
+    out.append("| task | rows | devices | backends | LODO median | LODO worst | LOSO median | LOSO worst | in-sample median |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for task, rows, a, b, c in (("generation", gen_rows, lodo, loso, inside), ("prompt", prompt_rows, p_lodo, p_loso, p_inside)):
+        ea, eb, ec = ([e for _, e in x] for x in (a, b, c))
+        out.append(f"| {task} | {len(rows)} | {len({r.device for r in rows})} | {len({r.backend for r in rows})} | "
+                   f"{statistics.median(ea):.1f}% | {max(ea):.0f}% | {statistics.median(eb):.1f}% | {max(eb):.0f}% | "
+                   f"{statistics.median(ec):.1f}% |")
+    e_gen = [e for _, e in lodo]
+    e_pp = [e for _, e in p_lodo]
+    coverage = [hit for _, _, hit in speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
+                                                             floor=est.SPEED_UNCERTAINTY["assumed"] * 100)]
+    share = sum(coverage) / len(coverage)
+    out.append("\nTargets (issue 10), leave-one-device-out:\n")
+    out.append("| target | goal | measured | met |\n|---|---|---|---|")
+    for label, goal, measured, met in (
+        ("generation median", "<= 8%", f"{statistics.median(e_gen):.1f}%", statistics.median(e_gen) <= 8),
+        ("generation worst", "<= 35%", f"{max(e_gen):.0f}%", max(e_gen) <= 35),
+        ("generation devices / backends", ">= 30 / >= 3", f"{len(devices)} / {len(backends)}", len(devices) >= 30 and len(backends) >= 3),
+        ("prompt median", "<= 15%", f"{statistics.median(e_pp):.1f}%", statistics.median(e_pp) <= 15),
+        ("band coverage", "70-90%", f"{share:.0%}", 0.7 <= share <= 0.9),
+    ):
+        out.append(f"| {label} | {goal} | {measured} | {'yes' if met else 'no'} |")
+    out.append("\nWhere a target is missed, the largest errors below say why: the worst generation rows are early-2024 "
+               "Vulkan builds (RX 6700 XT, before and at PR #5835, since rewritten), a two-GPU Arc A770 Vulkan MoE run, "
+               "two-thread and laptop CPU runs that cannot draw the platform's bandwidth, 2- and 3-bit K-quants on an RTX "
+               "3090 (January 2024 build) that run at half their byte-bound speed because unpacking, not reading, bounds "
+               "them (one unpacking cost per kernel family cannot tell Q2_K from Q4_K_M), and the M1 Max's slow K-quant "
+               "kernels. Prompt speed mixes publications whose FLOPS columns mean different things (GeForce FP32-accumulate "
+               "vs workstation full-rate tensor figures) and software from Dec 2023 to 2026; its leave-one-source-out error "
+               "is the honest measure of how well it transfers.\n")
+    out.append(f"\nBaseline, one line (0.72 x peak bandwidth / file size, GPU rows of dense models, {len(baseline)} rows): "
+               f"median {statistics.median(baseline):.1f}%, worst {max(baseline):.0f}%.\n")
+    for task, a, b, c in (("Generation", lodo, loso, inside), ("Prompt processing", p_lodo, p_loso, p_inside)):
+        out.append(f"### {task} per backend\n")
+        out.append("| backend | rows | devices | LODO median | LODO worst | LOSO median | LOSO worst | in-sample median | in-sample worst |\n"
+                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for backend in sorted({row.backend for row, _ in a}):
+            ea, eb, ec = ([e for r, e in x if r.backend == backend] for x in (a, b, c))
+            n_dev = len({r.device for r, _ in a if r.backend == backend})
+            out.append(f"| {backend} | {len(ea)} | {n_dev} | {statistics.median(ea):.1f}% | {max(ea):.0f}% | "
+                       f"{statistics.median(eb):.1f}% | {max(eb):.0f}% | {statistics.median(ec):.1f}% | {max(ec):.0f}% |")
+        out.append("")
+        out.append(f"{task} per quant family (LODO):\n")
+        out.append("| family | rows | median | worst |\n|---|---:|---:|---:|")
+        for family in sorted({row.family for row, _ in a}):
+            ea = [e for r, e in a if r.family == family]
+            out.append(f"| {family} | {len(ea)} | {statistics.median(ea):.1f}% | {max(ea):.0f}% |")
+        out.append("")
+    time_to_first_token(gen_rows, prompt_rows, gen_terms, prompt_terms, out)
+    out.append("### Which terms stay\n")
+    out.append("A term is kept only if dropping it raises the held-out error, the mean of the leave-one-device-out and "
+               "leave-one-source-out medians (tried in order; a dropped term's constants are neutral: efficiency 1.0, "
+               "seconds 0).\n")
+    out.append("| model | variant | held-out error | with the term |\n|---|---|---:|---:|")
+    for task, trials in (("generation", gen_trials), ("prompt", prompt_trials)):
+        for label, score, best in trials:
+            out.append(f"| {task} | {label} | {score:.2f}% | {'-' if best is None else f'{best:.2f}%'} |")
+    kept = [name for name, on in {**gen_terms}.items() if on]
+    out.append(f"\nGeneration keeps: {', '.join(kept) or 'bandwidth only'}; prompt keeps: "
+               f"{', '.join(name for name, on in prompt_terms.items() if on) or 'compute only'}.\n")
+    bands(lodo, out, fits)
+    out.append("### Fitted constants (gpuready/tasks/text_estimate.py holds these, rounded)\n")
+    out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
+    for backend in sorted(fit.efficiency):
+        record(out, fits, "BANDWIDTH_EFFICIENCY", backend, fit.efficiency[backend], est.BANDWIDTH_EFFICIENCY.get(backend))
+        record(out, fits, "LAYER_SECONDS (microseconds)", backend, fit.layer_s[backend] * 1e6,
+               est.LAYER_SECONDS[backend] * 1e6 if backend in est.LAYER_SECONDS else None)
+    record(out, fits, "MOE_LAYER_FACTOR", "all", fit.moe_layer_factor, est.MOE_LAYER_FACTOR)
+    for family in sorted(fit.unpack_ops):
+        record(out, fits, "UNPACK_OPS_PER_WEIGHT", family, fit.unpack_ops[family], est.UNPACK_OPS_PER_WEIGHT.get(family))
+    for family in sorted(fit.family):
+        record(out, fits, "QUANT_FAMILY_EFFICIENCY", family, fit.family[family], est.QUANT_FAMILY_EFFICIENCY.get(family))
+    for backend in sorted(pfit.efficiency):
+        record(out, fits, "PROMPT_EFFICIENCY", backend, pfit.efficiency[backend], est.PROMPT_EFFICIENCY.get(backend))
+        record(out, fits, "PROMPT_SECONDS_PER_TFLOP (milliseconds)", backend, pfit.layer_s[backend] * 1e3,
+               est.PROMPT_SECONDS_PER_TFLOP[backend] * 1e3 if backend in est.PROMPT_SECONDS_PER_TFLOP else None)
+    for family in sorted(pfit.family):
+        record(out, fits, "PROMPT_FAMILY_EFFICIENCY", family, pfit.family[family], est.PROMPT_FAMILY_EFFICIENCY.get(family))
+    out.append("\nCOMPUTE_EFFICIENCY (the one-term median of each backend's prompt rows) stays the backend scale the "
+               "image and speech estimators use; the language-model prompt uses PROMPT_EFFICIENCY and "
+               "PROMPT_SECONDS_PER_TFLOP. Every fitted efficiency is capped at 1 (the table's peak).\n")
+    out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
+    for backend in sorted(legacy_pfit.efficiency):
+        if backend == "sycl":  # one row of Intel's own build: too thin to rescale image and speech by
+            continue
+        record(out, fits, "COMPUTE_EFFICIENCY", backend, legacy_pfit.efficiency[backend], est.COMPUTE_EFFICIENCY.get(backend))
+    out.append("\nsycl rests on one device (an Arc B580 on Intel's IPEX-LLM build): its generation and prompt constants "
+               "are fitted on that alone, every sycl basis says so, COMPUTE_EFFICIENCY keeps its unfitted guess, and "
+               "its band is at least +/-50%.\n")
+    worst = sorted(lodo, key=lambda pair: -pair[1])[:8]
+    out.append("Largest held-out generation errors (LODO):\n")
+    out.append("| device | backend | family | measured t/s | predicted t/s | error |\n|---|---|---|---:|---:|---:|")
+    for row, err in worst:
+        train = [r for r in gen_rows if r.device != row.device]
+        predicted = speedfit.predict_generation(row, speedfit.fit_generation(train, **gen_terms))
+        out.append(f"| {row.device} | {row.backend} | {row.family} | {1 / row.measured_s:.1f} | {predicted:.1f} | {err:.0f}% |")
+    out.append("")
+
+
+def time_to_first_token(gen_rows: list, prompt_rows: list, gen_terms: dict, prompt_terms: dict, out: list[str]) -> None:
+    """Score time to first token (512 prompt tokens + one generated token) where a publication gives both speeds.
+
+    Each pair's device is held out of both fits (generation and prompt), as in the LODO tables.
+    """
+    generation = {(r.device, r.source, r.variant): r for r in gen_rows if r.variant}
+    pairs = [(p, generation[(p.device, p.source, p.variant)]) for p in prompt_rows
+             if (p.device, p.source, p.variant) in generation]
+    errors = []
+    for device in sorted({p.device for p, _ in pairs}):
+        gen_fit = speedfit.fit_generation([r for r in gen_rows if r.device != device], **gen_terms)
+        prompt_fit = speedfit.fit_generation([r for r in prompt_rows if r.device != device], layers=prompt_terms["ceiling"],
+                                             families=prompt_terms["families"], hbm=False, moe=False, unpack=False)
+        for prompt, gen in ((p, g) for p, g in pairs if p.device == device):
+            measured = 512 * prompt.measured_s + gen.measured_s
+            predicted = 512 / speedfit.predict_generation(prompt, prompt_fit) + 1 / speedfit.predict_generation(gen, gen_fit)
+            errors.append(abs(predicted - measured) / measured * 100)
+    if not errors:
+        return
+    out.append("### Time to first token\n")
+    out.append("Seconds from a 512-token prompt to the first generated token (Speed.time_to_first_token_s in "
+               f"gpuready/tasks/text_estimate.py), on the {len(errors)} device/model/quant/publication combinations that give both a "
+               "prompt and a generation speed, each device held out of both fits.\n")
+    out.append(f"| rows | devices | LODO median | LODO worst |\n|---:|---:|---:|---:|\n| {len(errors)} | "
+               f"{len({p.device for p, _ in pairs})} | {statistics.median(errors):.1f}% | {max(errors):.0f}% |\n")
+
+
+def record(out: list[str], fits: dict, name: str, key: str, fitted: float, constant: float | None) -> None:
+    fits[(name, key)] = (fitted, constant)
+    shown = "-" if constant is None else f"{constant:.2f}"
+    out.append(f"| {name} | {key} | {fitted:.2f} | {shown} |")
+
+
+def bands(lodo: list, out: list[str], fits: dict) -> None:
+    """SPEED_BAND per backend (80th percentile of its LODO errors) and the coverage of bands fitted without each device."""
+    out.append("### Bands\n")
+    out.append("Each speed's +/- is its backend's 80th percentile of leave-one-device-out generation errors. Coverage: "
+               "for every row, the band computed from the other devices' held-out errors only, and whether the row's "
+               "own held-out error falls inside it (target: about 80%, within 70-90%).\n")
+    covered = speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
+                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100)
+    pooled = speedfit.percentile([e for _, e in lodo], 0.8) / 100
+    out.append(f"A backend measured on fewer than {MIN_BAND_DEVICES} devices gets at least the pooled band of all rows "
+               f"(+/-{pooled:.0%}) and at least the +/-{est.SPEED_UNCERTAINTY['assumed']:.0%} of an assumed bandwidth: "
+               "a percentile of one or two devices' errors says little.\n")
+    out.append("| backend | rows | devices | band (SPEED_BAND) | coverage |\n|---|---:|---:|---:|---:|")
+    for backend in sorted({row.backend for row, _ in lodo}):
+        errors = [e for r, e in lodo if r.backend == backend]
+        band = speedfit.percentile(errors, 0.8) / 100
+        devices = len({r.device for r, _ in lodo if r.backend == backend})
+        if devices < MIN_BAND_DEVICES:
+            band = max(band, pooled, est.SPEED_UNCERTAINTY["assumed"])
+        fits[("SPEED_BAND", backend)] = (band, est.SPEED_BAND.get(backend))
+        inside = [hit for r, _, hit in covered if r.backend == backend]
+        out.append(f"| {backend} | {len(errors)} | {devices} | +/-{band:.0%} | {sum(inside) / len(inside):.0%} |")
+    total = [hit for _, _, hit in covered]
+    out.append(f"| all | {len(total)} | {len({r.device for r, _ in lodo})} | | {sum(total) / len(total):.0%} |")
+    families = sorted({row.family for row, _ in lodo})
+    out.append("\nCoverage per quant family: " + ", ".join(
+        f"{family} {sum(h for r, _, h in covered if r.family == family) / len([1 for r, _, _ in covered if r.family == family]):.0%}"
+        for family in families) + ".\n")

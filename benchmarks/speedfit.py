@@ -1,0 +1,234 @@
+"""Fit and cross-validate llama.cpp's speed model on measured rows: pure functions, no I/O.
+
+A generation row is (backend, quant family, ideal seconds x = bytes read / peak bandwidth,
+layers L, measured seconds per token t, device, source). The model is
+
+    t = x / (e_backend * q_family) + L * c_backend
+
+(e: bandwidth efficiency for K-quants, q: the family's efficiency relative to K-quants,
+c: fixed seconds per layer per token). It is linear in (1/e, c) for a fixed q and linear
+in 1/q for fixed (e, c), so the fit alternates two small least-squares problems on the
+relative error (t_predicted / t - 1): no solver library, a few milliseconds.
+
+A prompt row is (backend, family, implied efficiency = measured / (peak FLOPS / 2 x active
+parameters)). The prompt model is fitted in the generation model's form (compute time plus a
+per-backend seconds-per-TFLOP ceiling); fit_prompt keeps the one-term per-backend medians that
+the image and speech estimators scale by.
+
+Cross-validation: leave one device out (fit on every other device, predict the held-out
+device's rows) and leave one source out (the same per publication), so each error is a
+prediction for hardware or a publication the constants never saw.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+REFERENCE_FAMILY = "k-quant"
+# 1 / the highest efficiency a fit may return for its first term (bandwidth for generation,
+# compute for the prompt model): no device beats the peak its table lists, and without this cap
+# least squares trades a >100% efficiency against a larger fixed cost.
+MIN_INVERSE_EFFICIENCY = 1.0
+ITERATIONS = 40
+
+
+@dataclass(frozen=True)
+class GenRow:
+    backend: str
+    family: str
+    ideal_s: float  # bytes read per token / peak bandwidth
+    layers: int
+    measured_s: float  # 1 / measured tokens per second
+    device: str
+    source: str
+    memory_class: str = ""  # "hbm" for HBM GPUs: their own efficiency and fixed cost when that term is on
+    moe: bool = False  # mixture of experts: routing adds kernels (router, top-k, gathered matmuls) per layer
+    variant: str = ""  # model and quant: pairs a prompt row with its generation row for time to first token
+    weight_s: float = 0.0  # active weights / peak FLOPS: seconds per unpacking op per weight (0: FLOPS unknown)
+
+
+def klass(row: GenRow, hbm: bool) -> str:
+    """The constant class of a row: its backend, or backend-hbm when the HBM term is on."""
+    return f"{row.backend}-{row.memory_class}" if hbm and row.memory_class else row.backend
+
+
+@dataclass(frozen=True)
+class GenFit:
+    efficiency: dict  # backend -> bandwidth efficiency (K-quants)
+    family: dict  # family -> efficiency multiple of K-quants
+    layer_s: dict  # backend -> seconds per layer per token
+    moe_layer_factor: float = 1.0  # a mixture-of-experts layer's fixed cost, in dense layers
+    unpack_ops: dict = None  # family -> operations per weight to unpack it (compute, not bytes)
+
+
+@dataclass(frozen=True)
+class PromptRow:
+    backend: str
+    family: str
+    implied: float  # measured / (peak FLOPS / (2 x active params))
+    device: str
+    source: str
+    ideal_s: float = 0.0  # 2 x active params / peak FLOPS
+    tflop: float = 0.0  # 2 x active params / 1e12: the work of one token, in TFLOP
+    variant: str = ""  # model and quant
+
+
+@dataclass(frozen=True)
+class PromptFit:
+    efficiency: dict
+    family: dict
+
+
+def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True,
+                   moe: bool = True, unpack: bool = True) -> GenFit:
+    """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and unpacking ops, MoE factor."""
+    inverse = {klass(row, hbm): 1.5 for row in rows}
+    fixed = {klass(row, hbm): 0.0 for row in rows}
+    ratio = {row.family: 1.0 for row in rows}
+    ops = {row.family: 0.0 for row in rows}
+    factor = 1.0
+
+    def layer_count(row: GenRow) -> float:
+        return row.layers * (factor if row.moe else 1.0)
+
+    def parts(row: GenRow) -> tuple[float, float, float]:
+        """Each term's share of the measured time: bytes, fixed per layer, unpacking."""
+        key = klass(row, hbm)
+        return (row.ideal_s * inverse[key] * ratio[row.family] / row.measured_s,
+                layer_count(row) * fixed[key] / row.measured_s, row.weight_s * ops[row.family] / row.measured_s)
+
+    by_class = {key: [row for row in rows if klass(row, hbm) == key] for key in inverse}
+    by_family = {family: [row for row in rows if row.family == family] for family in ratio}
+    previous = None
+    for _ in range(ITERATIONS):
+        state = (*inverse.values(), *fixed.values(), *ratio.values(), *ops.values(), factor)
+        if previous and all(abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-12) for a, b in zip(state, previous)):
+            break  # converged: no constant moved by a billionth
+        previous = state
+        for backend in inverse:
+            mine = by_class[backend]
+            u = [row.ideal_s * ratio[row.family] / row.measured_s for row in mine]
+            v = [layer_count(row) / row.measured_s for row in mine]
+            y = [1 - parts(row)[2] for row in mine]
+            inverse[backend], fixed[backend] = _two_term(u, v, layers, y)
+        experts = [row for row in rows if row.moe and fixed[klass(row, hbm)] > 0]
+        if moe and layers and experts:
+            u = [row.layers * fixed[klass(row, hbm)] / row.measured_s for row in experts]
+            y = [1 - parts(row)[0] - parts(row)[2] for row in experts]
+            factor = max(1.0, sum(a * b for a, b in zip(u, y)) / sum(a * a for a in u))
+        if unpack:
+            for family in ops:
+                if family == "float":  # F16/BF16 weights need no unpacking
+                    continue
+                mine = [row for row in by_family[family] if row.weight_s]
+                w = [row.weight_s / row.measured_s for row in mine]
+                y = [1 - parts(row)[0] - parts(row)[1] for row in mine]
+                sww = sum(a * a for a in w)
+                ops[family] = max(0.0, sum(a * b for a, b in zip(w, y)) / sww) if sww else 0.0
+        if families:
+            for family in ratio:
+                if family == REFERENCE_FAMILY:
+                    continue
+                mine = by_family[family]
+                u = [row.ideal_s * inverse[klass(row, hbm)] / row.measured_s for row in mine]
+                y = [1 - parts(row)[1] - parts(row)[2] for row in mine]
+                suu = sum(a * a for a in u)
+                ratio[family] = max(0.2, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0
+    return GenFit(efficiency={b: 1 / a for b, a in inverse.items()},
+                  family={f: 1 / r for f, r in ratio.items()},
+                  layer_s=dict(fixed), moe_layer_factor=factor, unpack_ops=dict(ops))
+
+
+def _two_term(u: list[float], v: list[float], with_fixed: bool, y: list[float] | None = None) -> tuple[float, float]:
+    """min sum (a u + c v - y)^2 (y defaults to 1) with c >= 0 (c = 0 when the fixed term is off)."""
+    y = y or [1.0] * len(u)
+    suu = sum(a * a for a in u)
+    su = sum(a * b for a, b in zip(u, y))
+    if with_fixed:
+        suv = sum(a * b for a, b in zip(u, v))
+        svv = sum(b * b for b in v)
+        sv = sum(a * b for a, b in zip(v, y))
+        det = suu * svv - suv * suv
+        if det > 1e-12 * suu * svv:
+            a = (su * svv - sv * suv) / det
+            c = (suu * sv - suv * su) / det
+            if a < MIN_INVERSE_EFFICIENCY and svv:
+                # No memory system delivers more than its peak: pin the efficiency at 100%, refit the fixed cost.
+                a = MIN_INVERSE_EFFICIENCY
+                c = max(0.0, (sv - a * suv) / svv)
+                return a, c
+            if a > 0 and c >= 0:
+                return a, c
+            if a <= 0 and svv:  # only the fixed cost explains the rows
+                return max(MIN_INVERSE_EFFICIENCY, su / suu), 0.0
+    return max(MIN_INVERSE_EFFICIENCY, su / suu) if suu else 1.0, 0.0
+
+
+def predict_generation(row: GenRow, fit: GenFit) -> float:
+    """Predicted tokens per second; backends or families the fit never saw get the pooled median / 1.0."""
+    key = klass(row, True) if klass(row, True) in fit.efficiency else row.backend
+    efficiency = fit.efficiency.get(key) or statistics.median(fit.efficiency.values())
+    family = fit.family.get(row.family, 1.0)
+    fixed = fit.layer_s.get(key, 0.0) * (fit.moe_layer_factor if row.moe else 1.0)
+    unpack = row.weight_s * (fit.unpack_ops or {}).get(row.family, 0.0)
+    return 1 / (row.ideal_s / (efficiency * family) + row.layers * fixed + unpack)
+
+
+def fit_prompt(rows: list[PromptRow], families: bool = True) -> PromptFit:
+    backends = sorted({row.backend for row in rows})
+    family = {row.family: 1.0 for row in rows}
+    efficiency = {}
+    for _ in range(ITERATIONS // 4):
+        for backend in backends:
+            efficiency[backend] = statistics.median(row.implied / family[row.family] for row in rows if row.backend == backend)
+        if families:
+            for name in family:
+                if name != REFERENCE_FAMILY:
+                    family[name] = statistics.median(row.implied / efficiency[row.backend] for row in rows if row.family == name)
+    return PromptFit(efficiency=efficiency, family=family)
+
+
+def error(predicted: float, measured: float) -> float:
+    """Absolute relative error of a speed, in percent."""
+    return abs(predicted - measured) / measured * 100
+
+
+def cross_validate_generation(rows: list[GenRow], key: str, **terms) -> list[tuple[GenRow, float]]:
+    """Each row with its error when its group (device or source) is left out of the fit."""
+    out = []
+    for group in sorted({getattr(row, key) for row in rows}):
+        train = [row for row in rows if getattr(row, key) != group]
+        if not train:
+            continue
+        fit = fit_generation(train, **terms)
+        out += [(row, error(predict_generation(row, fit), 1 / row.measured_s)) for row in rows if getattr(row, key) == group]
+    return out
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The value below which `share` of the values lie (nearest rank, no interpolation)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def band_coverage(errors: list[tuple[object, float]], group: str, share: float = 0.8, min_devices: int = 0,
+                  floor: float = 0.0) -> list[tuple[object, float, bool]]:
+    """Per row: the band of its class fitted without its own device, and whether its error falls inside.
+
+    The band of a class (the row's backend) is the `share` percentile of the held-out
+    errors of every other device of that class, so a row never sets its own band. A class
+    left with fewer than `min_devices` devices gets at least the pooled band of every other
+    row and at least `floor` (percent), as the committed bands do.
+    """
+    out = []
+    for row, err in errors:
+        others = [(r, e) for r, e in errors if getattr(r, group) != getattr(row, group)]
+        mine = [e for r, e in others if r.backend == row.backend]
+        pooled = percentile([e for _, e in others], share)
+        band = percentile(mine, share) if mine else pooled
+        if len({getattr(r, group) for r, _ in others if r.backend == row.backend}) < min_devices:
+            band = max(band, pooled, floor)
+        out.append((row, band, err <= band))
+    return out

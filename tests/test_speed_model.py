@@ -1,0 +1,202 @@
+"""The speed model's terms, computed by hand, and the invariants any speed model must keep."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpuready.tasks import devices
+from gpuready.tasks import text_estimate as est
+from gpuready.tasks.registry import load_catalog
+
+CATALOG = load_catalog()
+LLAMA_8B = CATALOG.get("llama-3.1-8b")  # 32 layers
+Q4_K_M = CATALOG.quants["Q4_K_M"]
+GIB = 1024**3
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def gpu(backend="cuda", bandwidth=1000e9, memory_type=None, flops=100e12):
+    return devices.Device(kind="gpu", name="GPU", backend=backend, usable_memory_bytes=80 * GIB,
+                      bandwidth_bytes_per_s=bandwidth, flops=flops, memory_type=memory_type)
+
+
+CPU = devices.Device(kind="cpu", name="CPU", backend="cpu", usable_memory_bytes=64 * GIB, bandwidth_bytes_per_s=51.2e9, flops=1e12)
+
+
+def unpack_s(weights: float, flops: float, family: str = "k-quant") -> float:
+    """Seconds to unpack `weights` quantised weights at `flops` peak."""
+    return weights * est.UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / flops
+
+
+def load_speedfit():
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module("speedfit")
+
+
+@pytest.mark.parametrize(
+    ("quant", "family"),
+    [("Q4_K_M", "k-quant"), ("Q6_K", "k-quant"), ("Q4_0", "legacy"), ("Q8_0", "legacy"), ("F16", "float"),
+     ("BF16", "float"), ("IQ4_XS", "i-quant"), ("MXFP4", "mxfp4"), ("AWQ-4bit", "other")],
+)
+def test_each_quantisation_belongs_to_its_kernel_family(quant, family):
+    assert est.quant_family(quant) == family
+
+
+def test_a_token_costs_its_bytes_over_effective_bandwidth_plus_a_fixed_cost_per_layer():
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    result = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
+    # 4 GB / (1000 GB/s x cuda efficiency) + 32 layers x cuda's per-layer seconds + unpacking 8.03e9 weights
+    seconds = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 32 * est.LAYER_SECONDS["cuda"] + unpack_s(8.03e9, 100e12)
+    assert result.generation_tokens_per_s == pytest.approx(1 / seconds)
+
+
+def test_the_fixed_cost_caps_a_small_model_on_a_fast_gpu_below_its_bandwidth_bound():
+    memory = est.MemoryBreakdown(int(4.58 * GIB), 0, 0, 0)
+    result = est.speed(LLAMA_8B, memory, 0, gpu(bandwidth=3350e9), CPU, 1.0, "Q4_K_M")
+    bandwidth_bound = 3350e9 * est.BANDWIDTH_EFFICIENCY["cuda"] / (4.58 * GIB)
+    assert result.generation_tokens_per_s < 0.8 * bandwidth_bound
+
+
+def test_unpacking_costs_operations_per_weight_at_the_devices_peak_flops():
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    k_quant = est.speed(LLAMA_8B, memory, 0, gpu(flops=100e12), CPU, 1.0, "Q4_K_M")
+    f16 = est.speed(LLAMA_8B, memory, 0, gpu(flops=100e12), CPU, 1.0, "F16")
+    base = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 32 * est.LAYER_SECONDS["cuda"]
+    # 8.03e9 weights x the family's unpacking ops / 100 TFLOPS, on top of bytes and layers.
+    unpack = unpack_s(8.03e9, 100e12)
+    assert k_quant.generation_tokens_per_s == pytest.approx(1 / (base + unpack))
+    # F16 weights need no unpacking: only their bytes (here the same 4 GB) and the layers count.
+    f16_bytes = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"] * est.QUANT_FAMILY_EFFICIENCY.get("float", 1.0))
+    assert f16.generation_tokens_per_s == pytest.approx(1 / (f16_bytes + 32 * est.LAYER_SECONDS["cuda"]))
+
+
+def test_the_fit_recovers_an_unpacking_cost_per_weight():
+    speedfit = load_speedfit()
+    rows = []
+    for ideal, weight_s in ((2e-3, 1e-4), (5e-3, 1e-4), (4e-3, 4e-4), (10e-3, 4e-4), (20e-3, 8e-4)):
+        for family, ops in (("k-quant", 3.0), ("float", 0.0)):
+            seconds = ideal / 0.8 + 32 * 50e-6 + weight_s * ops
+            rows.append(speedfit.GenRow("cuda", family, ideal, 32, seconds, f"d{ideal}{weight_s}", "s", weight_s=weight_s))
+    fit = speedfit.fit_generation(rows, families=False, hbm=False, moe=False)
+    assert fit.unpack_ops == {"k-quant": pytest.approx(3.0, rel=1e-3), "float": 0.0}
+    assert fit.efficiency["cuda"] == pytest.approx(0.8, rel=1e-3)
+    assert fit.layer_s["cuda"] == pytest.approx(50e-6, rel=1e-3)
+
+
+def test_no_fitted_bandwidth_efficiency_exceeds_the_tables_peak():
+    assert max(est.BANDWIDTH_EFFICIENCY.values()) <= 1.0
+    assert max(est.PROMPT_EFFICIENCY.values()) <= 1.0
+
+
+def test_an_hbm_gpu_uses_its_own_constants_where_they_were_fitted():
+    device = gpu(memory_type="HBM3")
+    assert est.speed_class(device) == "cuda-hbm"
+    assert est.speed_class(gpu(memory_type="GDDR6X")) == "cuda"
+    assert est.speed_class(gpu(backend="rocm", memory_type="HBM3")) == ("rocm-hbm" if "rocm-hbm" in est.BANDWIDTH_EFFICIENCY else "rocm")
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    seconds = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda-hbm"]) + 32 * est.LAYER_SECONDS["cuda-hbm"] + unpack_s(8.03e9, 100e12)
+    assert est.speed(LLAMA_8B, memory, 0, device, CPU, 1.0).generation_tokens_per_s == pytest.approx(1 / seconds)
+
+
+def test_a_split_model_pays_each_devices_bytes_and_layers():
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    result = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 0.75, "Q4_K_M")
+    seconds = (3e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 24 * est.LAYER_SECONDS["cuda"] + unpack_s(0.75 * 8.03e9, 100e12)
+               + 1e9 / (51.2e9 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 8 * est.LAYER_SECONDS["cpu"] + unpack_s(0.25 * 8.03e9, 1e12))
+    assert result.generation_tokens_per_s == pytest.approx(1 / seconds)
+
+
+def test_time_to_first_token_is_the_prompt_plus_one_generated_token():
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    result = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
+    assert result.time_to_first_token_s == pytest.approx(512 / result.prompt_tokens_per_s + 1 / result.generation_tokens_per_s)
+    no_flops = est.speed(LLAMA_8B, memory, 0, gpu(flops=None), CPU, 1.0, "Q4_K_M")
+    assert no_flops.time_to_first_token_s is None
+
+
+def test_the_band_is_the_backends_and_never_narrower_than_assumed_bandwidth_allows():
+    assert est.speed_band(["cuda"], ["table"]) == est.SPEED_BAND["cuda"]
+    assert est.speed_band(["cuda", "cpu"], ["table", "table"]) == max(est.SPEED_BAND["cuda"], est.SPEED_BAND["cpu"])
+    assert est.speed_band(["cuda"], ["assumed"]) == max(est.SPEED_BAND["cuda"], est.SPEED_UNCERTAINTY["assumed"])
+
+
+@pytest.mark.parametrize("backend", ["cuda", "rocm", "vulkan", "metal", "cpu", "sycl"])
+def test_more_bandwidth_never_slows_generation(backend):
+    memory = est.MemoryBreakdown(4_000_000_000, 500_000_000, 0, 0)
+    speeds = [est.speed(LLAMA_8B, memory, 8192, gpu(backend, bandwidth), CPU, 1.0, "Q4_K_M").generation_tokens_per_s
+              for bandwidth in (100e9, 400e9, 1000e9, 3000e9)]
+    assert speeds == sorted(speeds)
+
+
+@pytest.mark.parametrize("placement", [1.0, 0.5, 0.0])
+def test_a_deeper_context_never_speeds_generation(placement):
+    speeds = []
+    for context in (0, 4096, 32768, 131072):
+        memory = est.MemoryBreakdown(4_000_000_000, est.kv_cache_bytes(LLAMA_8B, context), 0, 0)
+        speed = est.speed(LLAMA_8B, memory, context, gpu(), CPU, placement, "Q4_K_M")
+        speeds.append(speed.generation_tokens_per_s_full_context)
+    assert speeds == sorted(speeds, reverse=True)
+
+
+def test_a_larger_quant_never_reads_fewer_bytes():
+    quants = sorted((q for q in CATALOG.quants.values() if q.format == "gguf"), key=lambda q: q.bits_per_weight)
+    model = replace(LLAMA_8B, gguf_sizes={})
+    sizes = [est.weights_bytes(model, quant)[0] for quant in quants]
+    assert sizes == sorted(sizes)
+
+
+# --- the fit --------------------------------------------------------------------------------
+
+
+def test_the_fit_recovers_the_constants_that_generated_the_rows():
+    speedfit = load_speedfit()
+    truth = {"cuda": (0.8, 60e-6), "metal": (0.7, 150e-6)}
+    rows = []
+    for backend, (efficiency, fixed) in truth.items():
+        for ideal, layers in ((2e-3, 32), (5e-3, 32), (10e-3, 40), (20e-3, 80), (40e-3, 80)):
+            seconds = ideal / efficiency + layers * fixed
+            rows.append(speedfit.GenRow(backend, "k-quant", ideal, layers, seconds, f"{backend}-{ideal}", "s"))
+    fit = speedfit.fit_generation(rows, families=False, hbm=False)
+    for backend, (efficiency, fixed) in truth.items():
+        assert fit.efficiency[backend] == pytest.approx(efficiency, rel=1e-6)
+        assert fit.layer_s[backend] == pytest.approx(fixed, rel=1e-6)
+
+
+def test_a_family_slower_by_a_fifth_is_fitted_at_four_fifths_of_k_quants():
+    speedfit = load_speedfit()
+    rows = []
+    for ideal in (2e-3, 6e-3, 12e-3):
+        for family, share in (("k-quant", 1.0), ("float", 0.8)):
+            rows.append(speedfit.GenRow("cuda", family, ideal, 32, ideal / (0.9 * share) + 32 * 50e-6, f"d{ideal}", "s"))
+    fit = speedfit.fit_generation(rows, hbm=False)
+    assert fit.family["float"] == pytest.approx(0.8, rel=1e-4)
+    assert fit.efficiency["cuda"] == pytest.approx(0.9, rel=1e-4)
+
+
+def test_leave_one_device_out_predicts_each_device_from_the_others_only():
+    speedfit = load_speedfit()
+    rows = [speedfit.GenRow("cuda", "k-quant", 5e-3, 32, 5e-3 / 0.8, "a", "s"),
+            speedfit.GenRow("cuda", "k-quant", 5e-3, 32, 5e-3 / 0.8, "b", "s"),
+            speedfit.GenRow("cuda", "k-quant", 5e-3, 32, 5e-3 / 0.4, "c", "s")]
+    errors = dict((row.device, error) for row, error in speedfit.cross_validate_generation(rows, "device", layers=False))
+    # c is predicted from a and b (0.8 efficiency): twice its real speed, a 100% error.
+    assert errors["c"] == pytest.approx(100.0)
+    # a is predicted from b and c: least squares on relative time error gives 1/e = (1.25 + 2.5) / 2 ... per row,
+    # a predicted speed of 1 / (5e-3 * a_inv) where a_inv minimises (a_inv * 0.8 - 1)^2 + (a_inv * 0.4 - 1)^2.
+    a_inv = (0.8 + 0.4) / (0.8**2 + 0.4**2)
+    assert errors["a"] == pytest.approx(abs(1 / (5e-3 * a_inv) - 160) / 160 * 100)
+
+
+def test_a_rows_band_comes_only_from_other_devices_errors():
+    speedfit = load_speedfit()
+    row = lambda device: speedfit.GenRow("cuda", "k-quant", 1, 1, 1, device, "s")  # noqa: E731
+    errors = [(row("a"), 5.0), (row("b"), 10.0), (row("c"), 50.0)]
+    covered = speedfit.band_coverage(errors, "device", share=0.5)
+    # a's band: the median of b and c's errors (nearest rank: 10), b's: 5, c's: 5.
+    assert [(r.device, band, inside) for r, band, inside in covered] == [("a", 10.0, True), ("b", 5.0, False), ("c", 5.0, False)]
