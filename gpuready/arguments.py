@@ -77,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("schema", help="print the JSON Schema of `report --json`")
 
+    bench = commands.add_parser("bench", help="measure this machine (memory bandwidth, matmul, GPUs); later verdicts use it")
+    bench.add_argument("--quick", action="store_true", help="about 5 s instead of about 20 s")
+    bench.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    bench.add_argument("--show", action="store_true", help="show the kept measurements of this machine")
+    bench.add_argument("--clear", action="store_true", help="forget the kept measurements")
+    bench.add_argument("--llama-bench", metavar="GGUF", help="run llama-bench (llama.cpp, on PATH) on this model file: real tokens/s")
+
     record = commands.add_parser("record", help="record this machine into DIR (scrubbed), for bug reports and tests")
     record.add_argument("directory", metavar="DIR")
     record.add_argument("--description", help="a one-line description for machine.toml")

@@ -343,7 +343,14 @@ def cmd_default(args) -> int:
     return cmd_report(args)
 
 
+def cmd_bench(args) -> int:
+    from gpuready.bench.command import cmd_bench as bench
+
+    return bench(args)
+
+
 COMMANDS = {
+    "bench": cmd_bench,
     "report": cmd_report,
     "check": cmd_check,
     "models": cmd_models,

@@ -7,8 +7,14 @@ and unified memory is capped by what the system has free.
 
 from __future__ import annotations
 
+import re
+
 from gpuready import estimate as est
 from gpuready.hardware import GPU, Hardware
+
+# How gpuready.bench.apply marks a figure it measured: "measured on this machine, DATE, ±N%".
+MEASURED_HERE = "measured on this machine"
+_SPREAD = re.compile(r"±(\d+(?:\.\d+)?)%")
 
 BACKEND_BY_VENDOR = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}
 
@@ -61,6 +67,7 @@ def gpu_device(hardware: Hardware) -> est.Device | None:
             bandwidth_source=_source_kind(first.bandwidth_source),
             count=len(gpus),
             unified=unified,
+            **_measured(first.bandwidth_source),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device
@@ -77,6 +84,8 @@ def memory_word(gpu: est.Device) -> str:
 def _source_kind(source: str | None) -> str:
     if not source:
         return "assumed"
+    if source.startswith(MEASURED_HERE):
+        return "this-machine"
     if source.startswith("table"):
         return "table"
     if source == "assumed":
@@ -90,10 +99,19 @@ def _source_kind(source: str | None) -> str:
 APPLE_CPU_BANDWIDTH_SHARE = 0.5
 
 
+def _measured(source: str | None) -> dict:
+    """The Device fields of a figure measured on this machine: its source text and relative spread."""
+    if not source or not source.startswith(MEASURED_HERE):
+        return {}
+    match = _SPREAD.search(source)
+    return {"bandwidth_detail": source, "bandwidth_spread": float(match[1]) / 100 if match else None}
+
+
 def cpu_device(hardware: Hardware) -> est.Device:
     cpu = hardware.cpu
     bandwidth = cpu.memory_bandwidth_bytes_per_s
-    if bandwidth and hardware.platform == "darwin" and hardware.arch == "arm64":
+    measured = _measured(cpu.bandwidth_source)
+    if bandwidth and not measured and hardware.platform == "darwin" and hardware.arch == "arm64":
         bandwidth = int(bandwidth * APPLE_CPU_BANDWIDTH_SHARE)
     return est.Device(
         kind="cpu",
@@ -103,4 +121,5 @@ def cpu_device(hardware: Hardware) -> est.Device:
         bandwidth_bytes_per_s=bandwidth,
         flops=est.cpu_peak_flops(cpu.physical_cores, cpu.features),
         bandwidth_source=_source_kind(cpu.bandwidth_source),
+        **measured,
     )

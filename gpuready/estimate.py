@@ -80,6 +80,16 @@ COMPUTE_EFFICIENCY = {
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
 SPEED_UNCERTAINTY = {"measured": 0.25, "table": 0.25, "assumed": 0.5}
+# Share of a bandwidth measured on this machine by `gpuready bench` (a multi-threaded
+# read-only kernel; on GPUs a device-to-device copy) that token generation reaches. The
+# constants above convert a *peak* into tokens/s; a measured bandwidth is already what the
+# memory delivers. On a Raspberry Pi 5, llama.cpp's decode of five quantisations (Q2_K to
+# Q8_0) reached 89, 87, 88, 84 and 91% of the 4-thread read-only bandwidth measured on the
+# same board (llama.cpp issue #26484): the median is 0.88 and the half range, 4%, is added to
+# the measurement's own spread to give the uncertainty. One CPU board: for GPUs the same share
+# is an assumption, not fitted.
+MEASURED_BANDWIDTH_EFFICIENCY = 0.88
+MEASURED_EFFICIENCY_SPREAD = 0.04
 MEMORY_UNCERTAINTY = 0.10
 
 
@@ -96,6 +106,9 @@ class Device:
     bandwidth_source: str = "table"  # measured | table | assumed
     count: int = 1  # identical GPUs splitting the layers
     unified: bool = False  # shares memory with the CPU (Apple silicon, APUs)
+    # bandwidth_source "this-machine" (gpuready bench): where and when, and the relative spread.
+    bandwidth_detail: str | None = None
+    bandwidth_spread: float | None = None
 
 
 @dataclass(frozen=True)
@@ -172,9 +185,21 @@ def memory_breakdown(model: LanguageModel, quant: Quant, context_tokens: int, ba
     )
 
 
+def bandwidth_efficiency(device: Device) -> float:
+    """Share of the device's bandwidth figure that token generation reaches: of a measured one, or of a peak."""
+    if device.bandwidth_source == "this-machine":
+        return MEASURED_BANDWIDTH_EFFICIENCY
+    return BANDWIDTH_EFFICIENCY.get(device.backend, BANDWIDTH_EFFICIENCY["cpu"])
+
+
+def speed_uncertainty(device: Device) -> float:
+    if device.bandwidth_source == "this-machine":
+        return (device.bandwidth_spread or 0.0) + MEASURED_EFFICIENCY_SPREAD
+    return SPEED_UNCERTAINTY.get(device.bandwidth_source, 0.5)
+
+
 def _seconds_per_token(bytes_read: float, device: Device) -> float:
-    efficiency = BANDWIDTH_EFFICIENCY.get(device.backend, BANDWIDTH_EFFICIENCY["cpu"])
-    return bytes_read / (device.bandwidth_bytes_per_s * efficiency)
+    return bytes_read / (device.bandwidth_bytes_per_s * bandwidth_efficiency(device))
 
 
 def _prompt_seconds_per_token(model: LanguageModel, device: Device) -> float:
@@ -204,8 +229,7 @@ def speed(
         full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device)
         if device.flops:
             prompt += _prompt_seconds_per_token(model, device) * fraction
-    sources = [device.bandwidth_source for device, fraction in devices if fraction > 0]
-    uncertainty = max(SPEED_UNCERTAINTY.get(source, 0.5) for source in sources)
+    uncertainty = max(speed_uncertainty(device) for device, fraction in devices if fraction > 0)
     return Speed(
         generation_tokens_per_s=1.0 / empty,
         generation_tokens_per_s_full_context=1.0 / full,
@@ -265,8 +289,8 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
             continue
         if device.bandwidth_bytes_per_s:
             lines.append(
-                f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_source})"
-                f" x {BANDWIDTH_EFFICIENCY.get(device.backend, 0.5):.0%} {device.backend} efficiency"
+                f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_detail or device.bandwidth_source})"
+                f" x {bandwidth_efficiency(device):.0%} {'of measured' if device.bandwidth_source == 'this-machine' else device.backend} efficiency"
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")

@@ -83,6 +83,8 @@ class Options:
     placement: str = "cpu"  # gpu: GPU only; offload: or model offload; split: or GPU+CPU split; cpu: anything
     documents: int | None = None  # document search: size of the collection to index
     resolution: tuple[int, int] | None = None  # image generation: width, height (default: the model's own)
+    # llama-bench results kept by `gpuready bench` (gpuready.bench.results.ModelSpeed): real tokens/s.
+    measured_speeds: tuple = ()
 
 
 def fmt_gb(value: float | None) -> str:
@@ -132,6 +134,10 @@ def judge_variant(
             return "does-not-fit", estimate, [reason]
     else:
         estimate = est.estimate(model, quant, context, gpu, cpu, system_usable)
+    if options.measured_speeds:
+        from gpuready.bench.apply import with_measured_speed
+
+        estimate = with_measured_speed(estimate, model, options.measured_speeds)
     reasons: list[str] = []
     allowed = PLACEMENT_ORDER[: PLACEMENT_ORDER.index(options.placement) + 1]
     if estimate.placement == "gpu":

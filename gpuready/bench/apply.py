@@ -1,0 +1,126 @@
+"""Put this machine's measurements into a Hardware value, and measured tokens/s into the verdicts.
+
+The step between probing and judging: measured memory bandwidth replaces the CPU's table
+figure, measured GPU bandwidth and FP16 throughput replace each GPU's, and a llama-bench
+result replaces the estimated speed of every catalogue model of that shape and quantisation.
+Every replaced figure's source reads "measured on this machine, DATE, ±N%" (N: the spread).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuready.bench import cache
+from gpuready.bench.results import Measurements, ModelSpeed
+from gpuready.bench.stats import Spread
+from gpuready.hardware import Hardware, Problem
+
+MEASURED_HERE = "measured on this machine"
+# A catalogue model and a benchmarked file are the same network when their parameter
+# counts agree this closely (catalogue counts are rounded; GGUF counts are exact).
+PARAMS_TOLERANCE = 0.03
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The machine with measured figures, the one without (to show what changed), and notes."""
+
+    hardware: Hardware
+    unmeasured: Hardware
+    problems: list[Problem]
+    notes: tuple[str, ...] = ()
+    measurements: Measurements | None = None
+
+    @property
+    def model_speeds(self) -> tuple[ModelSpeed, ...]:
+        return self.measurements.models if self.measurements else ()
+
+
+def source_text(measured_at: str, spread: Spread) -> str:
+    return f"{MEASURED_HERE}, {measured_at}, ±{spread.relative_spread * 100:.1f}%"
+
+
+def with_measurements(hardware: Hardware, measurements: Measurements) -> tuple[Hardware, list[str]]:
+    """Hardware with the measured figures in place of table ones, and a line per figure replaced."""
+    notes = []
+    cpu = hardware.cpu
+    read = measurements.memory_read_bytes_per_s
+    if read:
+        before = cpu.memory_bandwidth_bytes_per_s
+        cpu = dataclasses.replace(cpu, memory_bandwidth_bytes_per_s=int(read.median),
+                                  bandwidth_source=source_text(measurements.measured_at, read))
+        notes.append(f"memory bandwidth {read.median / 1e9:.1f} GB/s measured"
+                     + (f" (was {before / 1e9:.0f} GB/s, {hardware.cpu.bandwidth_source})" if before else ""))
+    gpus = list(hardware.gpus)
+    unused = list(measurements.gpus)
+    for position, gpu in enumerate(gpus):
+        match = next((m for m in unused if m.name == gpu.name or m.name in gpu.name or gpu.name in m.name), None)
+        if match is None:
+            continue
+        unused.remove(match)
+        changes = {}
+        if match.bandwidth_bytes_per_s:
+            changes.update(bandwidth_bytes_per_s=int(match.bandwidth_bytes_per_s.median),
+                           bandwidth_source=source_text(measurements.measured_at, match.bandwidth_bytes_per_s))
+            notes.append(f"{gpu.name}: bandwidth {match.bandwidth_bytes_per_s.median / 1e9:.0f} GB/s measured")
+        flops = match.fp16_flops or match.bf16_flops
+        if flops:
+            changes.update(fp16_flops=flops.median, flops_source=source_text(measurements.measured_at, flops))
+            notes.append(f"{gpu.name}: {flops.median / 1e12:.1f} TFLOPS FP16 matmul measured")
+        gpus[position] = dataclasses.replace(gpu, **changes)
+    return dataclasses.replace(hardware, cpu=cpu, gpus=tuple(gpus)), notes
+
+
+def apply_measurements(hardware: Hardware, problems: list[Problem], directory: Path | None = None) -> Applied:
+    """This machine's kept measurements applied to freshly probed hardware (unchanged when there are none)."""
+    measurements, note = cache.load(hardware, directory)
+    problems = list(problems)
+    if note:
+        problems.append(Problem("bench", note, hint="run `gpuready bench` to measure this machine again", severity="info"))
+    if measurements is None:
+        return Applied(hardware, hardware, problems)
+    measured, notes = with_measurements(hardware, measurements)
+    notes += [f"{s.quant} model of {s.params / 1e9:.1f}B parameters: {s.generation_tokens_per_s.median:.1f} tokens/s "
+              f"measured by {s.source}" for s in measurements.models]
+    return Applied(measured, hardware, problems, tuple(notes), measurements)
+
+
+# --- measured model speeds in the verdicts -------------------------------------------
+
+
+def matching_speed(model, quant_id: str, placement: str, speeds: tuple[ModelSpeed, ...]) -> ModelSpeed | None:
+    """The llama-bench result for this model's shape, quantisation and placement, if any."""
+    for speed in speeds:
+        if (speed.quant == quant_id and speed.placement == placement and speed.layers == model.layers
+                and speed.hidden_size == model.hidden_size and speed.kv_heads == model.kv_heads
+                and speed.head_dim == model.head_dim
+                and abs(speed.params - model.params) <= PARAMS_TOLERANCE * model.params):
+            return speed
+    return None
+
+
+def with_measured_speed(estimate, model, speeds: tuple[ModelSpeed, ...]):
+    """The estimate with llama-bench's real tokens/s in place of the formula's, when one matches."""
+    from gpuready.estimate import Speed
+
+    found = matching_speed(model, estimate.quant, estimate.placement, speeds)
+    if found is None or estimate.speed is None:
+        return estimate
+    generation = found.generation_tokens_per_s
+    ratio = estimate.speed.generation_tokens_per_s_full_context / estimate.speed.generation_tokens_per_s
+    prompt = found.prompt_tokens_per_s.median if found.prompt_tokens_per_s else estimate.speed.prompt_tokens_per_s
+    speed = Speed(
+        generation_tokens_per_s=generation.median,
+        generation_tokens_per_s_full_context=generation.median * ratio,
+        prompt_tokens_per_s=prompt,
+        uncertainty=generation.relative_spread,
+    )
+    basis = [line for line in estimate.basis if not line.startswith(("generation:", "prompt:"))]
+    basis.append(f"generation: {generation.median:.1f} tokens/s {MEASURED_HERE} "
+                 f"({generation.minimum:.1f}-{generation.maximum:.1f} over {generation.samples} runs; {found.source}); "
+                 f"at full context scaled by the formula's ratio {ratio:.2f}")
+    if found.prompt_tokens_per_s:
+        basis.append(f"prompt: {prompt:.0f} tokens/s {MEASURED_HERE} ({found.source})")
+    return dataclasses.replace(estimate, speed=speed, basis=tuple(basis))
