@@ -48,6 +48,11 @@ def _hardware(args):
         hardware, problems = probe_hardware(
             host_from_environment(args.machine), python=sys.executable, torch=getattr(args, "torch", False)
         )
+        if not (args.machine or os.environ.get("GPUREADY_MACHINE")):  # this machine: use its measurements
+            from gpuready.bench.apply import apply_measurements
+
+            args.applied = apply_measurements(hardware, problems)
+            hardware, problems = args.applied.hardware, args.applied.problems
     if args.gpu:
         from gpuready.whatif import apple_machine, resolve_gpu, with_gpu
 
@@ -79,8 +84,9 @@ def _options(args):
     if args.context is not None and args.context <= 0:
         raise UsageError("--context must be a positive number of tokens")
     documents, resolution = _task_sizes(args)
+    applied = getattr(args, "applied", None)
     return Options(context_tokens=args.context, quant=getattr(args, "quant", None), placement=args.placement,
-                   documents=documents, resolution=resolution)
+                   documents=documents, resolution=resolution, measured_speeds=applied.model_speeds if applied else ())
 
 
 def _task_sizes(args) -> tuple[int | None, tuple[int, int] | None]:
@@ -120,12 +126,18 @@ def cmd_report(args) -> int:
     if options.quant:
         catalog.models = {k: m for k, m in catalog.models.items() if options.quant in m.quants}
     report = build_report(hardware, problems, catalog, options)
+    if getattr(args, "applied", None):
+        from gpuready.bench.apply import render_summary, summarise
+
+        report = summarise(args.applied, report, catalog, options)
     if args.json:
         sys.stdout.write(dumps(report))
     else:
         from gpuready.text import render
 
         sys.stdout.write(render(report, args.task))
+        if report.measured is not None:
+            sys.stdout.write(render_summary(report.measured))
     return ExitCode.READY
 
 
@@ -187,7 +199,8 @@ def cmd_check(args) -> int:
     if args.context is not None and args.context <= 0:
         raise UsageError("--context must be a positive number of tokens")
     hardware, problems = _hardware(args)
-    outcomes = [evaluate(r, hardware, problems, catalog) for r in requirements]
+    measured = args.applied.model_speeds if getattr(args, "applied", None) else ()
+    outcomes = [evaluate(r, hardware, problems, catalog, measured) for r in requirements]
     code = exit_code(outcomes)
     if args.json:
         payload = {

@@ -124,3 +124,57 @@ def with_measured_speed(estimate, model, speeds: tuple[ModelSpeed, ...]):
     if found.prompt_tokens_per_s:
         basis.append(f"prompt: {prompt:.0f} tokens/s {MEASURED_HERE} ({found.source})")
     return dataclasses.replace(estimate, speed=speed, basis=tuple(basis))
+
+
+# --- what the measurements changed -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LevelChange:
+    task: str
+    model_id: str
+    model_name: str
+    level_without: str  # judged with the table figures
+    level: str  # judged with this machine's measurements
+
+
+@dataclass(frozen=True)
+class MeasuredSummary:
+    """In a report: when this machine was measured, which figures were replaced, and which verdicts moved."""
+
+    measured_at: str
+    figures: tuple[str, ...]
+    changed: tuple[LevelChange, ...]
+
+
+def level_changes(without, with_measurements) -> tuple[LevelChange, ...]:
+    """Verdicts whose level differs between two lists of verdicts of the same models."""
+    before = {v.model_id: v.level for v in without}
+    return tuple(
+        LevelChange(v.task, v.model_id, v.model_name, before[v.model_id], v.level)
+        for v in with_measurements
+        if v.model_id in before and before[v.model_id] != v.level
+    )
+
+
+def summarise(applied: Applied, report, catalog, options):
+    """The report with a MeasuredSummary: judged once without the measurements to see what they changed."""
+    if applied.measurements is None:
+        return report
+    from gpuready.report import build_report
+
+    plain = dataclasses.replace(options, measured_speeds=())
+    baseline = build_report(applied.unmeasured, list(applied.problems), catalog, plain)
+    summary = MeasuredSummary(applied.measurements.measured_at, applied.notes, level_changes(baseline.verdicts, report.verdicts))
+    return dataclasses.replace(report, measured=summary)
+
+
+def render_summary(summary: MeasuredSummary) -> str:
+    lines = [f"\nMeasured on this machine ({summary.measured_at}; `gpuready bench --show`):"]
+    lines += [f"  {figure}" for figure in summary.figures]
+    if summary.changed:
+        lines.append("  verdicts changed by the measurements:")
+        lines += [f"    {c.model_name}: {c.level_without} -> {c.level}" for c in summary.changed]
+    else:
+        lines.append("  no verdict's level changed because of them")
+    return "\n".join(lines) + "\n"
