@@ -288,9 +288,10 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
         if device is None or fraction <= 0:
             continue
         if device.bandwidth_bytes_per_s:
+            share = "of it reached by llama.cpp" if device.bandwidth_source == "this-machine" else f"{device.backend} efficiency"
             lines.append(
                 f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_detail or device.bandwidth_source})"
-                f" x {bandwidth_efficiency(device):.0%} " + ("of it reached by llama.cpp (issue #26484)" if device.bandwidth_source == "this-machine" else f"{device.backend} efficiency")
+                f" x {bandwidth_efficiency(device):.0%} {share}"
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")

@@ -4,6 +4,8 @@ The step between probing and judging: measured memory bandwidth replaces the CPU
 figure, measured GPU bandwidth and FP16 throughput replace each GPU's, and a llama-bench
 result replaces the estimated speed of every catalogue model of that shape and quantisation.
 Every replaced figure's source reads "measured on this machine, DATE, ±N%" (N: the spread).
+Measured CPU matmul throughput is shown by `gpuready bench` but not applied: the prompt-speed
+efficiency is fitted against an estimated peak, not a measured rate.
 """
 
 from __future__ import annotations
@@ -66,9 +68,14 @@ def with_measurements(hardware: Hardware, measurements: Measurements) -> tuple[H
                            bandwidth_source=source_text(measurements.measured_at, match.bandwidth_bytes_per_s))
             notes.append(f"{gpu.name}: bandwidth {match.bandwidth_bytes_per_s.median / 1e9:.0f} GB/s measured")
         flops = match.fp16_flops or match.bf16_flops
-        if flops:
+        # The prompt-speed efficiency (estimate.COMPUTE_EFFICIENCY) is fitted against table peaks, so a
+        # measured matmul rate stands in only where the table has no figure for this GPU.
+        if flops and not gpu.fp16_flops:
             changes.update(fp16_flops=flops.median, flops_source=source_text(measurements.measured_at, flops))
-            notes.append(f"{gpu.name}: {flops.median / 1e12:.1f} TFLOPS FP16 matmul measured")
+            notes.append(f"{gpu.name}: {flops.median / 1e12:.1f} TFLOPS FP16 matmul measured (no table figure)")
+        elif flops:
+            notes.append(f"{gpu.name}: {flops.median / 1e12:.1f} TFLOPS FP16 matmul measured, "
+                         f"table {gpu.fp16_flops / 1e12:.1f} kept for the prompt estimate")
         gpus[position] = dataclasses.replace(gpu, **changes)
     return dataclasses.replace(hardware, cpu=cpu, gpus=tuple(gpus)), notes
 
