@@ -58,7 +58,8 @@ def main() -> None:
         print(f"{label:<14}{min(medians):>9.1f}{statistics.median(medians):>9.1f}{max(medians):>9.1f}  {widest:>11.1%}  "
               f"{without} [{unit}]")
     changed = measured.get("measured", {}).get("changed", [])
-    print(f"verdicts changed by the last run's figures: {len(changed)}")
+    last = runs[-1]["memory_read_bytes_per_s"]["median"] / 1e9
+    print(f"verdicts changed by the last run's figures (memory read {last:.1f} GB/s): {len(changed)}")
     for change in changed:
         print(f"  {change['model_name']}: {change['level_without']} -> {change['level']}")
 
