@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--show", action="store_true", help="show the kept measurements of this machine")
     bench.add_argument("--clear", action="store_true", help="forget the kept measurements")
     bench.add_argument("--llama-bench", metavar="GGUF", help="run llama-bench (llama.cpp, on PATH) on this model file: real tokens/s")
+    bench.add_argument("--whisper-bench", metavar="MODEL", help="run whisper-bench (whisper.cpp, on PATH) on this ggml model file: real encoder time")
 
     record = commands.add_parser("record", help="record this machine into DIR (scrubbed), for bug reports and tests")
     record.add_argument("directory", metavar="DIR")

@@ -83,7 +83,8 @@ class Options:
     placement: str = "cpu"  # gpu: GPU only; offload: or model offload; split: or GPU+CPU split; cpu: anything
     documents: int | None = None  # document search: size of the collection to index
     resolution: tuple[int, int] | None = None  # image generation: width, height (default: the model's own)
-    # llama-bench results kept by `gpuready bench` (gpuready.bench.results.ModelSpeed): real tokens/s.
+    # Runtime results kept by `gpuready bench` (gpuready.bench.results): llama-bench's ModelSpeed
+    # (real tokens/s) and whisper-bench's EncoderTime (real encoder seconds).
     measured_speeds: tuple = ()
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuready.bench import cache
-from gpuready.bench.results import Measurements, ModelSpeed
+from gpuready.bench.results import EncoderTime, Measurements, ModelSpeed
 from gpuready.bench.stats import Spread
 from gpuready.hardware import Hardware, Problem
 
@@ -36,8 +36,9 @@ class Applied:
     measurements: Measurements | None = None
 
     @property
-    def model_speeds(self) -> tuple[ModelSpeed, ...]:
-        return self.measurements.models if self.measurements else ()
+    def model_speeds(self) -> tuple:
+        """llama-bench's and whisper-bench's results, for Options.measured_speeds."""
+        return (*self.measurements.models, *self.measurements.encoders) if self.measurements else ()
 
 
 def source_text(measured_at: str, spread: Spread) -> str:
@@ -91,6 +92,8 @@ def apply_measurements(hardware: Hardware, problems: list[Problem], directory: P
     measured, notes = with_measurements(hardware, measurements)
     notes += [f"{s.quant} model of {s.params / 1e9:.1f}B parameters: {s.generation_tokens_per_s.median:.1f} tokens/s "
               f"measured by {s.source}" for s in measurements.models]
+    notes += [f"Whisper encoder ({e.encoder_layers} layers x {e.d_model}, {e.variant}): {e.seconds_per_window.median:.2f} s "
+              f"a window measured by {e.source}" for e in measurements.encoders]
     return Applied(measured, hardware, problems, tuple(notes), measurements)
 
 
@@ -100,7 +103,7 @@ def apply_measurements(hardware: Hardware, problems: list[Problem], directory: P
 def matching_speed(model, quant_id: str, placement: str, speeds: tuple[ModelSpeed, ...]) -> ModelSpeed | None:
     """The llama-bench result for this model's shape, quantisation and placement, if any."""
     for speed in speeds:
-        if (speed.quant == quant_id and speed.placement == placement and speed.layers == model.layers
+        if isinstance(speed, ModelSpeed) and (speed.quant == quant_id and speed.placement == placement and speed.layers == model.layers
                 and speed.hidden_size == model.hidden_size and speed.kv_heads == model.kv_heads
                 and speed.head_dim == model.head_dim
                 and abs(speed.params - model.params) <= PARAMS_TOLERANCE * model.params):
@@ -131,6 +134,29 @@ def with_measured_speed(estimate, model, speeds: tuple[ModelSpeed, ...]):
     if found.prompt_tokens_per_s:
         basis.append(f"prompt: {prompt:.0f} tokens/s {MEASURED_HERE} ({found.source})")
     return dataclasses.replace(estimate, speed=speed, basis=tuple(basis))
+
+
+def with_measured_encoder(model, variant: str, placement: str, backend: str, speed: float, encode: float,
+                          lines: list[str], measured: tuple):
+    """Speech to text with whisper-bench's encoder time in place of the formula's, where whisper.cpp is the runtime.
+
+    Returns (x real time, encoder seconds, uncertainty, basis lines); the decoder stays estimated,
+    so the band mixes the measured spread and the formula's, weighted by each part's time.
+    """
+    from gpuready.tasks.speech import STT_UNCERTAINTY, WINDOW_SECONDS
+
+    whisper_cpp = variant.startswith("q") or backend != "cuda"  # CUDA fp16/int8 runs in faster-whisper instead
+    found = next((e for e in measured if isinstance(e, EncoderTime) and whisper_cpp and e.variant == variant
+                  and e.placement == placement and e.d_model == model.d_model and e.encoder_layers == model.encoder_layers), None)
+    if found is None:
+        return speed, encode, STT_UNCERTAINTY, lines
+    decoder = WINDOW_SECONDS / speed - encode
+    seconds = found.seconds_per_window
+    window = seconds.median + decoder
+    uncertainty = (seconds.relative_spread * seconds.median + STT_UNCERTAINTY * decoder) / window
+    line = (f"encoder: {seconds.median:.2f} s per 30 s window {MEASURED_HERE} "
+            f"({seconds.minimum:.2f}-{seconds.maximum:.2f}; {found.source})")
+    return WINDOW_SECONDS / window, seconds.median, uncertainty, [line, *lines[1:]]
 
 
 # --- what the measurements changed -------------------------------------------------------

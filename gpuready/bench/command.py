@@ -5,6 +5,7 @@ stdout carries the result (text or --json); the progress bar goes to stderr, onl
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib.util
 import json
@@ -78,9 +79,15 @@ def with_model(measurements: Measurements | None, speed: ModelSpeed, hardware) -
     base = measurements or Measurements(measured_at=_today(), fingerprint=cache.fingerprint(hardware))
     key = (speed.quant, speed.layers, speed.hidden_size, speed.params, speed.placement)
     kept = tuple(s for s in base.models if (s.quant, s.layers, s.hidden_size, s.params, s.placement) != key)
-    import dataclasses
-
     return dataclasses.replace(base, models=(*kept, speed))
+
+
+def with_encoder(measurements: Measurements | None, encoder, hardware) -> Measurements:
+    """Kept measurements plus one whisper-bench result (replacing an older one of the same shape, precision and placement)."""
+    base = measurements or Measurements(measured_at=_today(), fingerprint=cache.fingerprint(hardware))
+    key = (encoder.d_model, encoder.encoder_layers, encoder.variant, encoder.placement)
+    kept = tuple(e for e in base.encoders if (e.d_model, e.encoder_layers, e.variant, e.placement) != key)
+    return dataclasses.replace(base, encoders=(*kept, encoder))
 
 
 def _fmt(spread, scale: float, unit: str) -> str:
@@ -116,6 +123,9 @@ def render(measurements: Measurements, hardware) -> str:
                      f"{_fmt(speed.generation_tokens_per_s, 1, 'tokens/s')}; {speed.source}")
         if speed.prompt_tokens_per_s:
             lines.append(f"      prompt {_fmt(speed.prompt_tokens_per_s, 1, 'tokens/s')}")
+    for encoder in measurements.encoders:
+        lines.append(f"  Whisper encoder {encoder.encoder_layers} x {encoder.d_model}, {encoder.variant}, {encoder.placement}: "
+                     f"{_fmt(encoder.seconds_per_window, 1, 's a window')}; {encoder.source}")
     lines += [f"  note: {note}" for note in measurements.notes]
     return "\n".join(lines) + "\n"
 
@@ -147,6 +157,8 @@ def cmd_bench(args) -> int:
         return ExitCode.READY
     if args.llama_bench:
         return _llama_bench(args, hardware, kept)
+    if args.whisper_bench:
+        return _whisper_bench(args, hardware, kept)
     if importlib.util.find_spec("numpy") is None:
         raise UsageError(f"gpuready bench needs numpy: {EXTRA_HINT}")
     from gpuready.bench.measure import DEFAULT_PLAN, QUICK_PLAN
@@ -154,10 +166,8 @@ def cmd_bench(args) -> int:
     steps = (QUICK_PLAN if args.quick else DEFAULT_PLAN).steps + 1
     with progress_bar(steps, "measuring memory and CPU") as advance:
         measurements, problems = measure_machine(hardware, args.quick, advance)
-    if kept is not None:  # llama-bench results stay until the hardware changes
-        import dataclasses
-
-        measurements = dataclasses.replace(measurements, models=kept.models)
+    if kept is not None:  # llama-bench and whisper-bench results stay until the hardware changes
+        measurements = dataclasses.replace(measurements, models=kept.models, encoders=kept.encoders)
     cache.save(measurements)
     _write(measurements, hardware, problems, args.json)
     if not args.json:
@@ -178,10 +188,26 @@ def _llama_bench(args, hardware, kept) -> int:
             advance()
     except LlamaBenchError as error:
         raise UsageError(str(error)) from None
-    import dataclasses
-
     speed = dataclasses.replace(speed, source=f"{speed.source}, {_today()}")
     measurements = with_model(kept, speed, hardware)
+    cache.save(measurements)
+    _write(measurements, hardware, [], args.json)
+    return ExitCode.READY
+
+
+def _whisper_bench(args, hardware, kept) -> int:
+    from gpuready.bench.whisper import WhisperBenchError, measure_encoder
+
+    path = Path(args.whisper_bench)
+    if not path.is_file():
+        raise UsageError(f"--whisper-bench {path}: no such file")
+    try:
+        with progress_bar(1, f"whisper-bench {path.name} (encoder, 30 s window)") as advance:
+            encoder = measure_encoder(path, _today(), quick=args.quick)
+            advance()
+    except WhisperBenchError as error:
+        raise UsageError(str(error)) from None
+    measurements = with_encoder(kept, encoder, hardware)
     cache.save(measurements)
     _write(measurements, hardware, [], args.json)
     return ExitCode.READY

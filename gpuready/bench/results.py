@@ -39,6 +39,18 @@ class ModelSpeed:
 
 
 @dataclass(frozen=True)
+class EncoderTime:
+    """whisper.cpp's encoder time for one 30 s window on this machine (whisper-bench), by model shape and precision."""
+
+    d_model: int
+    encoder_layers: int
+    variant: str  # fp16, fp32, q8_0, q5_0 (the catalogue's names)
+    placement: str  # gpu | cpu, as whisper-bench ran it
+    seconds_per_window: Spread
+    source: str
+
+
+@dataclass(frozen=True)
 class Measurements:
     measured_at: str  # ISO date, e.g. 2026-12-03
     fingerprint: dict
@@ -49,6 +61,7 @@ class Measurements:
     gpus: tuple[GPUMeasurement, ...] = ()
     models: tuple[ModelSpeed, ...] = field(default=())
     notes: tuple[str, ...] = ()
+    encoders: tuple[EncoderTime, ...] = ()
 
 
 def _spread(data) -> Spread | None:
@@ -80,6 +93,11 @@ def to_json(m: Measurements) -> dict:
             for s in m.models
         ],
         "notes": list(m.notes),
+        "encoders": [
+            {"d_model": e.d_model, "encoder_layers": e.encoder_layers, "variant": e.variant, "placement": e.placement,
+             "seconds_per_window": _plain(e.seconds_per_window), "source": e.source}
+            for e in m.encoders
+        ],
     }
 
 
@@ -104,4 +122,9 @@ def from_json(data: dict) -> Measurements:
             for s in data.get("models", ())
         ),
         notes=tuple(str(n) for n in data.get("notes", ())),
+        encoders=tuple(
+            EncoderTime(int(e["d_model"]), int(e["encoder_layers"]), str(e["variant"]), str(e["placement"]),
+                        Spread.from_dict(e["seconds_per_window"]), str(e["source"]))
+            for e in data.get("encoders", ())
+        ),
     )

@@ -187,7 +187,7 @@ def tts_realtime(model: SpeechModel, device: est.Device) -> tuple[float | None, 
     ]
 
 
-def estimate(model: SpeechModel, variant: str, gpu: est.Device | None, cpu: est.Device) -> TaskEstimate:
+def estimate(model: SpeechModel, variant: str, gpu: est.Device | None, cpu: est.Device, measured: tuple = ()) -> TaskEstimate:
     weights = weights_bytes(model, variant)
     working = cross_attention_cache_bytes(model) if model.kind == "stt" else int(model.params * 2)
     basis = [f"weights: {model.params / 1e6:.0f}M parameters at {variant} ({VARIANT_BITS[variant]:g} bits)"]
@@ -207,8 +207,13 @@ def estimate(model: SpeechModel, variant: str, gpu: est.Device | None, cpu: est.
     basis.append(f"on {device.name} ({device.backend})")
     if model.kind == "stt":
         speed, encode, lines = stt_realtime(model, variant, device)
-        details = (("encoder_seconds_per_window", encode or 0.0), ("tokens_per_window", float(TOKENS_PER_WINDOW)))
         uncertainty = STT_UNCERTAINTY
+        if measured and speed:
+            from gpuready.bench.apply import with_measured_encoder
+
+            speed, encode, uncertainty, lines = with_measured_encoder(model, variant, placement, device.backend,
+                                                                      speed, encode, lines, measured)
+        details = (("encoder_seconds_per_window", encode or 0.0), ("tokens_per_window", float(TOKENS_PER_WINDOW)))
     else:
         speed, lines = tts_realtime(model, device)
         details = ()
@@ -252,7 +257,7 @@ def judge_model(model: SpeechModel, catalog, hardware, options):
     what = "transcribes" if model.kind == "stt" else "speaks"
     return judge(
         model, hardware, options,
-        lambda variant, gpu, cpu: estimate(model, variant, gpu, cpu),
+        lambda variant, gpu, cpu: estimate(model, variant, gpu, cpu, options.measured_speeds),
         lambda speed: common.level_at_least(speed, floors),
         lambda e: f"{what} about {e.speed:.1f}x real time ({e.speed:.1f} min of audio per minute)",
         lambda e, gpu: runtime_name(model, e, gpu),

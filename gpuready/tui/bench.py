@@ -30,7 +30,7 @@ def measure_and_keep(advance: Callable[..., None]) -> str:
     measurements, problems = command.measure_machine(hardware, True, advance)
     kept, _ = cache.load(hardware)
     if kept is not None:
-        measurements = dataclasses.replace(measurements, models=kept.models)
+        measurements = dataclasses.replace(measurements, models=kept.models, encoders=kept.encoders)
     cache.save(measurements)
     read = measurements.memory_read_bytes_per_s
     text = f"Measured memory bandwidth {read.median / 1e9:.1f} GB/s (±{read.relative_spread:.0%})" if read else "Measured"
