@@ -87,6 +87,19 @@ def test_measured_gpu_bandwidth_replaces_the_gpus_and_table_flops_stay(tmp_path)
                      "NVIDIA GeForce RTX 4080: 160.0 TFLOPS FP16 matmul measured, table 97.5 kept for the prompt estimate"]
 
 
+def test_the_mps_measurement_applies_to_the_apple_gpu():
+    from gpuready.bench.results import GPUMeasurement
+    from gpuready.hardware import GPU
+
+    apple = GPU(vendor="apple", name="Apple M2 GPU (10-core)", kind="unified", bandwidth_bytes_per_s=100_000_000_000,
+                bandwidth_source="table:apple-m2", fp16_flops=7.1e12, flops_source="table:apple-m2")
+    hardware = dataclasses.replace(cpu_machine(16), platform="darwin", arch="arm64", gpus=(apple,))
+    gpu = GPUMeasurement(0, "Apple GPU (MPS)", Spread(88e9, 90e9, 91e9, 7), None, None)
+    result, _ = with_measurements(hardware, measured(hardware, memory_read_bytes_per_s=None, gpus=(gpu,)))
+    assert (result.gpus[0].bandwidth_bytes_per_s, result.gpus[0].bandwidth_source) == (
+        90_000_000_000, "measured on this machine, 2026-12-03, ±1.7%")
+
+
 def test_report_lists_the_verdicts_whose_level_the_measurements_changed(catalog, tmp_path):
     hardware = cpu_machine(32, bandwidth_gb_s=51.2)
     cache.save(measured(hardware, memory_read_bytes_per_s=Spread(9e9, 10e9, 11e9, 5)), tmp_path)

@@ -20,6 +20,7 @@ from gpuready.bench.stats import Spread
 from gpuready.hardware import Hardware, Problem
 
 MEASURED_HERE = "measured on this machine"
+MPS_NAME = "Apple GPU (MPS)"  # what torch_worker calls the one GPU PyTorch's MPS backend drives
 # A catalogue model and a benchmarked file are the same network when their parameter
 # counts agree this closely (catalogue counts are rounded; GGUF counts are exact).
 PARAMS_TOLERANCE = 0.03
@@ -59,7 +60,8 @@ def with_measurements(hardware: Hardware, measurements: Measurements) -> tuple[H
     gpus = list(hardware.gpus)
     unused = list(measurements.gpus)
     for position, gpu in enumerate(gpus):
-        match = next((m for m in unused if m.name == gpu.name or m.name in gpu.name or gpu.name in m.name), None)
+        match = next((m for m in unused if m.name == gpu.name or m.name in gpu.name or gpu.name in m.name
+                      or (m.name == MPS_NAME and gpu.vendor == "apple")), None)
         if match is None:
             continue
         unused.remove(match)

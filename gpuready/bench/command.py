@@ -59,7 +59,10 @@ def measure_machine(hardware, quick: bool, advance) -> tuple[Measurements, list]
     plan = sized_plan(QUICK_PLAN if quick else DEFAULT_PLAN, hardware.memory.usable_bytes)
     cpu = measure_cpu(plan, on_sample=advance)
     problems, gpus = [], []
-    if importlib.util.find_spec("torch") is None:
+    apple = hardware.platform == "darwin" and hardware.arch == "arm64"
+    if not hardware.accelerators and not apple:
+        notes = ("no GPU found by the probes: none measured",)
+    elif importlib.util.find_spec("torch") is None:
         notes = ("GPUs not measured: PyTorch is not installed (pip install torch)",)
     else:
         advance("GPUs (PyTorch, in a subprocess)")
