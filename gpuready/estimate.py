@@ -80,16 +80,21 @@ COMPUTE_EFFICIENCY = {
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
 SPEED_UNCERTAINTY = {"measured": 0.25, "table": 0.25, "assumed": 0.5}
-# Share of a bandwidth measured on this machine by `gpuready bench` (a multi-threaded
-# read-only kernel; on GPUs a device-to-device copy) that token generation reaches. The
-# constants above convert a *peak* into tokens/s; a measured bandwidth is already what the
-# memory delivers. On a Raspberry Pi 5, llama.cpp's decode of five quantisations (Q2_K to
-# Q8_0) reached 89, 87, 88, 84 and 91% of the 4-thread read-only bandwidth measured on the
-# same board (llama.cpp issue #26484): the median is 0.88 and the half range, 4%, is added to
-# the measurement's own spread to give the uncertainty. One CPU board: for GPUs the same share
-# is an assumption, not fitted.
+# Share of a bandwidth measured on this machine by `gpuready bench` that token generation
+# reaches. The constants above convert a *peak* into tokens/s; a measured bandwidth is already
+# what the memory delivers.
+# CPU (a multi-threaded read-only kernel): on a Raspberry Pi 5, llama.cpp's decode of five
+# quantisations (Q2_K to Q8_0) reached 89, 87, 88, 84 and 91% of the 4-thread read-only
+# bandwidth measured on the same board (llama.cpp issue #26484): the median is 0.88 and the
+# half range, 4%, is added to the measurement's own spread to give the uncertainty. One board.
+# GPU (a device-to-device copy, read + write): such a copy reaches about 0.90 of the spec
+# sheet's peak -- RTX 4090 918-924 of 1008 GB/s (p2pBandwidthLatencyTest, same-GPU entries,
+# tinygrad/open-gpu-kernel-modules issue #6), A800 PCIe 1727 of 1935 (torch copy,
+# mli/transformers-benchmarks issue #4), A100 40GB 1355 of 1555 (PTsolvers/gpu-workshop-
+# JuliaCon23 issue #7) -- so the fitted share of peak is divided by 0.90.
 MEASURED_BANDWIDTH_EFFICIENCY = 0.88
 MEASURED_EFFICIENCY_SPREAD = 0.04
+GPU_COPY_SHARE_OF_PEAK = 0.90
 MEMORY_UNCERTAINTY = 0.10
 
 
@@ -187,9 +192,10 @@ def memory_breakdown(model: LanguageModel, quant: Quant, context_tokens: int, ba
 
 def bandwidth_efficiency(device: Device) -> float:
     """Share of the device's bandwidth figure that token generation reaches: of a measured one, or of a peak."""
-    if device.bandwidth_source == "this-machine":
-        return MEASURED_BANDWIDTH_EFFICIENCY
-    return BANDWIDTH_EFFICIENCY.get(device.backend, BANDWIDTH_EFFICIENCY["cpu"])
+    peak_share = BANDWIDTH_EFFICIENCY.get(device.backend, BANDWIDTH_EFFICIENCY["cpu"])
+    if device.bandwidth_source != "this-machine":
+        return peak_share
+    return MEASURED_BANDWIDTH_EFFICIENCY if device.kind == "cpu" else min(1.0, peak_share / GPU_COPY_SHARE_OF_PEAK)
 
 
 def speed_uncertainty(device: Device) -> float:

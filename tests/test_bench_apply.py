@@ -87,6 +87,21 @@ def test_measured_gpu_bandwidth_replaces_the_gpus_and_table_flops_stay(tmp_path)
                      "NVIDIA GeForce RTX 4080: 160.0 TFLOPS FP16 matmul measured, table 97.5 kept for the prompt estimate"]
 
 
+def test_a_measured_gpu_bandwidth_uses_the_fitted_share_of_a_copy_not_of_a_peak(catalog):
+    from gpuready.bench.results import GPUMeasurement
+    from gpuready.estimate import BANDWIDTH_EFFICIENCY, GPU_COPY_SHARE_OF_PEAK
+
+    hardware = with_test_gpu(cpu_machine(32), 16, 716.8, fp16_tflops=97.5, name="NVIDIA GeForce RTX 4080")
+    gpu = GPUMeasurement(0, "NVIDIA GeForce RTX 4080", Spread(600e9, 620e9, 630e9, 7), None, None)
+    measured_machine, _ = with_measurements(hardware, measured(hardware, memory_read_bytes_per_s=None, gpus=(gpu,)))
+    verdict = judge_model(catalog.models["llama-3.1-8b"], catalog, measured_machine, Options(quant="Q4_K_M"))
+    weights = verdict.estimate.memory.weights_bytes
+    efficiency = BANDWIDTH_EFFICIENCY["cuda"] / GPU_COPY_SHARE_OF_PEAK
+    assert verdict.estimate.placement == "gpu"
+    assert verdict.estimate.speed.generation_tokens_per_s == pytest.approx(620e9 * efficiency / weights)
+    assert verdict.uncertainty == pytest.approx(15 / 620 + MEASURED_EFFICIENCY_SPREAD, abs=1e-3)
+
+
 def test_the_mps_measurement_applies_to_the_apple_gpu():
     from gpuready.bench.results import GPUMeasurement
     from gpuready.hardware import GPU

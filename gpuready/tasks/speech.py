@@ -151,7 +151,7 @@ def decoder_efficiency(backend: str) -> tuple[float, str]:
 def decoder_seconds_per_token(model: SpeechModel, variant: str, device: est.Device) -> tuple[float, str]:
     efficiency, why = decoder_efficiency(device.backend)
     if device.bandwidth_source == "this-machine":  # a measured bandwidth, not a peak: rescale as text generation does
-        efficiency *= est.MEASURED_BANDWIDTH_EFFICIENCY / est.BANDWIDTH_EFFICIENCY.get(device.backend, est.BANDWIDTH_EFFICIENCY["cpu"])
+        efficiency *= est.bandwidth_efficiency(device) / est.BANDWIDTH_EFFICIENCY.get(device.backend, est.BANDWIDTH_EFFICIENCY["cpu"])
         why += ", rescaled to a measured bandwidth"
     read = model.decoder_params * VARIANT_BITS[variant] / 8
     return read / (device.bandwidth_bytes_per_s * efficiency), (
