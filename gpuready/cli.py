@@ -126,7 +126,7 @@ def cmd_report(args) -> int:
     if options.quant:
         catalog.models = {k: m for k, m in catalog.models.items() if options.quant in m.quants}
     report = build_report(hardware, problems, catalog, options)
-    if getattr(args, "applied", None):
+    if getattr(args, "applied", None) and not (args.gpu or args.memory):  # a what-if is not the measured machine
         from gpuready.bench.apply import render_summary, summarise
 
         report = summarise(args.applied, report, catalog, options)

@@ -54,6 +54,14 @@ def test_bench_keeps_its_figures_and_report_uses_them_and_lists_what_moved(capsy
     assert "verdicts changed by the measurements:" in out
 
 
+def test_a_what_if_report_does_not_list_changes_it_cannot_attribute(capsys, fixed_measurement):
+    run(capsys, "bench")
+    code, out, _ = run(capsys, "report", "--json", "--gpu", "RTX 4090")
+    report = json.loads(out)
+    assert "measured" not in report
+    assert report["hardware"]["cpu"]["bandwidth_source"] == "measured on this machine, 2026-12-03, ±15.0%"
+
+
 def test_a_replayed_machine_ignores_this_machines_measurements(capsys, fixed_measurement):
     run(capsys, "bench")
     machine = FIXTURES / "machines" / "linux-desktop-ryzen-7950x"

@@ -17,9 +17,9 @@ from pathlib import Path
 from gpuready.bench import cache
 from gpuready.bench.results import EncoderTime, Measurements, ModelSpeed
 from gpuready.bench.stats import Spread
+from gpuready.devices import MEASURED_HERE
 from gpuready.hardware import Hardware, Problem
 
-MEASURED_HERE = "measured on this machine"
 MPS_NAME = "Apple GPU (MPS)"  # what torch_worker calls the one GPU PyTorch's MPS backend drives
 # A catalogue model and a benchmarked file are the same network when their parameter
 # counts agree this closely (catalogue counts are rounded; GGUF counts are exact).
