@@ -1,4 +1,4 @@
-"""The command line's flags: one parser for `gpuready [report|check|models|estimate|schema|record]`."""
+"""The command line's flags: one parser for `gpuready [report|check|models|estimate|schema|record|bench]`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Command-line interface: `gpuready [report|check|models|estimate|schema|record]`.
+"""Command-line interface: `gpuready [report|check|models|estimate|schema|record|bench]`.
 
 stdout carries data (text or JSON); diagnostics and hints go to stderr. Exit codes are
 those of :class:`gpuready.check.ExitCode`. Neither `report` nor `check` imports Textual.
