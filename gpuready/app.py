@@ -8,8 +8,10 @@ Raises ``UsageError`` (exit code 2) for bad input: an unreadable --hardware file
 
 from __future__ import annotations
 
+import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 from pathlib import Path
 
 from gpuready.catalog.loader import Catalog, user_catalog_dir
@@ -31,6 +33,7 @@ class Request:
     memory: str | None = None  # what-if: system (or, for an Apple chip, unified) memory, e.g. "64GB"
     catalog_dir: str | None = None  # the user's catalogue directory (default: the platform's)
     torch: bool = False  # also ask PyTorch, in a subprocess, which GPUs it sees
+    measured: bool = True  # on the live machine, use what `gpuready bench` measured and kept
     options: Options = field(default_factory=Options)
 
 
@@ -42,11 +45,27 @@ def load_catalog(catalog_dir: str | None = None) -> Catalog:
     return registry.load_catalog(user=user)
 
 
-def load_hardware(request: Request) -> tuple[Hardware, list[Problem]]:
-    """Probe (live or recorded), or read the hardware file; then apply the what-if GPU and memory."""
+@dataclass(frozen=True)
+class Loaded:
+    """The hardware to judge, what went wrong probing it, and this machine's kept measurements
+    (gpuready.bench.apply.Applied) when they were applied."""
+
+    hardware: Hardware
+    problems: list[Problem]
+    applied: Any = None
+
+    @property
+    def measured_speeds(self) -> tuple:
+        return self.applied.model_speeds if self.applied is not None else ()
+
+
+def load(request: Request) -> Loaded:
+    """Probe (live or recorded), or read the hardware file; on the live machine use what `gpuready
+    bench` measured there; then apply the what-if GPU and memory."""
     from gpuready import whatif
 
     problems: list[Problem] = []
+    applied = None
     if request.hardware_file:
         hardware = read_hardware_file(request.hardware_file)
     else:
@@ -54,8 +73,20 @@ def load_hardware(request: Request) -> tuple[Hardware, list[Problem]]:
         from gpuready.probes import probe_hardware
 
         hardware, problems = probe_hardware(host_from_environment(request.machine), python=sys.executable, torch=request.torch)
+        if request.measured and not (request.machine or os.environ.get("GPUREADY_MACHINE")):
+            from gpuready.bench.apply import apply_measurements
+
+            applied = apply_measurements(hardware, problems)
+            hardware, problems = applied.hardware, applied.problems
     memory = size_flag(request.memory, "--memory") if request.memory else None
-    return whatif.compose(hardware, problems, request.gpu, memory)
+    hardware, problems = whatif.compose(hardware, problems, request.gpu, memory)
+    return Loaded(hardware, problems, applied)
+
+
+def load_hardware(request: Request) -> tuple[Hardware, list[Problem]]:
+    """The hardware and its problems, as ``load`` gives them."""
+    loaded = load(request)
+    return loaded.hardware, loaded.problems
 
 
 def read_hardware_file(path_text: str) -> Hardware:
@@ -111,8 +142,15 @@ def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Har
         if options.quant not in known:
             raise UsageError(f"unknown quantisation '{options.quant}' (known: {', '.join(sorted(known))})")
         catalog = Catalog({k: m for k, m in catalog.models.items() if options.quant in m.quants}, catalog.quants, catalog.files)
-    machine, problems = hardware or load_hardware(request)
-    return build_report(machine, problems, catalog, options)
+    loaded = Loaded(*hardware) if hardware else load(request)
+    if loaded.applied is not None:
+        options = replace(options, measured_speeds=loaded.measured_speeds)
+    result = build_report(loaded.hardware, loaded.problems, catalog, options)
+    if loaded.applied is not None and not (request.gpu or request.memory):  # a what-if is not the measured machine
+        from gpuready.bench.apply import summarise
+
+        result = summarise(loaded.applied, result, catalog, options)
+    return result
 
 
 def context_warning(report: Report) -> str | None:

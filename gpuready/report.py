@@ -53,6 +53,8 @@ class Report:
     options: Options
     schema_version: int = SCHEMA_VERSION
     gpuready_version: str = __version__
+    # gpuready.bench.apply.MeasuredSummary when this machine's measurements were used.
+    measured: object | None = None
 
     def verdict(self, model_id: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.model_id == model_id), None)
@@ -157,7 +159,7 @@ def report_json(report: Report) -> dict:
         "verdicts": [verdict_json(v) for v in report.verdicts],
         "problems": [to_dict(p) for p in report.problems],
         "levels": list(LEVELS),
-    }
+    } | ({"measured": to_dict(report.measured)} if report.measured is not None else {})
 
 
 def dumps(report: Report) -> str:

@@ -510,7 +510,7 @@ def test_report_and_check_never_import_textual():
         f"    main(['report', '--json', '--machine', {machine!r}])\n"
         f"    main(['check', '--task', 'text-generation', '--machine', {machine!r}])\n"
         f"    main(['--machine', {machine!r}])\n"
-        "print(sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'gpuready.tui'))))\n"
+        "print(sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'gpuready.frontends.tui'))))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60, env={**os.environ, "GPUREADY_PLAIN": ""})
     assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr

@@ -1,4 +1,4 @@
-"""The command line's flags: one parser for `gpuready [report|check|models|estimate|schema|record|export|fleet]`."""
+"""The command line's flags: one parser for `gpuready [report|check|models|estimate|schema|record|bench|export|fleet]`."""
 
 from __future__ import annotations
 
@@ -95,6 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     _common(estimate)
 
     commands.add_parser("schema", help="print the JSON Schema of `report --json`")
+
+    bench = commands.add_parser("bench", help="measure this machine (memory bandwidth, matmul, GPUs); later verdicts use it")
+    bench.add_argument("--quick", action="store_true", help="about 5 s instead of about 20 s")
+    bench.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    bench.add_argument("--show", action="store_true", help="show the kept measurements of this machine")
+    bench.add_argument("--clear", action="store_true", help="forget the kept measurements")
+    bench.add_argument("--llama-bench", metavar="GGUF", help="run llama-bench (llama.cpp, on PATH) on this model file: real tokens/s")
+    bench.add_argument("--whisper-bench", metavar="MODEL", help="run whisper-bench (whisper.cpp, on PATH) on this ggml model file: real encoder time")
 
     record = commands.add_parser("record", help="record this machine into DIR (scrubbed), for bug reports and tests")
     record.add_argument("directory", metavar="DIR")

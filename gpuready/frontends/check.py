@@ -202,12 +202,13 @@ def _depends_failed(problems: list[Problem], names: tuple[str, ...]) -> Problem 
 
 
 
-def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Problem], catalog: Catalog) -> Outcome:
+def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Problem], catalog: Catalog,
+             measured_speeds: tuple = ()) -> Outcome:
     """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
     if requirement.min_memory_bytes is not None or requirement.min_gpu_memory_bytes is not None:
         return _evaluate_memory(requirement, hardware, problems)
     options = Options(context_tokens=requirement.context_tokens, quant=requirement.quant, placement=requirement.placement,
-                      documents=requirement.documents, resolution=requirement.resolution)
+                      documents=requirement.documents, resolution=requirement.resolution, measured_speeds=measured_speeds)
     if requirement.model:
         models = [catalog.get(requirement.model)]
     else:

@@ -1,7 +1,7 @@
-"""Command-line interface: `gpuready [report|check|models|estimate|schema|record|export|fleet]`.
+"""Command-line interface: `gpuready [report|check|models|estimate|schema|record|bench|export|fleet]`.
 
 stdout carries data (text or JSON); diagnostics and hints go to stderr. Exit codes are
-those of :class:`gpuready.check.ExitCode`. Neither `report` nor `check` imports Textual.
+those of :class:`gpuready.errors.ExitCode`. Neither `report` nor `check` imports Textual.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from gpuready import __version__
@@ -32,10 +33,11 @@ def _catalog(args):
     return load_catalog(args.catalog_dir)
 
 
-def _hardware(args):
-    from gpuready.app import load_hardware
+def _loaded(args):
+    """The hardware these arguments describe, its problems, and this machine's kept measurements."""
+    from gpuready.app import load
 
-    return load_hardware(request(args))
+    return load(request(args))
 
 
 # --- commands ---------------------------------------------------------------------
@@ -54,6 +56,10 @@ def cmd_report(args) -> int:
         from gpuready.frontends.text import render
 
         sys.stdout.write(render(report, args.task))
+        if report.measured is not None:
+            from gpuready.bench.apply import render_summary
+
+            sys.stdout.write(render_summary(report.measured))
     return ExitCode.READY
 
 
@@ -125,8 +131,8 @@ def cmd_check(args) -> int:
         raise UsageError("nothing to check: give --task, --model, --min-memory, --min-gpu-memory or --requirements")
     if args.context is not None and args.context <= 0:
         raise UsageError("--context must be a positive number of tokens")
-    hardware, problems = _hardware(args)
-    outcomes = [evaluate(r, hardware, problems, catalog) for r in requirements]
+    loaded = _loaded(args)
+    outcomes = [evaluate(r, loaded.hardware, loaded.problems, catalog, loaded.measured_speeds) for r in requirements]
     code = exit_code(outcomes)
     if args.json:
         payload = {
@@ -222,8 +228,9 @@ def cmd_estimate(args) -> int:
     else:
         validate(Requirement(model=args.model, quant=args.quant), catalog)
         model = catalog.get(args.model)
-    hardware, problems = _hardware(args)
-    verdict = judge_model(model, catalog, hardware, _options(args))
+    loaded = _loaded(args)
+    problems = loaded.problems
+    verdict = judge_model(model, catalog, loaded.hardware, replace(_options(args), measured_speeds=loaded.measured_speeds))
     if args.json:
         sys.stdout.write(json.dumps(verdict_json(verdict), indent=2) + "\n")
     else:
@@ -327,7 +334,14 @@ def cmd_default(args) -> int:
     return cmd_report(args)
 
 
+def cmd_bench(args) -> int:
+    from gpuready.bench.command import cmd_bench as bench
+
+    return bench(args)
+
+
 COMMANDS = {
+    "bench": cmd_bench,
     "report": cmd_report,
     "check": cmd_check,
     "models": cmd_models,

@@ -7,11 +7,16 @@ and unified memory is capped by what the system has free.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gpuready.hardware import GPU, Hardware
 
 MIB = 1024**2
+
+# How gpuready.bench.apply marks a figure it measured: "measured on this machine, DATE, ±N%".
+MEASURED_HERE = "measured on this machine"
+_SPREAD = re.compile(r"±(\d+(?:\.\d+)?)%")
 
 # Memory a runtime takes beyond the model's own buffers, per device.
 # CUDA/ROCm: the driver context with lazily loaded kernels, ~300 MB (PyTorch maintainers,
@@ -42,6 +47,9 @@ class Device:
     count: int = 1  # identical GPUs splitting the layers
     unified: bool = False  # shares memory with the CPU (Apple silicon, APUs)
     memory_type: str | None = None  # GDDR6X, HBM3, LPDDR5 ...: HBM GPUs have their own speed constants
+    # bandwidth_source "this-machine" (gpuready bench): where and when, and the relative spread.
+    bandwidth_detail: str | None = None
+    bandwidth_spread: float | None = None
 
 
 
@@ -130,6 +138,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
             count=len(gpus),
             unified=unified,
             memory_type=_memory_type(first),
+            **_measured(first.bandwidth_source),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device
@@ -146,6 +155,8 @@ def memory_word(gpu: Device) -> str:
 def _source_kind(source: str | None) -> str:
     if not source:
         return "assumed"
+    if source.startswith(MEASURED_HERE):
+        return "this-machine"
     if source.startswith("table"):
         return "table"
     if source == "assumed":
@@ -159,10 +170,19 @@ def _source_kind(source: str | None) -> str:
 APPLE_CPU_BANDWIDTH_SHARE = 0.5
 
 
+def _measured(source: str | None) -> dict:
+    """The Device fields of a figure measured on this machine: its source text and relative spread."""
+    if not source or not source.startswith(MEASURED_HERE):
+        return {}
+    match = _SPREAD.search(source)
+    return {"bandwidth_detail": source, "bandwidth_spread": float(match[1]) / 100 if match else None}
+
+
 def cpu_device(hardware: Hardware) -> Device:
     cpu = hardware.cpu
     bandwidth = cpu.memory_bandwidth_bytes_per_s
-    if bandwidth and hardware.platform == "darwin" and hardware.arch == "arm64":
+    measured = _measured(cpu.bandwidth_source)
+    if bandwidth and not measured and hardware.platform == "darwin" and hardware.arch == "arm64":
         bandwidth = int(bandwidth * APPLE_CPU_BANDWIDTH_SHARE)
     return Device(
         kind="cpu",
@@ -172,4 +192,5 @@ def cpu_device(hardware: Hardware) -> Device:
         bandwidth_bytes_per_s=bandwidth,
         flops=cpu_peak_flops(cpu.physical_cores, cpu.features),
         bandwidth_source=_source_kind(cpu.bandwidth_source),
+        **measured,
     )

@@ -17,6 +17,7 @@ from gpuready.tasks import text_estimate
 from gpuready.tasks.base import Group, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
 from gpuready.tasks.devices import Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
+from gpuready.tasks.measured import with_measured_encoder
 
 # Whisper processes audio in 30 s windows of 1,500 encoder frames (n_audio_ctx = 1500;
 # openai/whisper whisper/model.py ModelDimensions, 3,000 mel frames halved by the conv stem).
@@ -122,6 +123,9 @@ def decoder_efficiency(backend: str) -> tuple[float, str]:
 
 def decoder_seconds_per_token(model: SpeechModel, variant: str, device: Device) -> tuple[float, str]:
     efficiency, why = decoder_efficiency(device.backend)
+    if device.bandwidth_source == "this-machine":  # a measured bandwidth, not a peak: rescale as text generation does
+        efficiency *= text_estimate.bandwidth_efficiency(device) / text_estimate.BANDWIDTH_EFFICIENCY.get(device.backend, text_estimate.BANDWIDTH_EFFICIENCY["cpu"])
+        why += ", rescaled to a measured bandwidth"
     read = model.decoder_params * VARIANT_BITS[variant] / 8
     return read / (device.bandwidth_bytes_per_s * efficiency), (
         f"decoder: {read / 1e6:.0f} MB read per token at {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s x {efficiency:.0%}"
@@ -156,7 +160,7 @@ def tts_realtime(model: SpeechModel, device: Device) -> tuple[float | None, list
     ]
 
 
-def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device) -> TaskEstimate:
+def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device, measured: tuple = ()) -> TaskEstimate:
     weights = weights_bytes(model, variant)
     working = cross_attention_cache_bytes(model) if model.kind == "stt" else int(model.params * 2)
     basis = [f"weights: {model.params / 1e6:.0f}M parameters at {variant} ({VARIANT_BITS[variant]:g} bits)"]
@@ -169,8 +173,11 @@ def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device) 
     basis.append(f"on {device.name} ({device.backend})")
     if model.kind == "stt":
         speed, encode, lines = stt_realtime(model, variant, device)
-        details = (("encoder_seconds_per_window", encode or 0.0), ("tokens_per_window", float(TOKENS_PER_WINDOW)))
         uncertainty = STT_UNCERTAINTY
+        if measured and speed:
+            speed, encode, uncertainty, lines = with_measured_encoder(model, variant, placement, device.backend, speed, encode,
+                                                                      lines, measured, WINDOW_SECONDS, STT_UNCERTAINTY)
+        details = (("encoder_seconds_per_window", encode or 0.0), ("tokens_per_window", float(TOKENS_PER_WINDOW)))
     else:
         speed, lines = tts_realtime(model, device)
         details = ()
@@ -220,7 +227,7 @@ TASK = Task(
     title="Speech",
     parse=parse_speech_model,
     variants=listed_variants,
-    estimate=lambda model, variant, catalog, gpu, cpu, options: estimate(model, variant, gpu, cpu),
+    estimate=lambda model, variant, catalog, gpu, cpu, options: estimate(model, variant, gpu, cpu, options.measured_speeds),
     level=_level,
     describe=_describe,
     runtime=lambda model, estimate, gpu, catalog: runtime_name(model, estimate, gpu),

@@ -18,6 +18,7 @@ from gpuready.tasks import text_estimate as est
 from gpuready.tasks.text_estimate import LanguageModel
 from gpuready.tasks.base import Task, level_at_least
 from gpuready.tasks.devices import Device
+from gpuready.tasks.measured import with_measured_speed
 from gpuready.tasks.verdict import LEVELS
 from gpuready.units import fmt_gb
 
@@ -127,8 +128,10 @@ def estimate(model: LanguageModel, variant: str, catalog, gpu: Device | None, cp
     quant = catalog.quants[variant]
     context = context_tokens(model, options)
     if quant.format in GPU_ONLY_FORMATS:
-        return est.estimate(model, quant, context, gpu if not format_unsupported(quant, gpu) else None, cpu, 0)
-    return est.estimate(model, quant, context, gpu, cpu, cpu.usable_memory_bytes)
+        estimated = est.estimate(model, quant, context, gpu if not format_unsupported(quant, gpu) else None, cpu, 0)
+    else:
+        estimated = est.estimate(model, quant, context, gpu, cpu, cpu.usable_memory_bytes)
+    return with_measured_speed(estimated, model, options.measured_speeds) if options.measured_speeds else estimated
 
 
 def refuse(model: LanguageModel, variant: str, estimate: est.Estimate, gpu: Device | None, catalog) -> str | None:

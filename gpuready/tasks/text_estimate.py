@@ -301,6 +301,31 @@ def memory_breakdown(model: LanguageModel, quant: Quant, context_tokens: int, ba
     )
 
 
+# Share of a bandwidth measured on this machine by `gpuready bench` that token generation
+# reaches. The constants above convert a *peak* into tokens/s; a measured bandwidth is already
+# what the memory delivers.
+# CPU (a multi-threaded read-only kernel): on a Raspberry Pi 5, llama.cpp's decode of five
+# quantisations (Q2_K to Q8_0) reached 89, 87, 88, 84 and 91% of the 4-thread read-only
+# bandwidth measured on the same board (llama.cpp issue #26484): the median is 0.88 and the
+# half range, 4%, is added to the measurement's own spread to give the uncertainty. One board.
+# GPU (a device-to-device copy, read + write): such a copy reaches about 0.90 of the spec
+# sheet's peak -- RTX 4090 918-924 of 1008 GB/s (p2pBandwidthLatencyTest, same-GPU entries,
+# tinygrad/open-gpu-kernel-modules issue #6), A800 PCIe 1727 of 1935 (torch copy,
+# mli/transformers-benchmarks issue #4), A100 40GB 1355 of 1555 (PTsolvers/gpu-workshop-
+# JuliaCon23 issue #7) -- so the fitted share of peak is divided by 0.90.
+MEASURED_BANDWIDTH_EFFICIENCY = 0.88
+MEASURED_EFFICIENCY_SPREAD = 0.04
+GPU_COPY_SHARE_OF_PEAK = 0.90
+
+
+def bandwidth_efficiency(device: Device) -> float:
+    """Share of the device's bandwidth figure that token generation reaches: of a measured one, or of a peak."""
+    peak_share = BANDWIDTH_EFFICIENCY.get(speed_class(device), BANDWIDTH_EFFICIENCY["cpu"])
+    if device.bandwidth_source != "this-machine":
+        return peak_share
+    return MEASURED_BANDWIDTH_EFFICIENCY if device.kind == "cpu" else min(1.0, peak_share / GPU_COPY_SHARE_OF_PEAK)
+
+
 def speed_class(device: Device) -> str:
     """The key of a device's generation constants: its backend, or e.g. "cuda-hbm" for an HBM GPU when fitted."""
     if device.memory_type and "HBM" in device.memory_type and f"{device.backend}-hbm" in BANDWIDTH_EFFICIENCY:
@@ -311,8 +336,7 @@ def speed_class(device: Device) -> str:
 def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant", layers: float = 0.0) -> float:
     """Bytes over effective bandwidth, plus the fixed per-layer cost of the layers on this device."""
     key = speed_class(device)
-    efficiency = BANDWIDTH_EFFICIENCY.get(key, BANDWIDTH_EFFICIENCY["cpu"])
-    efficiency *= QUANT_FAMILY_EFFICIENCY.get(family, 1.0)
+    efficiency = bandwidth_efficiency(device) * QUANT_FAMILY_EFFICIENCY.get(family, 1.0)
     fixed = layers * LAYER_SECONDS.get(key, 0.0)
     return bytes_read / (device.bandwidth_bytes_per_s * efficiency) + fixed
 
@@ -325,9 +349,13 @@ def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str 
     return work / (device.flops * efficiency) + work / 1e12 * PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0)
 
 
-def speed_band(backends: list[str], sources: list[str]) -> float:
-    """The +/- of a speed: the widest band of the backends involved, at least 50% where a bandwidth was assumed."""
-    band = max(SPEED_BAND.get(backend, SPEED_BAND["sycl"]) for backend in backends)
+def speed_band(backends: list[str], sources: list[str], measured_spreads: tuple[float, ...] = ()) -> float:
+    """The +/- of a speed: the widest band of the backends involved, at least 50% where a bandwidth was
+    assumed; a bandwidth measured on this machine (``measured_spreads``, one per such device) brings its
+    own spread plus the measured-efficiency spread instead of its backend's band."""
+    bands = [SPEED_BAND.get(backend, SPEED_BAND["sycl"]) for backend, source in zip(backends, sources) if source != "this-machine"]
+    bands += [spread + MEASURED_EFFICIENCY_SPREAD for spread in measured_spreads]
+    band = max(bands)
     if "assumed" in sources:
         band = max(band, SPEED_UNCERTAINTY["assumed"])
     return band
@@ -366,7 +394,8 @@ def speed(
         if device.flops:
             prompt += _prompt_seconds_per_token(model, device, family) * fraction
     used = [device for device, fraction in devices if fraction > 0]
-    uncertainty = speed_band([device.backend for device in used], [device.bandwidth_source for device in used])
+    uncertainty = speed_band([device.backend for device in used], [device.bandwidth_source for device in used],
+                             tuple(device.bandwidth_spread or 0.0 for device in used if device.bandwidth_source == "this-machine"))
     return Speed(
         generation_tokens_per_s=1.0 / empty,
         generation_tokens_per_s_full_context=1.0 / full,
@@ -430,9 +459,10 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
         guess = " (sycl: fitted on one Arc B580 with Intel's IPEX-LLM build only)" if key not in FITTED_BACKENDS else ""
         if device.bandwidth_bytes_per_s:
             share = QUANT_FAMILY_EFFICIENCY.get(family, 1.0)
+            what = "of it reached by llama.cpp" if device.bandwidth_source == "this-machine" else f"{key} efficiency"
             lines.append(
-                f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_source})"
-                f" x {BANDWIDTH_EFFICIENCY.get(key, 0.5):.0%} {key} efficiency"
+                f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_detail or device.bandwidth_source})"
+                f" x {bandwidth_efficiency(device):.0%} {what}"
                 + (f" x {share:.0%} for {family}" if share != 1.0 else "")
                 + f", plus {LAYER_SECONDS.get(key, 0.0) * 1e6:.0f} us a layer a token (launch/sync)"
                 + (f", plus {UNPACK_OPS_PER_WEIGHT[family]:.1f} operations a weight to unpack {family} weights"

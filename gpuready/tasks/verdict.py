@@ -62,6 +62,9 @@ class Options:
     placement: str = "cpu"  # gpu: GPU only; offload: or model offload; split: or GPU+CPU split; cpu: anything
     documents: int | None = None  # document search: size of the collection to index
     resolution: tuple[int, int] | None = None  # image generation: width, height (default: the model's own)
+    # Runtime results kept by `gpuready bench` (gpuready.bench.results): llama-bench's ModelSpeed
+    # (real tokens/s) and whisper-bench's EncoderTime (real encoder seconds).
+    measured_speeds: tuple = ()
 
 
 # Variants below "good" quality (catalog/quants.toml: perplexity +0.30 or more on Llama 3 8B:

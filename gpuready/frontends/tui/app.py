@@ -99,6 +99,7 @@ class GpureadyApp(App):
         Binding("x", "reset_whatif", "Undo"),
         Binding("e", "export", "Export"),
         Binding("p", "reprobe", "Probe"),
+        Binding("b", "bench", "Bench", show=False),
         Binding("s", "sort", "Sort"),
         Binding("t", "toggle_theme", "Light/dark", show=False),
         *(Binding(str(n), f"tab({n})", f"Tab {n}", show=False) for n in range(1, 10)),
@@ -415,6 +416,17 @@ class GpureadyApp(App):
     def action_reprobe(self) -> None:
         if not self.probing:
             self.probe()
+
+    def action_bench(self) -> None:
+        """Measure this machine (gpuready bench --quick), then probe again so the verdicts use it."""
+        from gpuready.frontends.tui.bench import BenchScreen
+
+        def done(summary: str | None) -> None:
+            if summary:
+                self.notify(summary, timeout=6)
+                self.action_reprobe()
+
+        self.push_screen(BenchScreen(), done)
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

@@ -58,6 +58,7 @@ probe of the hardware. Speeds are estimates; the ± column says how sure.
   w          what-if: add a GPU from the table, or a hardware file
   x          undo the what-if, back to the probed machine
   p          probe the machine again
+  b          measure this machine (memory bandwidth, matmul, GPUs)
   e          export the report as JSON (as `gpuready report --json`)
   t          switch between dark and light colours
   ?          this help

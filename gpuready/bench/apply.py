@@ -1,0 +1,150 @@
+"""Put this machine's measurements into a Hardware value, and measured tokens/s into the verdicts.
+
+The step between probing and judging: measured memory bandwidth replaces the CPU's table
+figure, measured GPU bandwidth and FP16 throughput replace each GPU's, and a llama-bench
+result replaces the estimated speed of every catalogue model of that shape and quantisation.
+Every replaced figure's source reads "measured on this machine, DATE, ±N%" (N: the spread).
+Measured CPU matmul throughput is shown by `gpuready bench` but not applied: the prompt-speed
+efficiency is fitted against an estimated peak, not a measured rate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuready.bench import cache
+from gpuready.bench.results import Measurements
+from gpuready.bench.stats import Spread
+from gpuready.tasks.devices import MEASURED_HERE
+from gpuready.hardware import Hardware, Problem
+
+MPS_NAME = "Apple GPU (MPS)"  # what torch_worker calls the one GPU PyTorch's MPS backend drives
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The machine with measured figures, the one without (to show what changed), and notes."""
+
+    hardware: Hardware
+    unmeasured: Hardware
+    problems: list[Problem]
+    notes: tuple[str, ...] = ()
+    measurements: Measurements | None = None
+
+    @property
+    def model_speeds(self) -> tuple:
+        """llama-bench's and whisper-bench's results, for Options.measured_speeds."""
+        return (*self.measurements.models, *self.measurements.encoders) if self.measurements else ()
+
+
+def source_text(measured_at: str, spread: Spread) -> str:
+    return f"{MEASURED_HERE}, {measured_at}, ±{spread.relative_spread * 100:.1f}%"
+
+
+def with_measurements(hardware: Hardware, measurements: Measurements) -> tuple[Hardware, list[str]]:
+    """Hardware with the measured figures in place of table ones, and a line per figure replaced."""
+    notes = []
+    cpu = hardware.cpu
+    read = measurements.memory_read_bytes_per_s
+    if read:
+        before = cpu.memory_bandwidth_bytes_per_s
+        cpu = dataclasses.replace(cpu, memory_bandwidth_bytes_per_s=int(read.median),
+                                  bandwidth_source=source_text(measurements.measured_at, read))
+        notes.append(f"memory bandwidth {read.median / 1e9:.1f} GB/s measured"
+                     + (f" (was {before / 1e9:.0f} GB/s, {hardware.cpu.bandwidth_source})" if before else ""))
+    gpus = list(hardware.gpus)
+    unused = list(measurements.gpus)
+    for position, gpu in enumerate(gpus):
+        match = next((m for m in unused if m.name == gpu.name or m.name in gpu.name or gpu.name in m.name
+                      or (m.name == MPS_NAME and gpu.vendor == "apple")), None)
+        if match is None:
+            continue
+        unused.remove(match)
+        changes = {}
+        if match.bandwidth_bytes_per_s:
+            changes.update(bandwidth_bytes_per_s=int(match.bandwidth_bytes_per_s.median),
+                           bandwidth_source=source_text(measurements.measured_at, match.bandwidth_bytes_per_s))
+            notes.append(f"{gpu.name}: bandwidth {match.bandwidth_bytes_per_s.median / 1e9:.0f} GB/s measured")
+        flops = match.fp16_flops or match.bf16_flops
+        # The prompt-speed efficiency (estimate.COMPUTE_EFFICIENCY) is fitted against table peaks, so a
+        # measured matmul rate stands in only where the table has no figure for this GPU.
+        if flops and not gpu.fp16_flops:
+            changes.update(fp16_flops=flops.median, flops_source=source_text(measurements.measured_at, flops))
+            notes.append(f"{gpu.name}: {flops.median / 1e12:.1f} TFLOPS FP16 matmul measured (no table figure)")
+        elif flops:
+            notes.append(f"{gpu.name}: {flops.median / 1e12:.1f} TFLOPS FP16 matmul measured, "
+                         f"table {gpu.fp16_flops / 1e12:.1f} kept for the prompt estimate")
+        gpus[position] = dataclasses.replace(gpu, **changes)
+    return dataclasses.replace(hardware, cpu=cpu, gpus=tuple(gpus)), notes
+
+
+def apply_measurements(hardware: Hardware, problems: list[Problem], directory: Path | None = None) -> Applied:
+    """This machine's kept measurements applied to freshly probed hardware (unchanged when there are none)."""
+    measurements, note = cache.load(hardware, directory)
+    problems = list(problems)
+    if note:
+        problems.append(Problem("bench", note, hint="run `gpuready bench` to measure this machine again", severity="info"))
+    if measurements is None:
+        return Applied(hardware, hardware, problems)
+    measured, notes = with_measurements(hardware, measurements)
+    notes += [f"{s.quant} model of {s.params / 1e9:.1f}B parameters: {s.generation_tokens_per_s.median:.1f} tokens/s "
+              f"measured by {s.source}" for s in measurements.models]
+    notes += [f"Whisper encoder ({e.encoder_layers} layers x {e.d_model}, {e.variant}): {e.seconds_per_window.median:.2f} s "
+              f"a window measured by {e.source}" for e in measurements.encoders]
+    return Applied(measured, hardware, problems, tuple(notes), measurements)
+
+
+# --- what the measurements changed -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LevelChange:
+    task: str
+    model_id: str
+    model_name: str
+    level_without: str  # judged with the table figures
+    level: str  # judged with this machine's measurements
+
+
+@dataclass(frozen=True)
+class MeasuredSummary:
+    """In a report: when this machine was measured, which figures were replaced, and which verdicts moved."""
+
+    measured_at: str
+    figures: tuple[str, ...]
+    changed: tuple[LevelChange, ...]
+
+
+def level_changes(without, with_measurements) -> tuple[LevelChange, ...]:
+    """Verdicts whose level differs between two lists of verdicts of the same models."""
+    before = {v.model_id: v.level for v in without}
+    return tuple(
+        LevelChange(v.task, v.model_id, v.model_name, before[v.model_id], v.level)
+        for v in with_measurements
+        if v.model_id in before and before[v.model_id] != v.level
+    )
+
+
+def summarise(applied: Applied, report, catalog, options):
+    """The report with a MeasuredSummary: judged once without the measurements to see what they changed."""
+    if applied.measurements is None:
+        return report
+    from gpuready.report import build_report
+
+    plain = dataclasses.replace(options, measured_speeds=())
+    baseline = build_report(applied.unmeasured, list(applied.problems), catalog, plain)
+    summary = MeasuredSummary(applied.measurements.measured_at, applied.notes, level_changes(baseline.verdicts, report.verdicts))
+    return dataclasses.replace(report, measured=summary)
+
+
+def render_summary(summary: MeasuredSummary) -> str:
+    lines = [f"\nMeasured on this machine ({summary.measured_at}; `gpuready bench --show`):"]
+    lines += [f"  {figure}" for figure in summary.figures]
+    if summary.changed:
+        lines.append("  verdicts changed by the measurements:")
+        lines += [f"    {c.model_name}: {c.level_without} -> {c.level}" for c in summary.changed]
+    else:
+        lines.append("  no verdict's level changed because of them")
+    return "\n".join(lines) + "\n"

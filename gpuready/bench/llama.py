@@ -1,0 +1,116 @@
+"""Real tokens/s from llama.cpp's own benchmark: run `llama-bench -o json` and read its output.
+
+The JSON is an array with one object per test: ``n_prompt``/``n_gen`` say which (pp512 has
+n_prompt 512 and n_gen 0; tg128 the reverse), ``samples_ts`` holds each repetition's tokens/s
+(older builds give only ``avg_ts`` and ``stddev_ts``), ``backends`` and ``n_gpu_layers`` say
+where it ran (llama.cpp tools/llama-bench/README.md, "Output formats").
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from gpuready.bench.results import ModelSpeed
+from gpuready.bench.stats import Spread, summarise
+
+PROMPT_TOKENS = 512
+GENERATED_TOKENS = 128
+TIMEOUT_S = 900.0
+# Backends that keep every layer on the CPU (llama-bench names BLAS and CPU-only builds so).
+CPU_BACKENDS = {"cpu", "blas", ""}
+
+
+class LlamaBenchError(ValueError):
+    """llama-bench could not run, or its output is not what llama-bench writes."""
+
+
+def _spread(row: dict) -> Spread:
+    samples = row.get("samples_ts")
+    if isinstance(samples, list) and samples and all(isinstance(s, (int, float)) for s in samples):
+        return summarise([float(s) for s in samples])
+    try:
+        average, deviation = float(row["avg_ts"]), float(row.get("stddev_ts") or 0.0)
+    except (KeyError, TypeError, ValueError):
+        raise LlamaBenchError("a result has neither samples_ts nor avg_ts") from None
+    return Spread(average - deviation, average, average + deviation, 1)
+
+
+def placement(row: dict, layers: int) -> str:
+    """Where llama-bench ran the model: cpu, split (some layers offloaded) or gpu."""
+    backends = {b.strip().lower() for b in str(row.get("backends", "")).split(",")}
+    layers_on_gpu = int(row.get("n_gpu_layers", 0))
+    if backends <= CPU_BACKENDS or layers_on_gpu == 0:
+        return "cpu"
+    if layers_on_gpu < 0 or layers_on_gpu >= layers:
+        return "gpu"
+    return "split"
+
+
+def parse(text: str) -> tuple[dict, dict | None]:
+    """The tg and pp rows of a `llama-bench -o json` output (pp may be absent)."""
+    try:
+        rows = json.loads(text)
+    except ValueError as error:
+        raise LlamaBenchError(f"llama-bench output is not JSON: {error}") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise LlamaBenchError("llama-bench JSON output should be an array of objects")
+    generation = next((r for r in rows if r.get("n_gen", 0) > 0 and r.get("n_prompt", 0) == 0), None)
+    prompt = next((r for r in rows if r.get("n_prompt", 0) > 0 and r.get("n_gen", 0) == 0), None)
+    if generation is None:
+        raise LlamaBenchError("llama-bench output has no text-generation (tg) result")
+    return generation, prompt
+
+
+def model_speed(text: str, model, quant: str) -> ModelSpeed:
+    """A ModelSpeed for ``model`` (a LanguageModel read from the same GGUF file) from llama-bench's JSON."""
+    generation, prompt = parse(text)
+    build = generation.get("build_commit") or generation.get("build_number") or "?"
+    filename = Path(str(generation.get("model_filename", "?"))).name
+    return ModelSpeed(
+        quant=quant,
+        layers=model.layers,
+        hidden_size=model.hidden_size,
+        kv_heads=model.kv_heads,
+        head_dim=model.head_dim,
+        params=model.params,
+        placement=placement(generation, model.layers),
+        generation_tokens_per_s=_spread(generation),
+        prompt_tokens_per_s=_spread(prompt) if prompt else None,
+        source=f"llama-bench {build} ({generation.get('backends', '?')}), {filename}, "
+        f"tg{generation.get('n_gen')}" + (f"/pp{prompt.get('n_prompt')}" if prompt else ""),
+    )
+
+
+def run_llama_bench(gguf: Path, quick: bool = False, executable: str | None = None,
+                    timeout_s: float = TIMEOUT_S) -> str:
+    """Run llama-bench on one model file (pp512, tg128) and return its JSON output."""
+    executable = executable or shutil.which("llama-bench")
+    if not executable:
+        raise LlamaBenchError("llama-bench (llama.cpp) is not on PATH")
+    argv = [executable, "-m", str(gguf), "-p", str(PROMPT_TOKENS), "-n", str(GENERATED_TOKENS),
+            "-r", "2" if quick else "5", "-o", "json"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise LlamaBenchError(f"llama-bench did not finish within {timeout_s:g} s") from None
+    except OSError as error:
+        raise LlamaBenchError(f"could not run {executable}: {error.strerror or error}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise LlamaBenchError(f"llama-bench failed (exit {done.returncode}): {last}")
+    return done.stdout
+
+
+def measure_model(gguf: Path, quick: bool = False, executable: str | None = None) -> ModelSpeed:
+    """Read the model's shape from the GGUF header, run llama-bench on it, and combine the two."""
+    from gpuready.modelfiles.gguf import GGUFError
+    from gpuready.modelfiles.localmodel import QUANT_ALIASES, gguf_language_model, read_gguf_parts
+
+    try:
+        model, quant = gguf_language_model(read_gguf_parts(gguf), gguf)
+    except (GGUFError, OSError) as error:
+        raise LlamaBenchError(str(error)) from None
+    return model_speed(run_llama_bench(gguf, quick, executable), model, QUANT_ALIASES.get(quant, quant))
