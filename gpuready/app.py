@@ -79,8 +79,9 @@ def size_flag(text: str, flag: str) -> int:
 
 
 def make_options(context: int | None = None, quant: str | None = None, placement: str = "cpu",
-                 documents: int | None = None, resolution: str | None = None) -> Options:
-    """Options from what the user typed, each checked."""
+                 documents: int | None = None, resolution: str | None = None, **tuning) -> Options:
+    """Options from what the user typed, each checked; ``tuning`` holds the fine-tuning recipe
+    (method, sequence, micro_batch, lora_rank, checkpointing) where given."""
     if context is not None and context <= 0:
         raise UsageError("--context must be a positive number of tokens")
     if placement not in PLACEMENT_ORDER:
@@ -93,7 +94,26 @@ def make_options(context: int | None = None, quant: str | None = None, placement
         size = parse_resolution(resolution) if resolution is not None else None
     except UsageError as error:
         raise UsageError(f"--resolution: {error}") from None
-    return Options(context_tokens=context, quant=quant, placement=placement, documents=documents, resolution=size)
+    return Options(context_tokens=context, quant=quant, placement=placement, documents=documents, resolution=size,
+                   **fine_tuning_options(**tuning))
+
+
+def fine_tuning_options(method: str | None = None, sequence: int | None = None, micro_batch: int | None = None,
+                        lora_rank: int | None = None, checkpointing: bool = True) -> dict:
+    """The fine-tuning recipe's Options fields, each checked (UsageError names the flag)."""
+    from gpuready.tasks.finetune_memory import METHODS
+
+    if method is not None and method not in METHODS:
+        raise UsageError(f"unknown fine-tuning method '{method}' (one of {', '.join(METHODS)})")
+    for flag, value in (("--sequence", sequence), ("--micro-batch", micro_batch), ("--lora-rank", lora_rank)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise UsageError(f"{flag} must be a positive whole number")
+    found = {"method": method, "sequence_tokens": sequence, "checkpointing": bool(checkpointing)}
+    if micro_batch is not None:
+        found["micro_batch"] = micro_batch
+    if lora_rank is not None:
+        found["lora_rank"] = lora_rank
+    return found
 
 
 def check_task(task: str | None) -> None:

@@ -51,8 +51,9 @@ class Report:
     schema_version: int = SCHEMA_VERSION
     gpuready_version: str = __version__
 
-    def verdict(self, model_id: str) -> Verdict | None:
-        return next((v for v in self.verdicts if v.model_id == model_id), None)
+    def verdict(self, model_id: str, task: str | None = None) -> Verdict | None:
+        """A model's verdict; ``task`` picks one where two tasks judge the same entry (an LLM's fine-tuning)."""
+        return next((v for v in self.verdicts if v.model_id == model_id and (task is None or v.task == task)), None)
 
     def failed_probes(self) -> set[str]:
         return {problem.probe for problem in self.problems if problem.severity == "error"}
@@ -122,6 +123,11 @@ def report_json(report: Report) -> dict:
             "placement": report.options.placement,
             "documents": report.options.documents,
             "resolution": list(report.options.resolution) if report.options.resolution else None,
+            "method": report.options.method,
+            "sequence_tokens": report.options.sequence_tokens,
+            "micro_batch": report.options.micro_batch,
+            "lora_rank": report.options.lora_rank,
+            "checkpointing": report.options.checkpointing,
         },
         "hardware": hardware_json(report.hardware),
         "tasks": [to_dict(task) for task in report.tasks],

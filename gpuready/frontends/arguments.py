@@ -30,6 +30,12 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--documents", type=int, metavar="N", help="document search: documents to index (default 10,000 of ~5 chunks)")
     parser.add_argument("--resolution", metavar="WxH", help="image generation: image size, e.g. 1024x1024 (default: each model's native size)")
+    tuning = parser.add_argument_group("fine-tuning")
+    tuning.add_argument("--method", metavar="METHOD", help="fine-tuning: judge only full-adamw, full-8bit, lora or qlora (default: all)")
+    tuning.add_argument("--sequence", type=int, metavar="TOKENS", help="fine-tuning: training sequence length (default 2048)")
+    tuning.add_argument("--micro-batch", type=int, metavar="N", help="fine-tuning: sequences a step (default 1)")
+    tuning.add_argument("--lora-rank", type=int, metavar="R", help="fine-tuning: LoRA rank (default 16)")
+    tuning.add_argument("--no-checkpointing", action="store_true", help="fine-tuning: gradient checkpointing off (default on)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     estimate = commands.add_parser("estimate", help="memory and speed breakdown for one model on this machine")
     estimate.add_argument("model", help="a catalogue model id, a local .gguf file, or a Hugging Face config.json (or its directory)")
     estimate.add_argument("--json", action="store_true")
+    estimate.add_argument("--task", help="judge it for another task over the same entry: fine-tuning")
     _model_options(estimate)
     _common(estimate)
 

@@ -40,10 +40,16 @@ class Requirement:
     resolution: tuple[int, int] | None = None  # image generation: width, height
     min_chunks_per_minute: float | None = None  # document search: embedding speed
     documents: int | None = None  # document search: collection size for the index
+    # Fine-tuning (with task "fine-tuning" and, optionally, a model): the recipe judged.
+    method: str | None = None
+    sequence_tokens: int | None = None
+    micro_batch: int | None = None
+    lora_rank: int | None = None
+    checkpointing: bool | None = None  # None: the default (on)
 
     def label(self) -> str:
         if self.model:
-            text = f"model {self.model}"
+            text = f"model {self.model}" + (f" ({self.task})" if self.task else "")
             if self.quant:
                 text += f" {self.quant}"
             if self.context_tokens:
@@ -66,6 +72,10 @@ class Requirement:
             text += f", >= {self.min_chunks_per_minute:,.0f} chunks a minute"
         if self.documents:
             text += f", {self.documents:,} documents"
+        if self.method:
+            text += f", {self.method}"
+        if self.sequence_tokens:
+            text += f", sequence {self.sequence_tokens:,}"
         if self.placement != "cpu":
             text += f", placement {self.placement}"
         return text
@@ -91,7 +101,12 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
             raise UsageError(f"unknown model '{requirement.model}'{hint}")
         if requirement.quant and requirement.quant not in model.quants:
             raise UsageError(f"model '{model.id}' has no quantisation '{requirement.quant}' (it has {', '.join(model.quants)})")
-    task = catalog.get(requirement.model).task if requirement.model else requirement.task
+    task = requirement.task
+    if requirement.model:
+        own = catalog.get(requirement.model).task
+        if task and not registry.judges(task, catalog.get(requirement.model)):
+            raise UsageError(f"model '{requirement.model}' is a {own} model: task {task} does not judge it")
+        task = task or own
     for key, wanted_task in SPEED_TASKS.items():
         if getattr(requirement, key) is not None and task != wanted_task:
             raise UsageError(f"{FLAG_NAMES[key]} applies to {wanted_task}, not {task or 'a memory requirement'}")
@@ -110,6 +125,11 @@ SPEED_TASKS = {
     "resolution": "image-generation",
     "min_chunks_per_minute": "document-search",
     "documents": "document-search",
+    "method": "fine-tuning",
+    "sequence_tokens": "fine-tuning",
+    "micro_batch": "fine-tuning",
+    "lora_rank": "fine-tuning",
+    "checkpointing": "fine-tuning",
 }
 FLAG_NAMES = {
     "min_generation_tokens_per_s": "--min-speed",
@@ -118,6 +138,11 @@ FLAG_NAMES = {
     "resolution": "--resolution",
     "min_chunks_per_minute": "--min-chunks-per-minute",
     "documents": "--documents",
+    "method": "--method",
+    "sequence_tokens": "--sequence",
+    "micro_batch": "--micro-batch",
+    "lora_rank": "--lora-rank",
+    "checkpointing": "--no-checkpointing",
 }
 _FILE_KEYS = {
     "task": str,
@@ -133,6 +158,11 @@ _FILE_KEYS = {
     "resolution": str,
     "min_chunks_per_minute": (int, float),
     "documents": int,
+    "method": str,
+    "sequence": int,
+    "micro_batch": int,
+    "lora_rank": int,
+    "checkpointing": bool,
 }
 
 
@@ -157,7 +187,7 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
             expected = _FILE_KEYS.get(key)
             if expected is None:
                 raise UsageError(f"{where}: unknown key '{key}' (known: {', '.join(_FILE_KEYS)})")
-            if isinstance(value, bool) or not isinstance(value, expected):
+            if isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
                 raise UsageError(f"{where}: '{key}' has the wrong type ({value!r})")
         try:
             requirement = Requirement(
@@ -174,11 +204,21 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
                 resolution=parse_resolution(table["resolution"]) if "resolution" in table else None,
                 min_chunks_per_minute=_positive(table, "min_chunks_per_minute"),
                 documents=parse_documents(table["documents"]) if "documents" in table else None,
+                **_tuning(table),
             )
             requirements.append(validate(requirement, catalog))
         except UsageError as error:
             raise UsageError(f"{where}: {error}") from None
     return requirements
+
+
+def _tuning(table: dict) -> dict:
+    """The fine-tuning keys of a requirements table, checked as the flags are."""
+    from gpuready.app import fine_tuning_options
+
+    fine_tuning_options(table.get("method"), table.get("sequence"), table.get("micro_batch"), table.get("lora_rank"))
+    return {"method": table.get("method"), "sequence_tokens": table.get("sequence"), "micro_batch": table.get("micro_batch"),
+            "lora_rank": table.get("lora_rank"), "checkpointing": table.get("checkpointing")}
 
 
 def _positive(table: dict, key: str) -> float | None:
@@ -199,18 +239,18 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
     if requirement.min_memory_bytes is not None or requirement.min_gpu_memory_bytes is not None:
         return _evaluate_memory(requirement, hardware, problems)
-    options = Options(context_tokens=requirement.context_tokens, quant=requirement.quant, placement=requirement.placement,
-                      documents=requirement.documents, resolution=requirement.resolution)
+    options = requirement_options(requirement)
     if requirement.model:
         models = [catalog.get(requirement.model)]
     else:
-        models = [m for m in catalog.for_task(requirement.task)]
+        models = registry.models_for(catalog, requirement.task)
         if not models:
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
     failed = _depends_failed(problems, TASK_PROBES)
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
-    for verdict in sorted((registry.judge_model(m, catalog, hardware, options) for m in models), key=rank_key):
+    judged = (registry.judge_model(m, catalog, hardware, options, requirement.task) for m in models)
+    for verdict in sorted(judged, key=rank_key):
         if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
             where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
             reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict)}"
@@ -228,6 +268,15 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     if requirement.task and not requirement.model:
         reason = f"no {requirement.task} model meets it; closest: {reason}"
     return Outcome(requirement, "not-met", reason, verdict.suggestions)
+
+
+def requirement_options(requirement: Requirement) -> Options:
+    """The Options a requirement is judged under."""
+    tuning = {key: value for key, value in (("micro_batch", requirement.micro_batch), ("lora_rank", requirement.lora_rank),
+                                            ("checkpointing", requirement.checkpointing)) if value is not None}
+    return Options(context_tokens=requirement.context_tokens, quant=requirement.quant, placement=requirement.placement,
+                   documents=requirement.documents, resolution=requirement.resolution, method=requirement.method,
+                   sequence_tokens=requirement.sequence_tokens, **tuning)
 
 
 def fast_enough(requirement: Requirement, verdict) -> bool:

@@ -23,7 +23,16 @@ def _options(args):
     from gpuready.app import make_options
 
     return make_options(args.context, getattr(args, "quant", None), args.placement, getattr(args, "documents", None),
-                        getattr(args, "resolution", None))
+                        getattr(args, "resolution", None), method=getattr(args, "method", None),
+                        sequence=getattr(args, "sequence", None), micro_batch=getattr(args, "micro_batch", None),
+                        lora_rank=getattr(args, "lora_rank", None), checkpointing=not getattr(args, "no_checkpointing", False))
+
+
+def derived_task(task: str | None) -> bool:
+    """A task that judges another task's catalogue entries (fine-tuning judges the LLMs)."""
+    from gpuready.tasks import registry
+
+    return task in registry.names() and registry.get(task).models_from is not None
 
 
 def _catalog(args):
@@ -87,7 +96,7 @@ def cmd_check(args) -> int:
         requirements.append(
             validate(
                 Requirement(
-                    task=None if args.model else args.task,
+                    task=args.task if not args.model or derived_task(args.task) else None,
                     model=args.model,
                     quant=args.quant,
                     context_tokens=args.context,
@@ -98,12 +107,18 @@ def cmd_check(args) -> int:
                     resolution=resolution,
                     min_chunks_per_minute=args.min_chunks_per_minute,
                     documents=documents,
+                    method=task_options.method,
+                    sequence_tokens=task_options.sequence_tokens,
+                    micro_batch=args.micro_batch,
+                    lora_rank=args.lora_rank,
+                    checkpointing=False if args.no_checkpointing else None,
                 ),
                 catalog,
             )
         )
     else:
         given = [flag for flag, value in speeds.items() if value is not None]
+        given += [flag for flag, value in (("--method", args.method), ("--sequence", args.sequence)) if value is not None]
         given += [flag for flag, value in (("--resolution", resolution), ("--documents", documents)) if value is not None]
         if given:
             raise UsageError(f"{given[0]} needs --task or --model")
@@ -190,10 +205,10 @@ def cmd_estimate(args) -> int:
         model, catalog, quant = _local_model(args, catalog)
         args.quant = quant
     else:
-        validate(Requirement(model=args.model, quant=args.quant), catalog)
+        validate(Requirement(model=args.model, quant=args.quant, task=args.task), catalog)
         model = catalog.get(args.model)
     hardware, problems = _hardware(args)
-    verdict = judge_model(model, catalog, hardware, _options(args))
+    verdict = judge_model(model, catalog, hardware, _options(args), args.task)
     if args.json:
         sys.stdout.write(json.dumps(verdict_json(verdict), indent=2) + "\n")
     else:

@@ -61,6 +61,13 @@ class Options:
     placement: str = "cpu"  # gpu: GPU only; offload: or model offload; split: or GPU+CPU split; cpu: anything
     documents: int | None = None  # document search: size of the collection to index
     resolution: tuple[int, int] | None = None  # image generation: width, height (default: the model's own)
+    # Fine-tuning (gpuready.tasks.finetune): the method (None: every method is judged), the training
+    # sequence length, micro-batch, LoRA rank and whether gradient checkpointing is on.
+    method: str | None = None
+    sequence_tokens: int | None = None  # default: finetune.DEFAULT_SEQUENCE_TOKENS
+    micro_batch: int = 1
+    lora_rank: int = 16
+    checkpointing: bool = True
 
 
 def effective_rank(level: str, quality: str | None) -> int:
