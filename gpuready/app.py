@@ -79,7 +79,7 @@ def size_flag(text: str, flag: str) -> int:
 
 
 def make_options(context: int | None = None, quant: str | None = None, placement: str = "cpu",
-                 documents: int | None = None, resolution: str | None = None, **tuning) -> Options:
+                 documents: int | None = None, resolution: str | None = None, users: int | None = None, **tuning) -> Options:
     """Options from what the user typed, each checked; ``tuning`` holds the fine-tuning recipe
     (method, sequence, micro_batch, lora_rank, checkpointing) where given."""
     if context is not None and context <= 0:
@@ -94,8 +94,10 @@ def make_options(context: int | None = None, quant: str | None = None, placement
         size = parse_resolution(resolution) if resolution is not None else None
     except UsageError as error:
         raise UsageError(f"--resolution: {error}") from None
+    if users is not None and users <= 0:
+        raise UsageError("--users must be a positive whole number")
     return Options(context_tokens=context, quant=quant, placement=placement, documents=documents, resolution=size,
-                   **fine_tuning_options(**tuning))
+                   users=users, **fine_tuning_options(**tuning))
 
 
 def fine_tuning_options(method: str | None = None, sequence: int | None = None, micro_batch: int | None = None,
@@ -108,12 +110,8 @@ def fine_tuning_options(method: str | None = None, sequence: int | None = None, 
     for flag, value in (("--sequence", sequence), ("--micro-batch", micro_batch), ("--lora-rank", lora_rank)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             raise UsageError(f"{flag} must be a positive whole number")
-    found = {"method": method, "sequence_tokens": sequence, "checkpointing": bool(checkpointing)}
-    if micro_batch is not None:
-        found["micro_batch"] = micro_batch
-    if lora_rank is not None:
-        found["lora_rank"] = lora_rank
-    return found
+    return {"method": method, "sequence_tokens": sequence, "micro_batch": micro_batch, "lora_rank": lora_rank,
+            "checkpointing": bool(checkpointing)}
 
 
 def check_task(task: str | None) -> None:

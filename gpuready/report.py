@@ -128,6 +128,7 @@ def report_json(report: Report) -> dict:
             "micro_batch": report.options.micro_batch,
             "lora_rank": report.options.lora_rank,
             "checkpointing": report.options.checkpointing,
+            "users": report.options.users,
         },
         "hardware": hardware_json(report.hardware),
         "tasks": [to_dict(task) for task in report.tasks],

@@ -46,6 +46,7 @@ class Requirement:
     micro_batch: int | None = None
     lora_rank: int | None = None
     checkpointing: bool | None = None  # None: the default (on)
+    users: int | None = None  # text generation: sequences served at once
 
     def label(self) -> str:
         if self.model:
@@ -72,6 +73,8 @@ class Requirement:
             text += f", >= {self.min_chunks_per_minute:,.0f} chunks a minute"
         if self.documents:
             text += f", {self.documents:,} documents"
+        if self.users:
+            text += f", {self.users} user{'s' if self.users != 1 else ''}"
         if self.method:
             text += f", {self.method}"
         if self.sequence_tokens:
@@ -125,6 +128,7 @@ SPEED_TASKS = {
     "resolution": "image-generation",
     "min_chunks_per_minute": "document-search",
     "documents": "document-search",
+    "users": "text-generation",
     "method": "fine-tuning",
     "sequence_tokens": "fine-tuning",
     "micro_batch": "fine-tuning",
@@ -138,6 +142,7 @@ FLAG_NAMES = {
     "resolution": "--resolution",
     "min_chunks_per_minute": "--min-chunks-per-minute",
     "documents": "--documents",
+    "users": "--users",
     "method": "--method",
     "sequence_tokens": "--sequence",
     "micro_batch": "--micro-batch",
@@ -158,6 +163,7 @@ _FILE_KEYS = {
     "resolution": str,
     "min_chunks_per_minute": (int, float),
     "documents": int,
+    "users": int,
     "method": str,
     "sequence": int,
     "micro_batch": int,
@@ -204,6 +210,7 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
                 resolution=parse_resolution(table["resolution"]) if "resolution" in table else None,
                 min_chunks_per_minute=_positive(table, "min_chunks_per_minute"),
                 documents=parse_documents(table["documents"]) if "documents" in table else None,
+                users=_whole(table, "users"),
                 **_tuning(table),
             )
             requirements.append(validate(requirement, catalog))
@@ -219,6 +226,12 @@ def _tuning(table: dict) -> dict:
     fine_tuning_options(table.get("method"), table.get("sequence"), table.get("micro_batch"), table.get("lora_rank"))
     return {"method": table.get("method"), "sequence_tokens": table.get("sequence"), "micro_batch": table.get("micro_batch"),
             "lora_rank": table.get("lora_rank"), "checkpointing": table.get("checkpointing")}
+
+
+def _whole(table: dict, key: str) -> int | None:
+    if key in table and table[key] <= 0:
+        raise UsageError(f"'{key}' must be a positive whole number (got {table[key]!r})")
+    return table.get(key)
 
 
 def _positive(table: dict, key: str) -> float | None:
@@ -272,11 +285,11 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
 
 def requirement_options(requirement: Requirement) -> Options:
     """The Options a requirement is judged under."""
-    tuning = {key: value for key, value in (("micro_batch", requirement.micro_batch), ("lora_rank", requirement.lora_rank),
-                                            ("checkpointing", requirement.checkpointing)) if value is not None}
     return Options(context_tokens=requirement.context_tokens, quant=requirement.quant, placement=requirement.placement,
                    documents=requirement.documents, resolution=requirement.resolution, method=requirement.method,
-                   sequence_tokens=requirement.sequence_tokens, **tuning)
+                   sequence_tokens=requirement.sequence_tokens, micro_batch=requirement.micro_batch,
+                   lora_rank=requirement.lora_rank, checkpointing=requirement.checkpointing is not False,
+                   users=requirement.users)
 
 
 def fast_enough(requirement: Requirement, verdict) -> bool:

@@ -23,7 +23,7 @@ def _options(args):
     from gpuready.app import make_options
 
     return make_options(args.context, getattr(args, "quant", None), args.placement, getattr(args, "documents", None),
-                        getattr(args, "resolution", None), method=getattr(args, "method", None),
+                        getattr(args, "resolution", None), users=getattr(args, "users", None), method=getattr(args, "method", None),
                         sequence=getattr(args, "sequence", None), micro_batch=getattr(args, "micro_batch", None),
                         lora_rank=getattr(args, "lora_rank", None), checkpointing=not getattr(args, "no_checkpointing", False))
 
@@ -112,13 +112,15 @@ def cmd_check(args) -> int:
                     micro_batch=args.micro_batch,
                     lora_rank=args.lora_rank,
                     checkpointing=False if args.no_checkpointing else None,
+                    users=args.users,
                 ),
                 catalog,
             )
         )
     else:
         given = [flag for flag, value in speeds.items() if value is not None]
-        given += [flag for flag, value in (("--method", args.method), ("--sequence", args.sequence)) if value is not None]
+        given += [flag for flag, value in (("--method", args.method), ("--sequence", args.sequence), ("--users", args.users))
+                  if value is not None]
         given += [flag for flag, value in (("--resolution", resolution), ("--documents", documents)) if value is not None]
         if given:
             raise UsageError(f"{given[0]} needs --task or --model")

@@ -27,6 +27,8 @@ from gpuready.tasks.verdict import LEVELS
 from gpuready.units import fmt_gb
 
 DEFAULT_SEQUENCE_TOKENS = 2048
+DEFAULT_MICRO_BATCH = 1
+DEFAULT_LORA_RANK = 16
 # Training floors in tokens/s. A fine-tuning set of about 10 million tokens (the order of
 # Stanford Alpaca's 52K instruction examples, https://github.com/tatsu-lab/stanford_alpaca)
 # takes one epoch in about an hour at 2,800 tokens/s ("runs-well"), overnight (12 hours) at
@@ -59,8 +61,8 @@ QUALITY = {"full-adamw": (4.0, "lossless"), "full-8bit": (3.5, "near-lossless"),
 
 
 def recipe(method: str, options) -> Recipe:
-    return Recipe(method=method, sequence_tokens=sequence_tokens(None, options), micro_batch=options.micro_batch,
-                  lora_rank=options.lora_rank, checkpointing=options.checkpointing)
+    return Recipe(method=method, sequence_tokens=sequence_tokens(None, options), micro_batch=options.micro_batch or DEFAULT_MICRO_BATCH,
+                  lora_rank=options.lora_rank or DEFAULT_LORA_RANK, checkpointing=options.checkpointing)
 
 
 def sequence_tokens(model, options) -> int:
@@ -182,7 +184,8 @@ def suggest(model, chosen, catalog, gpu: Device | None, cpu: Device, options) ->
 
 def least_memory(model, chosen, candidates, catalog, cpu: Device, options) -> str:
     """The memory QLoRA, the smallest method, needs with checkpointing at this sequence."""
-    plan = Recipe("qlora", sequence_tokens(model, options), options.micro_batch, options.lora_rank, True)
+    plan = Recipe("qlora", sequence_tokens(model, options), options.micro_batch or DEFAULT_MICRO_BATCH,
+                  options.lora_rank or DEFAULT_LORA_RANK, True)
     need = sum(memory_components(model, plan).values())
     return f"at least {fmt_gb(need)} of free memory is needed for weights, training state and activations even with qlora and checkpointing"
 

@@ -65,9 +65,11 @@ class Options:
     # sequence length, micro-batch, LoRA rank and whether gradient checkpointing is on.
     method: str | None = None
     sequence_tokens: int | None = None  # default: finetune.DEFAULT_SEQUENCE_TOKENS
-    micro_batch: int = 1
-    lora_rank: int = 16
+    micro_batch: int | None = None  # default 1
+    lora_rank: int | None = None  # default 16
     checkpointing: bool = True
+    # Text generation: sequences served at once (the KV cache holds one per user); None: one.
+    users: int | None = None
 
 
 def effective_rank(level: str, quality: str | None) -> int:

@@ -236,6 +236,9 @@ class GpureadyApp(App):
             text.append(f" {fmt.machine_line(self.report.hardware)}")
             context = self.options.context_tokens
             text.append(f" · context {context:,}" if context else " · context 8,192", style=color(self, "foreground-muted"))
+            users = getattr(self.options, "users", None)
+            if users and users > 1:
+                text.append(f" · {users} users", style=color(self, "foreground-muted"))
             if self.probing:
                 text.append("  (re-probing…)", style=color(self, "foreground-muted"))
         self.query_one("#machine", Static).update(text)

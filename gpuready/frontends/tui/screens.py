@@ -28,6 +28,10 @@ SETTING_LABELS = {
     "image_size_px": ("Image resolution", "pixels a side, e.g. 1024"),
     "document_count": ("Documents to index", "e.g. 100000"),
     "documents": ("Documents to index", "e.g. 100000"),
+    "users": ("Users at once", "text generation: concurrent sequences; empty = 1"),
+    "sequence_tokens": ("Fine-tuning sequence", "tokens; empty = 2,048"),
+    "micro_batch": ("Fine-tuning micro-batch", "empty = 1"),
+    "lora_rank": ("LoRA rank", "empty = 16"),
 }
 PLACEMENT_CHOICES = (
     ("anywhere (GPU, GPU+CPU or CPU)", "cpu"),
@@ -97,7 +101,7 @@ class SettingsScreen(ModalScreen):
         self.options = options
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="settings", classes="dialog"):
+        with VerticalScroll(id="settings", classes="dialog"):  # more settings than a short terminal has lines
             yield Label("Settings: enter applies and recomputes every verdict, esc cancels", classes="title")
             for name in numeric_settings(self.options):
                 label, hint = SETTING_LABELS.get(name, (name.replace("_", " ").capitalize(), ""))
