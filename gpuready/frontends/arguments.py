@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--min-realtime", type=float, metavar="X", help="speech: at least X times real time, e.g. 5")
     check.add_argument("--max-seconds-per-image", type=float, metavar="S", help="image generation: at most S seconds per image")
     check.add_argument("--min-chunks-per-minute", type=float, metavar="N", help="document search: embed at least N chunks a minute")
+    check.add_argument("--max-wh-per-1k-tokens", type=float, metavar="WH", help="text generation: at most WH watt-hours per 1,000 generated tokens")
     check.add_argument("--min-memory", metavar="SIZE", help="minimum usable system memory, e.g. 16GB")
     check.add_argument("--min-gpu-memory", metavar="SIZE", help="minimum usable GPU memory, e.g. 12GB")
     check.add_argument("--requirements", metavar="FILE", help="a TOML file of [[require]] tables")

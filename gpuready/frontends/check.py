@@ -16,6 +16,7 @@ from gpuready.probes import GPU_PROBES
 from gpuready.report import TASK_PROBES
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
+from gpuready.tasks.energy import WH_PER_1K_TOKENS
 from gpuready.tasks.verdict import PLACEMENT_ORDER, RUNNABLE, Options, rank_key
 from gpuready.units import fmt_gb, parse_documents, parse_resolution, parse_size
 
@@ -47,6 +48,7 @@ class Requirement:
     lora_rank: int | None = None
     checkpointing: bool | None = None  # None: the default (on)
     users: int | None = None  # text generation: sequences served at once
+    max_wh_per_1k_tokens: float | None = None  # text generation: energy budget per 1,000 generated tokens
 
     def label(self) -> str:
         if self.model:
@@ -73,6 +75,8 @@ class Requirement:
             text += f", >= {self.min_chunks_per_minute:,.0f} chunks a minute"
         if self.documents:
             text += f", {self.documents:,} documents"
+        if self.max_wh_per_1k_tokens:
+            text += f", <= {self.max_wh_per_1k_tokens:g} Wh per 1,000 tokens"
         if self.users:
             text += f", {self.users} user{'s' if self.users != 1 else ''}"
         if self.method:
@@ -129,6 +133,7 @@ SPEED_TASKS = {
     "min_chunks_per_minute": "document-search",
     "documents": "document-search",
     "users": "text-generation",
+    "max_wh_per_1k_tokens": "text-generation",
     "method": "fine-tuning",
     "sequence_tokens": "fine-tuning",
     "micro_batch": "fine-tuning",
@@ -143,6 +148,7 @@ FLAG_NAMES = {
     "min_chunks_per_minute": "--min-chunks-per-minute",
     "documents": "--documents",
     "users": "--users",
+    "max_wh_per_1k_tokens": "--max-wh-per-1k-tokens",
     "method": "--method",
     "sequence_tokens": "--sequence",
     "micro_batch": "--micro-batch",
@@ -164,6 +170,7 @@ _FILE_KEYS = {
     "min_chunks_per_minute": (int, float),
     "documents": int,
     "users": int,
+    "max_wh_per_1k_tokens": (int, float),
     "method": str,
     "sequence": int,
     "micro_batch": int,
@@ -211,6 +218,7 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
                 min_chunks_per_minute=_positive(table, "min_chunks_per_minute"),
                 documents=parse_documents(table["documents"]) if "documents" in table else None,
                 users=_whole(table, "users"),
+                max_wh_per_1k_tokens=_positive(table, "max_wh_per_1k_tokens"),
                 **_tuning(table),
             )
             requirements.append(validate(requirement, catalog))
@@ -271,6 +279,9 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
         if best is None:
             best = verdict
     verdict = best
+    if requirement.max_wh_per_1k_tokens and verdict.level in RUNNABLE and getattr(verdict, "energy", None) is None:
+        return Outcome(requirement, "unknown", f"could not tell: the power of the device {verdict.model_name} runs on is "
+                                               "not known (no NVML power limit, not in catalog/power.toml)")
     if verdict.level == "unknown" or (failed and verdict.level == "does-not-fit"):
         cause = f"the {failed.probe} probe failed: {failed.message}" if failed else verdict.reasons[0]
         return Outcome(requirement, "unknown", f"could not tell: {cause}", (failed.hint,) if failed and failed.hint else ())
@@ -304,10 +315,22 @@ def fast_enough(requirement: Requirement, verdict) -> bool:
     for bound, unit, ok in bounds:
         if bound is not None and (speed is None or verdict.speed_unit != unit or not ok(speed, bound)):
             return False
+    budget = requirement.max_wh_per_1k_tokens
+    if budget is not None:
+        energy = getattr(verdict, "energy", None)
+        return energy is not None and energy.unit == WH_PER_1K_TOKENS and energy.wh <= budget
     return True
 
 
 def speed_text(verdict) -> str:
+    text = _speed_text(verdict)
+    energy = getattr(verdict, "energy", None)
+    if energy is not None and energy.unit == WH_PER_1K_TOKENS:
+        text += f", about {energy.wh:.2g} Wh per 1,000 tokens"
+    return text
+
+
+def _speed_text(verdict) -> str:
     speed, unit = verdict.speed, verdict.speed_unit
     if speed is None:
         return "speed unknown"
@@ -323,6 +346,8 @@ def speed_text(verdict) -> str:
 
 
 def wanted_text(requirement: Requirement, verdict) -> str:
+    if requirement.max_wh_per_1k_tokens:
+        return f"at most {requirement.max_wh_per_1k_tokens:g} Wh per 1,000 tokens"
     if requirement.min_realtime:
         return f"{requirement.min_realtime:g}x real time"
     if requirement.max_seconds_per_image:

@@ -88,7 +88,8 @@ def cmd_check(args) -> int:
     task_options = _options(args)
     documents, resolution = task_options.documents, task_options.resolution
     speeds = {"--min-speed": args.min_speed, "--min-realtime": args.min_realtime,
-              "--max-seconds-per-image": args.max_seconds_per_image, "--min-chunks-per-minute": args.min_chunks_per_minute}
+              "--max-seconds-per-image": args.max_seconds_per_image, "--min-chunks-per-minute": args.min_chunks_per_minute,
+              "--max-wh-per-1k-tokens": args.max_wh_per_1k_tokens}
     for flag, value in speeds.items():
         if value is not None and value <= 0:
             raise UsageError(f"{flag} must be positive")
@@ -113,6 +114,7 @@ def cmd_check(args) -> int:
                     lora_rank=args.lora_rank,
                     checkpointing=False if args.no_checkpointing else None,
                     users=args.users,
+                    max_wh_per_1k_tokens=args.max_wh_per_1k_tokens,
                 ),
                 catalog,
             )

@@ -189,6 +189,14 @@ def render(report: Report, task: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def energy_lines(verdict: Verdict) -> list[str]:
+    """Energy per unit of work, with its band and basis, where it is known."""
+    energy = getattr(verdict, "energy", None)
+    if energy is None or verdict.placement is None:
+        return []
+    return ["", "Energy", f"  {energy.wh:.3g} {energy.unit} ({energy.low_wh:.2g}-{energy.high_wh:.2g})", f"  {energy.basis}"]
+
+
 def render_task_estimate(verdict: Verdict) -> str:
     """Breakdown for one image, speech or document-search model."""
     lines = [f"{verdict.model_name} ({verdict.model_id})", ""]
@@ -200,6 +208,7 @@ def render_task_estimate(verdict: Verdict) -> str:
         lines.append(f"  {'total':<34} {fmt_gb(estimate.memory.total_bytes):>10}  (available: {fmt_gb(verdict.memory_available_bytes)})")
         if estimate.speed is not None:
             lines += ["", f"Speed (+/-{estimate.uncertainty:.0%})", f"  {estimate.speed:,.2f} {estimate.speed_unit}"]
+        lines += energy_lines(verdict)
         lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
     lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
     if verdict.suggestions:
@@ -243,6 +252,10 @@ def render_estimate(verdict: Verdict) -> str:
                 f"                    {speed.generation_tokens_per_s_full_context:8.1f} tokens/s (context full)",
                 f"  prompt            {speed.prompt_tokens_per_s:8.0f} tokens/s" if speed.prompt_tokens_per_s else "  prompt            unknown",
             ]
+            if estimate.batched is not None:
+                lines.append(f"  {estimate.batched.users} users        {estimate.batched.per_user_tokens_per_s:8.1f} tokens/s each, "
+                             f"{estimate.batched.aggregate_tokens_per_s:.0f} in all")
+        lines += energy_lines(verdict)
         lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
     lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
     if verdict.suggestions:

@@ -13,6 +13,7 @@ from gpuready.catalog import loader
 from gpuready.hardware import Hardware
 from gpuready.tasks import finetune, image, search, speech, text
 from gpuready.tasks.base import Task
+from gpuready.tasks.energy import with_energy
 from gpuready.tasks.judge import judge
 from gpuready.tasks.verdict import Options, Verdict, rank_key
 
@@ -63,8 +64,9 @@ def models_for(catalog: loader.Catalog, task: str) -> list:
 
 
 def judge_model(model, catalog: loader.Catalog, hardware: Hardware, options: Options, task: str | None = None) -> Verdict:
-    """The verdict for one model as its own task (or as ``task``, one that judges its entries)."""
-    return judge(_registered[task or model.task], model, catalog, hardware, options)
+    """The verdict for one model as its own task (or as ``task``, one that judges its entries),
+    with its energy per unit of work."""
+    return with_energy(judge(_registered[task or model.task], model, catalog, hardware, options), hardware)
 
 
 def judge_all(catalog: loader.Catalog, hardware: Hardware, options: Options, task: str | None = None) -> list[Verdict]:

@@ -49,6 +49,7 @@ class Verdict:
     speed_unit: str | None = None
     uncertainty: float | None = None
     quality: str | None = None  # of the variant: lossless, near-lossless, good, fair, poor
+    energy: Any = None  # gpuready.tasks.energy.Energy: energy per unit of work, where power and speed are known
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,11 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
             text.append(f"  prompt     {prompt:8.0f} tok/s\n" if prompt else "  prompt     unknown\n")
         else:
             text.append(f"  {fmt.speed_cell(verdict)[0]}\n")
+    energy = getattr(verdict, "energy", None)
+    if energy is not None and verdict.placement is not None:
+        text.append("\nEnergy", style=accent)
+        text.append(f" ({energy.low_wh:.2g}-{energy.high_wh:.2g})\n", style=muted)
+        text.append(f"  {energy.wh:.3g} {energy.unit} at {energy.power_w:g} W\n")
     basis = getattr(verdict.estimate, "basis", ())
     if basis:
         text.append("\nBasis\n", style=accent)
