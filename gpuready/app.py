@@ -79,7 +79,8 @@ def size_flag(text: str, flag: str) -> int:
 
 
 def make_options(context: int | None = None, quant: str | None = None, placement: str = "cpu",
-                 documents: int | None = None, resolution: str | None = None, users: int | None = None, **tuning) -> Options:
+                 documents: int | None = None, resolution: str | None = None, users: int | None = None,
+                 with_models: tuple[str, ...] = (), **tuning) -> Options:
     """Options from what the user typed, each checked; ``tuning`` holds the fine-tuning recipe
     (method, sequence, micro_batch, lora_rank, checkpointing) where given."""
     if context is not None and context <= 0:
@@ -97,7 +98,7 @@ def make_options(context: int | None = None, quant: str | None = None, placement
     if users is not None and users <= 0:
         raise UsageError("--users must be a positive whole number")
     return Options(context_tokens=context, quant=quant, placement=placement, documents=documents, resolution=size,
-                   users=users, **fine_tuning_options(**tuning))
+                   users=users, with_models=tuple(with_models or ()), **fine_tuning_options(**tuning))
 
 
 def fine_tuning_options(method: str | None = None, sequence: int | None = None, micro_batch: int | None = None,
@@ -130,4 +131,19 @@ def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Har
             raise UsageError(f"unknown quantisation '{options.quant}' (known: {', '.join(sorted(known))})")
         catalog = Catalog({k: m for k, m in catalog.models.items() if options.quant in m.quants}, catalog.quants, catalog.files)
     machine, problems = hardware or load_hardware(request)
+    if options.with_models:
+        from gpuready.tasks.together import reserve
+
+        check_models(options.with_models, catalog, "--with")
+        resident = reserve(machine, catalog, options.with_models, options)
+        return build_report(machine, problems, catalog, options, resident.hardware, resident.verdicts)
     return build_report(machine, problems, catalog, options)
+
+
+def check_models(model_ids, catalog: Catalog, flag: str) -> None:
+    """Model ids the user typed must be in the catalogue."""
+    for model_id in model_ids:
+        if catalog.get(model_id) is None:
+            close = catalog.closest(model_id)
+            hint = f"; did you mean {', '.join(close)}?" if close else "; see `gpuready models`"
+            raise UsageError(f"{flag}: unknown model '{model_id}'{hint}")

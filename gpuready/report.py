@@ -48,6 +48,7 @@ class Report:
     tasks: tuple[TaskSummary, ...]
     problems: tuple[Problem, ...]
     options: Options
+    resident: tuple[Verdict, ...] = ()  # models loaded alongside (--with), judged first
     schema_version: int = SCHEMA_VERSION
     gpuready_version: str = __version__
 
@@ -89,12 +90,15 @@ def _smallest_need(verdicts: list[Verdict]) -> str:
     return fmt_gb(min(needs)) if needs else "unknown"
 
 
-def build_report(hardware: Hardware, problems: list[Problem], catalog: Catalog, options: Options | None = None) -> Report:
+def build_report(hardware: Hardware, problems: list[Problem], catalog: Catalog, options: Options | None = None,
+                 judged_on: Hardware | None = None, resident: tuple[Verdict, ...] = ()) -> Report:
+    """The report of ``hardware``; ``judged_on`` is what is left of it when models are resident (--with)."""
     options = options or Options()
-    verdicts = registry.judge_all(catalog, hardware, options)
+    verdicts = registry.judge_all(catalog, judged_on or hardware, options)
     failed = {p.probe for p in problems if p.severity == "error"}
     tasks = tuple(summarise_task(task, verdicts, failed) for task in registry.names())
-    return Report(hardware=hardware, verdicts=tuple(verdicts), tasks=tasks, problems=tuple(problems), options=options)
+    return Report(hardware=hardware, verdicts=tuple(verdicts), tasks=tasks, problems=tuple(problems), options=options,
+                  resident=resident)
 
 
 # --- JSON -------------------------------------------------------------------------
@@ -129,7 +133,9 @@ def report_json(report: Report) -> dict:
             "lora_rank": report.options.lora_rank,
             "checkpointing": report.options.checkpointing,
             "users": report.options.users,
+            "with": list(report.options.with_models),
         },
+        "resident": [verdict_json(v) for v in report.resident],
         "hardware": hardware_json(report.hardware),
         "tasks": [to_dict(task) for task in report.tasks],
         "verdicts": [verdict_json(v) for v in report.verdicts],

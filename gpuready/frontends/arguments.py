@@ -30,6 +30,8 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--documents", type=int, metavar="N", help="document search: documents to index (default 10,000 of ~5 chunks)")
     parser.add_argument("--resolution", metavar="WxH", help="image generation: image size, e.g. 1024x1024 (default: each model's native size)")
+    parser.add_argument("--with", dest="with_models", action="append", metavar="MODEL",
+                        help="a model kept loaded alongside (repeatable): its memory is taken first, e.g. --with whisper-large-v3")
     parser.add_argument("--users", type=int, metavar="N", help="text generation: N users at once, each with its own KV cache (default 1)")
     tuning = parser.add_argument_group("fine-tuning")
     tuning.add_argument("--method", metavar="METHOD", help="fine-tuning: judge only full-adamw, full-8bit, lora or qlora (default: all)")

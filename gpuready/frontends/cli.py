@@ -23,7 +23,8 @@ def _options(args):
     from gpuready.app import make_options
 
     return make_options(args.context, getattr(args, "quant", None), args.placement, getattr(args, "documents", None),
-                        getattr(args, "resolution", None), users=getattr(args, "users", None), method=getattr(args, "method", None),
+                        getattr(args, "resolution", None), users=getattr(args, "users", None),
+                        with_models=tuple(getattr(args, "with_models", None) or ()), method=getattr(args, "method", None),
                         sequence=getattr(args, "sequence", None), micro_batch=getattr(args, "micro_batch", None),
                         lora_rank=getattr(args, "lora_rank", None), checkpointing=not getattr(args, "no_checkpointing", False))
 
@@ -135,7 +136,8 @@ def cmd_check(args) -> int:
     if args.context is not None and args.context <= 0:
         raise UsageError("--context must be a positive number of tokens")
     hardware, problems = _hardware(args)
-    outcomes = [evaluate(r, hardware, problems, catalog) for r in requirements]
+    hardware, outcomes = _resident(hardware, catalog, task_options)
+    outcomes += [evaluate(r, hardware, problems, catalog) for r in requirements]
     code = exit_code(outcomes)
     if args.json:
         payload = {
@@ -155,6 +157,22 @@ def cmd_check(args) -> int:
         for hint in outcome.hints:
             sys.stderr.write(f"hint: {hint}\n")
     return code
+
+
+def _resident(hardware, catalog, options):
+    """The hardware left once the --with models are loaded, and an outcome for each of them."""
+    if not options.with_models:
+        return hardware, []
+    from gpuready.app import check_models
+    from gpuready.frontends.check import Outcome, Requirement
+    from gpuready.tasks.together import describe, reserve
+    from gpuready.tasks.verdict import RUNNABLE
+
+    check_models(options.with_models, catalog, "--with")
+    resident = reserve(hardware, catalog, options.with_models, options)
+    outcomes = [Outcome(Requirement(model=v.model_id), "met" if v.level in RUNNABLE else "not-met", f"loaded alongside: {describe(v)}")
+                for v in resident.verdicts]
+    return resident.hardware, outcomes
 
 
 def cmd_models(args) -> int:
@@ -212,6 +230,9 @@ def cmd_estimate(args) -> int:
         validate(Requirement(model=args.model, quant=args.quant, task=args.task), catalog)
         model = catalog.get(args.model)
     hardware, problems = _hardware(args)
+    hardware, resident = _resident(hardware, catalog, _options(args))
+    for outcome in resident:
+        sys.stderr.write(f"with {outcome.reason}\n")
     verdict = judge_model(model, catalog, hardware, _options(args), args.task)
     if args.json:
         sys.stdout.write(json.dumps(verdict_json(verdict), indent=2) + "\n")

@@ -164,6 +164,11 @@ def render(report: Report, task: str | None = None) -> str:
         found = [f"{b.name} {b.version}" if b.version else b.name for b in hardware.backends if b.available]
         missing = [f"{b.name} unusable" for b in hardware.backends if not b.available]
         lines.append(f"{'Backends':<10}{' · '.join(found + missing)}")
+    if report.resident:
+        from gpuready.tasks.together import describe
+
+        for index, verdict in enumerate(report.resident):
+            lines.append(f"{'With' if index == 0 else '':<10}{describe(verdict)}")
     for problem in report.problems:
         lines.append(f"Problem   [{problem.probe}] {problem.message}")
         if problem.hint:

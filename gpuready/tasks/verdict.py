@@ -71,6 +71,8 @@ class Options:
     checkpointing: bool = True
     # Text generation: sequences served at once (the KV cache holds one per user); None: one.
     users: int | None = None
+    # Models resident alongside (--with): their memory is taken before anything else is judged.
+    with_models: tuple[str, ...] = ()
 
 
 def effective_rank(level: str, quality: str | None) -> int:
