@@ -194,6 +194,16 @@ def render(report: Report, task: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def npu_lines(verdict: Verdict) -> list[str]:
+    """The NPU placement a cited runtime offers, with its speed and what is missing."""
+    offer = getattr(verdict, "npu", None)
+    if offer is None:
+        return []
+    state = "available" if offer.available else "not available here: " + "; ".join(offer.missing)
+    lines = ["", f"On the NPU ({state})", f"  {offer.speed:,.1f} {offer.speed_unit} (+/-{offer.uncertainty:.0%}) on {offer.npu}"]
+    return lines + [f"  {line}" for line in offer.basis]
+
+
 def energy_lines(verdict: Verdict) -> list[str]:
     """Energy per unit of work, with its band and basis, where it is known."""
     energy = getattr(verdict, "energy", None)
@@ -213,7 +223,7 @@ def render_task_estimate(verdict: Verdict) -> str:
         lines.append(f"  {'total':<34} {fmt_gb(estimate.memory.total_bytes):>10}  (available: {fmt_gb(verdict.memory_available_bytes)})")
         if estimate.speed is not None:
             lines += ["", f"Speed (+/-{estimate.uncertainty:.0%})", f"  {estimate.speed:,.2f} {estimate.speed_unit}"]
-        lines += energy_lines(verdict)
+        lines += energy_lines(verdict) + npu_lines(verdict)
         lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
     lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
     if verdict.suggestions:

@@ -15,6 +15,7 @@ from gpuready.tasks import finetune, image, search, speech, text
 from gpuready.tasks.base import Task
 from gpuready.tasks.energy import with_energy
 from gpuready.tasks.judge import judge
+from gpuready.tasks.npu import with_npu
 from gpuready.tasks.verdict import Options, Verdict, rank_key
 
 BUILTIN = (text.TASK, image.TASK, speech.TASK, search.TASK, finetune.TASK)
@@ -66,7 +67,8 @@ def models_for(catalog: loader.Catalog, task: str) -> list:
 def judge_model(model, catalog: loader.Catalog, hardware: Hardware, options: Options, task: str | None = None) -> Verdict:
     """The verdict for one model as its own task (or as ``task``, one that judges its entries),
     with its energy per unit of work."""
-    return with_energy(judge(_registered[task or model.task], model, catalog, hardware, options), hardware)
+    verdict = with_energy(judge(_registered[task or model.task], model, catalog, hardware, options), hardware)
+    return with_npu(verdict, model, hardware)
 
 
 def judge_all(catalog: loader.Catalog, hardware: Hardware, options: Options, task: str | None = None) -> list[Verdict]:

@@ -50,6 +50,7 @@ class Verdict:
     uncertainty: float | None = None
     quality: str | None = None  # of the variant: lossless, near-lossless, good, fair, poor
     energy: Any = None  # gpuready.tasks.energy.Energy: energy per unit of work, where power and speed are known
+    npu: Any = None  # gpuready.tasks.npu.NpuOffer: the NPU placement a cited runtime offers, next to this one
 
 
 @dataclass(frozen=True)
