@@ -51,14 +51,14 @@ HELP = """\
 probe of the hardware. Speeds are estimates; the ± column says how sure.
 
 [b]Keys[/b] (the mouse works too: click tabs, cards, rows and headings)
-  1 … 5      overview, then a tab per task (←/→ on the tabs, too)
+  1 … 6      overview, then a tab per task (←/→ on the tabs, too)
   ↑/↓ enter  move in a table; enter opens a model's details
   esc        back from details, close a dialog
   /          filter models by name (esc clears)
   s          sort by the next column (click a heading; again reverses)
   r          show only what runs / show everything
-  c          settings: context length, placement (image size and
-             document count appear once those tasks are assessed)
+  c          settings: context length, users at once, placement,
+             documents, fine-tuning sequence, micro-batch, LoRA rank
   w          what-if: add a GPU from the table, or a hardware file
   x          undo the what-if, back to the probed machine
   p          probe the machine again
