@@ -110,8 +110,10 @@ def size_flag(text: str, flag: str) -> int:
 
 
 def make_options(context: int | None = None, quant: str | None = None, placement: str = "cpu",
-                 documents: int | None = None, resolution: str | None = None) -> Options:
-    """Options from what the user typed, each checked."""
+                 documents: int | None = None, resolution: str | None = None, users: int | None = None,
+                 with_models: tuple[str, ...] = (), **tuning) -> Options:
+    """Options from what the user typed, each checked; ``tuning`` holds the fine-tuning recipe
+    (method, sequence, micro_batch, lora_rank, checkpointing) where given."""
     if context is not None and context <= 0:
         raise UsageError("--context must be a positive number of tokens")
     if placement not in PLACEMENT_ORDER:
@@ -124,7 +126,24 @@ def make_options(context: int | None = None, quant: str | None = None, placement
         size = parse_resolution(resolution) if resolution is not None else None
     except UsageError as error:
         raise UsageError(f"--resolution: {error}") from None
-    return Options(context_tokens=context, quant=quant, placement=placement, documents=documents, resolution=size)
+    if users is not None and users <= 0:
+        raise UsageError("--users must be a positive whole number")
+    return Options(context_tokens=context, quant=quant, placement=placement, documents=documents, resolution=size,
+                   users=users, with_models=tuple(with_models or ()), **fine_tuning_options(**tuning))
+
+
+def fine_tuning_options(method: str | None = None, sequence: int | None = None, micro_batch: int | None = None,
+                        lora_rank: int | None = None, checkpointing: bool = True) -> dict:
+    """The fine-tuning recipe's Options fields, each checked (UsageError names the flag)."""
+    from gpuready.tasks.finetune_memory import METHODS
+
+    if method is not None and method not in METHODS:
+        raise UsageError(f"unknown fine-tuning method '{method}' (one of {', '.join(METHODS)})")
+    for flag, value in (("--sequence", sequence), ("--micro-batch", micro_batch), ("--lora-rank", lora_rank)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise UsageError(f"{flag} must be a positive whole number")
+    return {"method": method, "sequence_tokens": sequence, "micro_batch": micro_batch, "lora_rank": lora_rank,
+            "checkpointing": bool(checkpointing)}
 
 
 def check_task(task: str | None) -> None:
@@ -145,12 +164,28 @@ def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Har
     loaded = Loaded(*hardware) if hardware else load(request)
     if loaded.applied is not None:
         options = replace(options, measured_speeds=loaded.measured_speeds)
-    result = build_report(loaded.hardware, loaded.problems, catalog, options)
+    if options.with_models:
+        from gpuready.tasks.together import reserve
+
+        check_models(options.with_models, catalog, "--with")
+        resident = reserve(loaded.hardware, catalog, options.with_models, options)
+        result = build_report(loaded.hardware, loaded.problems, catalog, options, resident.hardware, resident.verdicts)
+    else:
+        result = build_report(loaded.hardware, loaded.problems, catalog, options)
     if loaded.applied is not None and not (request.gpu or request.memory):  # a what-if is not the measured machine
         from gpuready.bench.apply import summarise
 
         result = summarise(loaded.applied, result, catalog, options)
     return result
+
+
+def check_models(model_ids, catalog: Catalog, flag: str) -> None:
+    """Model ids the user typed must be in the catalogue."""
+    for model_id in model_ids:
+        if catalog.get(model_id) is None:
+            close = catalog.closest(model_id)
+            hint = f"; did you mean {', '.join(close)}?" if close else "; see `gpuready models`"
+            raise UsageError(f"{flag}: unknown model '{model_id}'{hint}")
 
 
 def context_warning(report: Report) -> str | None:

@@ -101,6 +101,8 @@ class GPU:
     # instances are never pooled like identical GPUs.
     mig_profile: str | None = None
     table_id: str | None = None  # row of catalog/gpus.toml used
+    # The power limit the driver enforces now (NVML nvmlDeviceGetEnforcedPowerLimit), watts.
+    power_limit_w: float | None = None
     # False for graphics that no AI runtime can use (old iGPUs, software renderers).
     counted: bool = True
     not_counted_reason: str | None = None

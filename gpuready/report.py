@@ -51,13 +51,15 @@ class Report:
     tasks: tuple[TaskSummary, ...]
     problems: tuple[Problem, ...]
     options: Options
+    resident: tuple[Verdict, ...] = ()  # models loaded alongside (--with), judged first
     schema_version: int = SCHEMA_VERSION
     gpuready_version: str = __version__
     # gpuready.bench.apply.MeasuredSummary when this machine's measurements were used.
     measured: object | None = None
 
-    def verdict(self, model_id: str) -> Verdict | None:
-        return next((v for v in self.verdicts if v.model_id == model_id), None)
+    def verdict(self, model_id: str, task: str | None = None) -> Verdict | None:
+        """A model's verdict; ``task`` picks one where two tasks judge the same entry (an LLM's fine-tuning)."""
+        return next((v for v in self.verdicts if v.model_id == model_id and (task is None or v.task == task)), None)
 
     def failed_probes(self) -> set[str]:
         return {problem.probe for problem in self.problems if problem.severity == "error"}
@@ -119,12 +121,15 @@ def _smallest_need(verdicts: list[Verdict]) -> str:
     return fmt_gb(min(needs)) if needs else "unknown"
 
 
-def build_report(hardware: Hardware, problems: list[Problem], catalog: Catalog, options: Options | None = None) -> Report:
+def build_report(hardware: Hardware, problems: list[Problem], catalog: Catalog, options: Options | None = None,
+                 judged_on: Hardware | None = None, resident: tuple[Verdict, ...] = ()) -> Report:
+    """The report of ``hardware``; ``judged_on`` is what is left of it when models are resident (--with)."""
     options = options or Options()
-    verdicts = registry.judge_all(catalog, hardware, options)
+    verdicts = registry.judge_all(catalog, judged_on or hardware, options)
     failed = {p.probe for p in problems if p.severity == "error"}
     tasks = tuple(summarise_task(task, verdicts, failed) for task in registry.names())
-    return Report(hardware=hardware, verdicts=tuple(verdicts), tasks=tasks, problems=tuple(problems), options=options)
+    return Report(hardware=hardware, verdicts=tuple(verdicts), tasks=tasks, problems=tuple(problems), options=options,
+                  resident=resident)
 
 
 # --- JSON -------------------------------------------------------------------------
@@ -153,7 +158,15 @@ def report_json(report: Report) -> dict:
             "placement": report.options.placement,
             "documents": report.options.documents,
             "resolution": list(report.options.resolution) if report.options.resolution else None,
+            "method": report.options.method,
+            "sequence_tokens": report.options.sequence_tokens,
+            "micro_batch": report.options.micro_batch,
+            "lora_rank": report.options.lora_rank,
+            "checkpointing": report.options.checkpointing,
+            "users": report.options.users,
+            "with": list(report.options.with_models),
         },
+        "resident": [verdict_json(v) for v in report.resident],
         "hardware": hardware_json(report.hardware),
         "tasks": [to_dict(task) for task in report.tasks],
         "verdicts": [verdict_json(v) for v in report.verdicts],

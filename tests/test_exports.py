@@ -63,11 +63,12 @@ def test_the_exports_read_the_schema_version_that_report_writes():
 
 
 def test_every_reference_model_is_in_the_catalogue():
-    from gpuready.tasks.registry import load_catalog
+    from gpuready.tasks.registry import judges, load_catalog
 
     catalog = load_catalog()
-    assert {task: catalog.get(model_id).task for task, model_id in REFERENCE_MODELS.items()} == {
-        task: task for task in REFERENCE_MODELS}
+    # Fine-tuning's reference is an LLM of the text-generation catalogue, which that task judges.
+    assert {task: judges(task, catalog.get(model_id)) for task, model_id in REFERENCE_MODELS.items()} == {
+        task: True for task in REFERENCE_MODELS}
 
 
 def test_capacity_of_a_small_report_takes_the_largest_usable_model_and_the_reference_speeds():
@@ -79,6 +80,7 @@ def test_capacity_of_a_small_report_takes_the_largest_usable_model_and_the_refer
         ("image-generation", "limited", 1, 2, 11.02),
         ("speech", "not-possible", 0, 1, None),
         ("document-search", "unknown", 0, 0, None),
+        ("fine-tuning", "not-assessed", 0, 0, None),  # a report without the task: not assessed
     ]
     assert cap.gpu_memory_bytes == 25756172288  # the uncounted GPU is left out
 
@@ -100,6 +102,8 @@ def test_the_nfd_labels_of_a_small_report_are_integers_where_affinity_compares()
         "gpuready.io/speech.usable-models": "0",
         "gpuready.io/document-search.status": "unknown",
         "gpuready.io/document-search.usable-models": "0",
+        "gpuready.io/fine-tuning.status": "not-assessed",
+        "gpuready.io/fine-tuning.usable-models": "0",
         "gpuready.io/text-generation.max-params-b": "70",
         "gpuready.io/text-generation.tokens-per-s": "80",
         "gpuready.io/image-generation.seconds-x10": "110",
@@ -303,9 +307,10 @@ def test_the_prometheus_file_of_a_small_report_parses_back_to_the_same_values():
         ("hw_gpu_memory_limit_bytes", gpu0): 25756172288,
         ("hw_gpu_memory_usage_bytes", gpu0): 25756172288 - 24066916352,
     }
-    statuses = {"text-generation": "ready", "image-generation": "limited", "speech": "not-possible", "document-search": "unknown"}
-    usable = {"text-generation": 3, "image-generation": 1, "speech": 0, "document-search": 0}
-    assessed = {"text-generation": 4, "image-generation": 2, "speech": 1, "document-search": 0}
+    statuses = {"text-generation": "ready", "image-generation": "limited", "speech": "not-possible", "document-search": "unknown",
+                "fine-tuning": "not-assessed"}  # a report without the task: not assessed
+    usable = {"text-generation": 3, "image-generation": 1, "speech": 0, "document-search": 0, "fine-tuning": 0}
+    assessed = {"text-generation": 4, "image-generation": 2, "speech": 1, "document-search": 0, "fine-tuning": 0}
     for task, status in statuses.items():
         for state in capacity_module.STATUSES:
             expected[("gpuready_task_status", tuple(sorted({"task": task, "status": state}.items())))] = 1 if state == status else 0

@@ -240,6 +240,7 @@ def fake_pynvml(init_error=None, memory_v2_error=None, bus_width_error=None, mig
     module.nvmlDeviceGetMemoryBusWidth = bus_width
     module.nvmlDeviceGetMaxClockInfo = lambda handle, clock: 1215
     module.nvmlDeviceGetMigMode = lambda handle: [1, 1] if mig else [0, 0]
+    module.nvmlDeviceGetEnforcedPowerLimit = lambda handle: 400000  # milliwatts: an A100 SXM4's default 400 W
     module.nvmlDeviceGetMaxMigDeviceCount = lambda handle: 2
     module.nvmlDeviceGetMigDeviceHandleByIndex = mig_handle
     module.nvmlDeviceGetGpuInstanceId = lambda handle: 2
@@ -264,7 +265,7 @@ def test_the_readout_falls_back_to_memory_info_v1_and_records_unsupported_fields
             "pci_bus_id": "00000000:07:00.0", "pci_device_id": 0x20B010DE,
             "memory": {"total": 40536 * MIB, "free": 40449 * MIB, "used": 87 * MIB, "version": 1},
             "compute_capability": [8, 0], "architecture": 7, "max_memory_clock_mhz": 1215, "mig_mode": [0, 0],
-            "errors": {"memory_bus_width_bits": "NVML_ERROR_NOT_SUPPORTED"},
+            "power_limit_mw": 400000, "errors": {"memory_bus_width_bits": "NVML_ERROR_NOT_SUPPORTED"},
         }],
     }
     assert calls == ["shutdown"]

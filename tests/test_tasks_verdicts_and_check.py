@@ -97,7 +97,8 @@ def test_a_gpu_less_ryzen_desktop_runs_small_models_of_every_task_on_the_cpu():
     assert images["flux.1-dev"][0] == "too-slow"
     search = summary(verdicts, "document-search")
     assert search["all-minilm-l6-v2"] == ("runs-well", "fp16", "cpu", "sentence-transformers (CPU)")  # ~9,900 chunks a minute at 32% of peak
-    assert {v.speed_unit for v in verdicts if v.placement} == {"tokens/s", "s/image", "x realtime", "chunks/s", "pairs/s"}
+    assert {v.speed_unit for v in verdicts if v.placement} == {"tokens/s", "s/image", "x realtime", "chunks/s", "pairs/s",
+                                                               "training tokens/s"}
 
 
 def test_an_rtx_4090_puts_flux_dev_in_model_offload_and_whisper_large_on_the_gpu():
@@ -132,7 +133,7 @@ def test_a_bigger_document_collection_grows_the_index_in_system_memory():
 def test_the_json_report_carries_task_verdicts_with_their_units_and_the_new_settings():
     report = build_report(ryzen(), [], CATALOG, Options(documents=500, resolution=(768, 768)))
     assert [(t.task, t.status) for t in report.tasks][1:] == [
-        ("image-generation", "ready"), ("speech", "ready"), ("document-search", "ready")]
+        ("image-generation", "ready"), ("speech", "ready"), ("document-search", "ready"), ("fine-tuning", "limited")]
     from gpuready.report import report_json
 
     data = json.loads(json.dumps(report_json(report)))

@@ -567,7 +567,7 @@ def test_a_task_the_ui_has_never_heard_of_gets_its_own_tab_and_card():
         app = app_for(CPU_ONLY)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
-            await pilot.press("6")
+            await pilot.press("7")  # after the five built-in tasks' tabs
             await pilot.pause()
             card = app.query_one("#card-video-generation")
             return app.query_one("#tabs").active, str(card.render()), str(app.query_one("#status-video-generation").render())

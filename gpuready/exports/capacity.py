@@ -14,7 +14,10 @@ from dataclasses import dataclass
 # The report schema this package reads; a report with another version is refused.
 # tests/test_exports_capacity.py pins it to gpuready.report.SCHEMA_VERSION.
 SCHEMA_VERSION = 1
-TASKS = ("text-generation", "image-generation", "speech", "document-search")
+TASKS = ("text-generation", "image-generation", "speech", "document-search", "fine-tuning")
+# Tasks that own their catalogue entries. Fine-tuning judges the text-generation LLMs again:
+# its verdicts count in its own task's capacity, not in the per-model listing (one entry a model id).
+MODEL_TASKS = ("text-generation", "image-generation", "speech", "document-search")
 STATUSES = ("ready", "limited", "not-possible", "unknown", "not-assessed")
 # Levels at or above the usable floor (the report's `levels`, best first, up to "slow";
 # "too-slow" fits but is below the task's floor).
@@ -26,6 +29,7 @@ REFERENCE_MODELS = {
     "image-generation": "sdxl",
     "speech": "whisper-large-v3",
     "document-search": "bge-m3",
+    "fine-tuning": "llama-3.1-8b",
 }
 GIB = 1024**3
 
@@ -147,7 +151,7 @@ def capacity(report: dict) -> Capacity:
         memory_total_bytes=_integer(memory.get("total_bytes")),
         memory_usable_bytes=_integer(memory.get("usable_bytes")),
         usable_models=tuple((v["task"], v["model_id"], v["level"], _number(v.get("speed")), v.get("speed_unit"))
-                            for v in verdicts if v.get("level") in USABLE_LEVELS),
+                            for v in verdicts if v.get("level") in USABLE_LEVELS and v["task"] in MODEL_TASKS),
     )
 
 

@@ -135,6 +135,6 @@ def _row(node: Node) -> list[str]:
     ]
 
 
-HEADERS = ["NODE", "GPU", "GPU GiB", "RAM GiB", "TEXT", "IMAGE", "SPEECH", "SEARCH", "MAX LLM (B)", "8B tok/s"]
-_RIGHT = {2, 3, 8, 9}
+HEADERS = ["NODE", "GPU", "GPU GiB", "RAM GiB", "TEXT", "IMAGE", "SPEECH", "SEARCH", "TUNE", "MAX LLM (B)", "8B tok/s"]
+_RIGHT = {2, 3, 9, 10}
 _STATUS_MARK = {"ready": "ready", "limited": "limited", "not-possible": "no", "unknown": "?", "not-assessed": "-"}

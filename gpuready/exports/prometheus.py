@@ -50,6 +50,7 @@ def text(cap: Capacity) -> str:
         "image-generation": ("gpuready_image_generation_seconds", "Seconds per image of the reference model."),
         "speech": ("gpuready_speech_realtime_ratio", "Real-time factor of the reference model (audio seconds per second)."),
         "document-search": ("gpuready_document_search_chunks_per_second", "Chunks embedded per second by the reference model."),
+        "fine-tuning": ("gpuready_fine_tuning_tokens_per_second", "Training tokens per second of the reference model's best method."),
     }
     for task in cap.tasks:
         name, help_text = units[task.task]

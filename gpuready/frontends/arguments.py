@@ -47,6 +47,15 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--documents", type=int, metavar="N", help="document search: documents to index (default 10,000 of ~5 chunks)")
     parser.add_argument("--resolution", metavar="WxH", help="image generation: image size, e.g. 1024x1024 (default: each model's native size)")
+    parser.add_argument("--with", dest="with_models", action="append", metavar="MODEL",
+                        help="a model kept loaded alongside (repeatable): its memory is taken first, e.g. --with whisper-large-v3")
+    parser.add_argument("--users", type=int, metavar="N", help="text generation: N users at once, each with its own KV cache (default 1)")
+    tuning = parser.add_argument_group("fine-tuning")
+    tuning.add_argument("--method", metavar="METHOD", help="fine-tuning: judge only full-adamw, full-8bit, lora or qlora (default: all)")
+    tuning.add_argument("--sequence", type=int, metavar="TOKENS", help="fine-tuning: training sequence length (default 2048)")
+    tuning.add_argument("--micro-batch", type=int, metavar="N", help="fine-tuning: sequences a step (default 1)")
+    tuning.add_argument("--lora-rank", type=int, metavar="R", help="fine-tuning: LoRA rank (default 16)")
+    tuning.add_argument("--no-checkpointing", action="store_true", help="fine-tuning: gradient checkpointing off (default on)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--min-realtime", type=float, metavar="X", help="speech: at least X times real time, e.g. 5")
     check.add_argument("--max-seconds-per-image", type=float, metavar="S", help="image generation: at most S seconds per image")
     check.add_argument("--min-chunks-per-minute", type=float, metavar="N", help="document search: embed at least N chunks a minute")
+    check.add_argument("--max-wh-per-1k-tokens", type=float, metavar="WH", help="text generation: at most WH watt-hours per 1,000 generated tokens")
     check.add_argument("--min-memory", metavar="SIZE", help="minimum usable system memory, e.g. 16GB")
     check.add_argument("--min-gpu-memory", metavar="SIZE", help="minimum usable GPU memory, e.g. 12GB")
     check.add_argument("--requirements", metavar="FILE", help="a TOML file of [[require]] tables")
@@ -91,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     estimate = commands.add_parser("estimate", help="memory and speed breakdown for one model on this machine")
     estimate.add_argument("model", help="a catalogue model id, a local .gguf file, or a Hugging Face config.json (or its directory)")
     estimate.add_argument("--json", action="store_true", help="print the verdict, its estimate and basis as JSON")
+    estimate.add_argument("--task", help="judge it for another task over the same entry: fine-tuning")
     _model_options(estimate)
     _common(estimate)
 

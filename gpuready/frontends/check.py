@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuready.catalog.loader import Catalog, CatalogError, read_toml
@@ -16,6 +16,7 @@ from gpuready.probes import GPU_PROBES
 from gpuready.report import TASK_PROBES
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
+from gpuready.tasks.energy import WH_PER_1K_TOKENS
 from gpuready.tasks.verdict import PLACEMENT_ORDER, RUNNABLE, Options, rank_key
 from gpuready.units import fmt_gb, parse_documents, parse_resolution, parse_size
 
@@ -40,10 +41,18 @@ class Requirement:
     resolution: tuple[int, int] | None = None  # image generation: width, height
     min_chunks_per_minute: float | None = None  # document search: embedding speed
     documents: int | None = None  # document search: collection size for the index
+    # Fine-tuning (with task "fine-tuning" and, optionally, a model): the recipe judged.
+    method: str | None = None
+    sequence_tokens: int | None = None
+    micro_batch: int | None = None
+    lora_rank: int | None = None
+    checkpointing: bool | None = None  # None: the default (on)
+    users: int | None = None  # text generation: sequences served at once
+    max_wh_per_1k_tokens: float | None = None  # text generation: energy budget per 1,000 generated tokens
 
     def label(self) -> str:
         if self.model:
-            text = f"model {self.model}"
+            text = f"model {self.model}" + (f" ({self.task})" if self.task else "")
             if self.quant:
                 text += f" {self.quant}"
             if self.context_tokens:
@@ -66,6 +75,14 @@ class Requirement:
             text += f", >= {self.min_chunks_per_minute:,.0f} chunks a minute"
         if self.documents:
             text += f", {self.documents:,} documents"
+        if self.max_wh_per_1k_tokens:
+            text += f", <= {self.max_wh_per_1k_tokens:g} Wh per 1,000 tokens"
+        if self.users:
+            text += f", {self.users} user{'s' if self.users != 1 else ''}"
+        if self.method:
+            text += f", {self.method}"
+        if self.sequence_tokens:
+            text += f", sequence {self.sequence_tokens:,}"
         if self.placement != "cpu":
             text += f", placement {self.placement}"
         return text
@@ -91,8 +108,13 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
             raise UsageError(f"unknown model '{requirement.model}'{hint}")
         if requirement.quant and requirement.quant not in model.quants:
             raise UsageError(f"model '{model.id}' has no quantisation '{requirement.quant}' (it has {', '.join(model.quants)})")
-    task = catalog.get(requirement.model).task if requirement.model else (
-        registry.resolve(requirement.task)[0].name if requirement.task else None)
+    task = requirement.task
+    if requirement.model:
+        own = catalog.get(requirement.model).task
+        if task and not registry.judges(registry.resolve(task)[0].name, catalog.get(requirement.model)):
+            raise UsageError(f"model '{requirement.model}' is a {own} model: task {task} does not judge it")
+        task = task or own
+    task = registry.resolve(task)[0].name if task else None  # a group (speech-to-text) measures in its task's unit
     for key, wanted_task in SPEED_TASKS.items():
         if getattr(requirement, key) is not None and task != wanted_task:
             raise UsageError(f"{FLAG_NAMES[key]} applies to {wanted_task}, not {task or 'a memory requirement'}")
@@ -111,6 +133,13 @@ SPEED_TASKS = {
     "resolution": "image-generation",
     "min_chunks_per_minute": "document-search",
     "documents": "document-search",
+    "users": "text-generation",
+    "max_wh_per_1k_tokens": "text-generation",
+    "method": "fine-tuning",
+    "sequence_tokens": "fine-tuning",
+    "micro_batch": "fine-tuning",
+    "lora_rank": "fine-tuning",
+    "checkpointing": "fine-tuning",
 }
 FLAG_NAMES = {
     "min_generation_tokens_per_s": "--min-speed",
@@ -119,6 +148,13 @@ FLAG_NAMES = {
     "resolution": "--resolution",
     "min_chunks_per_minute": "--min-chunks-per-minute",
     "documents": "--documents",
+    "users": "--users",
+    "max_wh_per_1k_tokens": "--max-wh-per-1k-tokens",
+    "method": "--method",
+    "sequence_tokens": "--sequence",
+    "micro_batch": "--micro-batch",
+    "lora_rank": "--lora-rank",
+    "checkpointing": "--no-checkpointing",
 }
 _FILE_KEYS = {
     "task": str,
@@ -134,6 +170,13 @@ _FILE_KEYS = {
     "resolution": str,
     "min_chunks_per_minute": (int, float),
     "documents": int,
+    "users": int,
+    "max_wh_per_1k_tokens": (int, float),
+    "method": str,
+    "sequence": int,
+    "micro_batch": int,
+    "lora_rank": int,
+    "checkpointing": bool,
 }
 
 
@@ -157,7 +200,7 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
             expected = _FILE_KEYS.get(key)
             if expected is None:
                 errors.append(f"{where}: unknown key '{key}'")
-            elif isinstance(value, bool) or not isinstance(value, expected):
+            elif isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
                 errors.append(f"{where}: '{key}' has the wrong type ({value!r})")
     if errors:
         if any("unknown key" in error for error in errors):
@@ -181,11 +224,29 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
                 resolution=parse_resolution(table["resolution"]) if "resolution" in table else None,
                 min_chunks_per_minute=_positive(table, "min_chunks_per_minute"),
                 documents=parse_documents(table["documents"]) if "documents" in table else None,
+                users=_whole(table, "users"),
+                max_wh_per_1k_tokens=_positive(table, "max_wh_per_1k_tokens"),
+                **_tuning(table),
             )
             requirements.append(validate(requirement, catalog))
         except UsageError as error:
             raise UsageError(f"{where}: {error}") from None
     return requirements
+
+
+def _tuning(table: dict) -> dict:
+    """The fine-tuning keys of a requirements table, checked as the flags are."""
+    from gpuready.app import fine_tuning_options
+
+    fine_tuning_options(table.get("method"), table.get("sequence"), table.get("micro_batch"), table.get("lora_rank"))
+    return {"method": table.get("method"), "sequence_tokens": table.get("sequence"), "micro_batch": table.get("micro_batch"),
+            "lora_rank": table.get("lora_rank"), "checkpointing": table.get("checkpointing")}
+
+
+def _whole(table: dict, key: str) -> int | None:
+    if key in table and table[key] <= 0:
+        raise UsageError(f"'{key}' must be a positive whole number (got {table[key]!r})")
+    return table.get(key)
 
 
 def _positive(table: dict, key: str) -> float | None:
@@ -207,19 +268,18 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
     if requirement.min_memory_bytes is not None or requirement.min_gpu_memory_bytes is not None:
         return _evaluate_memory(requirement, hardware, problems)
-    options = Options(context_tokens=requirement.context_tokens, quant=requirement.quant, placement=requirement.placement,
-                      documents=requirement.documents, resolution=requirement.resolution, measured_speeds=measured_speeds)
+    options = replace(requirement_options(requirement), measured_speeds=measured_speeds)
     if requirement.model:
         models = [catalog.get(requirement.model)]
     else:
-        task, group = registry.resolve(requirement.task)
-        models = [m for m in catalog.for_task(task.name) if group is None or group.has(m)]
+        models = registry.models_for(catalog, requirement.task)
         if not models:
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
     failed = _depends_failed(problems, TASK_PROBES)
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
-    for verdict in sorted((registry.judge_model(m, catalog, hardware, options) for m in models), key=rank_key):
+    judged = (registry.judge_model(m, catalog, hardware, options, requirement.task) for m in models)
+    for verdict in sorted(judged, key=rank_key):
         if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
             where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
             reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict)}"
@@ -227,6 +287,9 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
         if best is None:
             best = verdict
     verdict = best
+    if requirement.max_wh_per_1k_tokens and verdict.level in RUNNABLE and getattr(verdict, "energy", None) is None:
+        return Outcome(requirement, "unknown", f"could not tell: the power of the device {verdict.model_name} runs on is "
+                                               "not known (no NVML power limit, not in catalog/power.toml)")
     if verdict.level == "unknown" or (failed and verdict.level == "does-not-fit"):
         cause = f"the {failed.probe} probe failed: {failed.message}" if failed else verdict.reasons[0]
         return Outcome(requirement, "unknown", f"could not tell: {cause}", (failed.hint,) if failed and failed.hint else ())
@@ -237,6 +300,15 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     if requirement.task and not requirement.model:
         reason = f"no {requirement.task} model meets it; closest: {reason}"
     return Outcome(requirement, "not-met", reason, verdict.suggestions)
+
+
+def requirement_options(requirement: Requirement) -> Options:
+    """The Options a requirement is judged under."""
+    return Options(context_tokens=requirement.context_tokens, quant=requirement.quant, placement=requirement.placement,
+                   documents=requirement.documents, resolution=requirement.resolution, method=requirement.method,
+                   sequence_tokens=requirement.sequence_tokens, micro_batch=requirement.micro_batch,
+                   lora_rank=requirement.lora_rank, checkpointing=requirement.checkpointing is not False,
+                   users=requirement.users)
 
 
 def fast_enough(requirement: Requirement, verdict) -> bool:
@@ -251,10 +323,22 @@ def fast_enough(requirement: Requirement, verdict) -> bool:
     for bound, unit, ok in bounds:
         if bound is not None and (speed is None or verdict.speed_unit != unit or not ok(speed, bound)):
             return False
+    budget = requirement.max_wh_per_1k_tokens
+    if budget is not None:
+        energy = getattr(verdict, "energy", None)
+        return energy is not None and energy.unit == WH_PER_1K_TOKENS and energy.wh <= budget
     return True
 
 
 def speed_text(verdict) -> str:
+    text = _speed_text(verdict)
+    energy = getattr(verdict, "energy", None)
+    if energy is not None and energy.unit == WH_PER_1K_TOKENS:
+        text += f", about {energy.wh:.2g} Wh per 1,000 tokens"
+    return text
+
+
+def _speed_text(verdict) -> str:
     speed, unit = verdict.speed, verdict.speed_unit
     if speed is None:
         return "speed unknown"
@@ -270,6 +354,8 @@ def speed_text(verdict) -> str:
 
 
 def wanted_text(requirement: Requirement, verdict) -> str:
+    if requirement.max_wh_per_1k_tokens:
+        return f"at most {requirement.max_wh_per_1k_tokens:g} Wh per 1,000 tokens"
     if requirement.min_realtime:
         return f"{requirement.min_realtime:g}x real time"
     if requirement.max_seconds_per_image:

@@ -24,7 +24,17 @@ def _options(args):
     from gpuready.app import make_options
 
     return make_options(args.context, getattr(args, "quant", None), args.placement, getattr(args, "documents", None),
-                        getattr(args, "resolution", None))
+                        getattr(args, "resolution", None), users=getattr(args, "users", None),
+                        with_models=tuple(getattr(args, "with_models", None) or ()), method=getattr(args, "method", None),
+                        sequence=getattr(args, "sequence", None), micro_batch=getattr(args, "micro_batch", None),
+                        lora_rank=getattr(args, "lora_rank", None), checkpointing=not getattr(args, "no_checkpointing", False))
+
+
+def derived_task(task: str | None) -> bool:
+    """A task that judges another task's catalogue entries (fine-tuning judges the LLMs)."""
+    from gpuready.tasks import registry
+
+    return task in registry.names() and registry.get(task).models_from is not None
 
 
 def _catalog(args):
@@ -95,7 +105,8 @@ def cmd_check(args) -> int:
     task_options = _options(args)
     documents, resolution = task_options.documents, task_options.resolution
     speeds = {"--min-speed": args.min_speed, "--min-realtime": args.min_realtime,
-              "--max-seconds-per-image": args.max_seconds_per_image, "--min-chunks-per-minute": args.min_chunks_per_minute}
+              "--max-seconds-per-image": args.max_seconds_per_image, "--min-chunks-per-minute": args.min_chunks_per_minute,
+              "--max-wh-per-1k-tokens": args.max_wh_per_1k_tokens}
     for flag, value in speeds.items():
         if value is not None and value <= 0:
             raise UsageError(f"{flag} must be positive")
@@ -103,7 +114,7 @@ def cmd_check(args) -> int:
         requirements.append(
             validate(
                 Requirement(
-                    task=None if args.model else args.task,
+                    task=args.task if not args.model or derived_task(args.task) else None,
                     model=args.model,
                     quant=args.quant,
                     context_tokens=args.context,
@@ -114,12 +125,21 @@ def cmd_check(args) -> int:
                     resolution=resolution,
                     min_chunks_per_minute=args.min_chunks_per_minute,
                     documents=documents,
+                    method=task_options.method,
+                    sequence_tokens=task_options.sequence_tokens,
+                    micro_batch=args.micro_batch,
+                    lora_rank=args.lora_rank,
+                    checkpointing=False if args.no_checkpointing else None,
+                    users=args.users,
+                    max_wh_per_1k_tokens=args.max_wh_per_1k_tokens,
                 ),
                 catalog,
             )
         )
     else:
         given = [flag for flag, value in speeds.items() if value is not None]
+        given += [flag for flag, value in (("--method", args.method), ("--sequence", args.sequence), ("--users", args.users))
+                  if value is not None]
         given += [flag for flag, value in (("--resolution", resolution), ("--documents", documents)) if value is not None]
         if given:
             raise UsageError(f"{given[0]} needs --task or --model")
@@ -132,7 +152,9 @@ def cmd_check(args) -> int:
     if args.context is not None and args.context <= 0:
         raise UsageError("--context must be a positive number of tokens")
     loaded = _loaded(args)
-    outcomes = [evaluate(r, loaded.hardware, loaded.problems, catalog, loaded.measured_speeds) for r in requirements]
+    problems = loaded.problems
+    hardware, outcomes = _resident(loaded.hardware, catalog, task_options)
+    outcomes += [evaluate(r, hardware, problems, catalog, loaded.measured_speeds) for r in requirements]
     code = exit_code(outcomes)
     if args.json:
         payload = {
@@ -170,6 +192,22 @@ def cmd_gpus(args) -> int:
              f"{spec.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"] for spec in specs]
     sys.stdout.write("\n".join(table(rows, ["--gpu", "NAME", "KIND", "MEMORY", "BANDWIDTH"], right={3, 4})) + "\n")
     return ExitCode.READY
+
+
+def _resident(hardware, catalog, options):
+    """The hardware left once the --with models are loaded, and an outcome for each of them."""
+    if not options.with_models:
+        return hardware, []
+    from gpuready.app import check_models
+    from gpuready.frontends.check import Outcome, Requirement
+    from gpuready.tasks.together import describe, reserve
+    from gpuready.tasks.verdict import RUNNABLE
+
+    check_models(options.with_models, catalog, "--with")
+    resident = reserve(hardware, catalog, options.with_models, options)
+    outcomes = [Outcome(Requirement(model=v.model_id), "met" if v.level in RUNNABLE else "not-met", f"loaded alongside: {describe(v)}")
+                for v in resident.verdicts]
+    return resident.hardware, outcomes
 
 
 def cmd_models(args) -> int:
@@ -226,11 +264,14 @@ def cmd_estimate(args) -> int:
         model, catalog, quant = _local_model(args, catalog)
         args.quant = quant
     else:
-        validate(Requirement(model=args.model, quant=args.quant), catalog)
+        validate(Requirement(model=args.model, quant=args.quant, task=args.task), catalog)
         model = catalog.get(args.model)
     loaded = _loaded(args)
     problems = loaded.problems
-    verdict = judge_model(model, catalog, loaded.hardware, replace(_options(args), measured_speeds=loaded.measured_speeds))
+    hardware, resident = _resident(loaded.hardware, catalog, _options(args))
+    for outcome in resident:
+        sys.stderr.write(f"with {outcome.reason}\n")
+    verdict = judge_model(model, catalog, hardware, replace(_options(args), measured_speeds=loaded.measured_speeds), args.task)
     if args.json:
         sys.stdout.write(json.dumps(verdict_json(verdict), indent=2) + "\n")
     else:

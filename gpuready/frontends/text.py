@@ -165,6 +165,11 @@ def render(report: Report, task: str | None = None) -> str:
         found = [f"{b.name} {b.version}" if b.version else b.name for b in hardware.backends if b.available]
         missing = [f"{b.name} unusable" for b in hardware.backends if not b.available]
         lines.append(f"{'Backends':<10}{' · '.join(found + missing)}")
+    if report.resident:
+        from gpuready.tasks.together import describe
+
+        for index, verdict in enumerate(report.resident):
+            lines.append(f"{'With' if index == 0 else '':<10}{describe(verdict)}")
     for problem in report.problems:
         lines.append(f"Problem   [{problem.probe}] {problem.message}")
         if problem.hint:
@@ -216,6 +221,24 @@ def context_cell(requested: int):
     return cell
 
 
+def npu_lines(verdict: Verdict) -> list[str]:
+    """The NPU placement a cited runtime offers, with its speed and what is missing."""
+    offer = getattr(verdict, "npu", None)
+    if offer is None:
+        return []
+    state = "available" if offer.available else "not available here: " + "; ".join(offer.missing)
+    lines = ["", f"On the NPU ({state})", f"  {offer.speed:,.1f} {offer.speed_unit} (+/-{offer.uncertainty:.0%}) on {offer.npu}"]
+    return lines + [f"  {line}" for line in offer.basis]
+
+
+def energy_lines(verdict: Verdict) -> list[str]:
+    """Energy per unit of work, with its band and basis, where it is known."""
+    energy = getattr(verdict, "energy", None)
+    if energy is None or verdict.placement is None:
+        return []
+    return ["", "Energy", f"  {energy.wh:.3g} {energy.unit} ({energy.low_wh:.2g}-{energy.high_wh:.2g})", f"  {energy.basis}"]
+
+
 def render_task_estimate(verdict: Verdict) -> str:
     """Breakdown for one image, speech or document-search model."""
     lines = [f"{verdict.model_name} ({verdict.model_id})", ""]
@@ -227,6 +250,7 @@ def render_task_estimate(verdict: Verdict) -> str:
         lines.append(f"  {'total':<34} {fmt_gb(estimate.memory.total_bytes):>10}  (available: {fmt_gb(verdict.memory_available_bytes)})")
         if estimate.speed is not None:
             lines += ["", f"Speed (+/-{estimate.uncertainty:.0%})", f"  {estimate.speed:,.2f} {estimate.speed_unit}"]
+        lines += energy_lines(verdict) + npu_lines(verdict)
         lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
     lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
     if verdict.suggestions:
@@ -272,6 +296,10 @@ def render_estimate(verdict: Verdict) -> str:
             ]
             if speed.time_to_first_token_s is not None:
                 lines.append(f"  first token       {speed.time_to_first_token_s:8.2f} s after a {TTFT_PROMPT_TOKENS}-token prompt")
+            if estimate.batched is not None:
+                lines.append(f"  {estimate.batched.users} users        {estimate.batched.per_user_tokens_per_s:8.1f} tokens/s each, "
+                             f"{estimate.batched.aggregate_tokens_per_s:.0f} in all")
+        lines += energy_lines(verdict)
         lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
     lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
     if verdict.suggestions:

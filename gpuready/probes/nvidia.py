@@ -84,6 +84,13 @@ def pci_id(pci_device_id: int | None) -> str | None:
     return f"{pci_device_id & 0xFFFF:04x}:{pci_device_id >> 16:04x}"
 
 
+def power_limit_w(milliwatts) -> float | None:
+    """NVML's enforced power limit (milliwatts) in watts; None when not reported."""
+    if isinstance(milliwatts, bool) or not isinstance(milliwatts, int) or milliwatts <= 0:
+        return None
+    return milliwatts / 1000
+
+
 def derived_bandwidth(bus_width_bits: int | None, max_memory_clock_mhz: int | None) -> int | None:
     """Peak memory bandwidth in bytes/s from NVML's bus width and max memory clock."""
     if not (isinstance(bus_width_bits, int) and isinstance(max_memory_clock_mhz, int)) or bus_width_bits <= 0 or max_memory_clock_mhz <= 0:
@@ -182,6 +189,7 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
             driver_version=driver_version,
             cuda_version=cuda,
             pci_id=pci_id(device.get("pci_device_id")),
+            power_limit_w=power_limit_w(device.get("power_limit_mw")),
             backends=("cuda",),
             source="nvml" if memory_source == "nvml" else "nvml+proc_meminfo",
         )

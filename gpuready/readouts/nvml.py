@@ -73,6 +73,7 @@ def _device(pynvml, handle) -> dict:
         "memory_bus_width_bits": pynvml.nvmlDeviceGetMemoryBusWidth,
         "max_memory_clock_mhz": lambda h: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM),
         "mig_mode": lambda h: list(pynvml.nvmlDeviceGetMigMode(h)),
+        "power_limit_mw": lambda h: pynvml.nvmlDeviceGetEnforcedPowerLimit(h),
     }
     device = _fields(pynvml, handle, getters)
     if (device.get("mig_mode") or [0])[0] == pynvml.NVML_DEVICE_MIG_ENABLE:

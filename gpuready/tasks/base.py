@@ -180,6 +180,16 @@ class Task:
     def group_of(self, model) -> Group | None:
         return next((group for group in self.groups if group.has(model)), None)
     speed_unknown: str = "device throughput unknown: speed not estimated"
+    # A task that judges another task's catalogue entries (fine-tuning judges the text-generation
+    # LLMs): it has no catalogue file of its own and its verdicts carry its own name.
+    models_from: str | None = None
+    # The flag that fixes a variant, for "what would change it" lines.
+    variant_flag: str = "--quant"
+
+    @property
+    def entries_task(self) -> str:
+        """The task whose catalogue entries this task judges."""
+        return self.models_from or self.name
 
 
 def listed_variants(model, catalog, gpu, options) -> list[str]:

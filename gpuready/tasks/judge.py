@@ -101,13 +101,13 @@ def choice_key(judged: Judged, placement_first: bool):
     )
 
 
-def variant_suggestions(chosen: Judged, candidates: list[Judged]) -> list[str]:
+def variant_suggestions(chosen: Judged, candidates: list[Judged], flag: str = "--quant") -> list[str]:
     """The variant that would reach a better level, the highest-quality one of those."""
     better = [r for r in candidates if LEVELS.index(r.level) < LEVELS.index(chosen.level)]
     if not better:
         return []
     best = max(better, key=lambda r: r.preference)
-    return [f"--quant {best.variant} would make it '{best.level}' ({fmt_gb(best.estimate.memory.total_bytes)})"]
+    return [f"{flag} {best.variant} would make it '{best.level}' ({fmt_gb(best.estimate.memory.total_bytes)})"]
 
 
 def least_memory(chosen: Judged, candidates: list[Judged]) -> str:
@@ -135,7 +135,7 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
             judge_variant(task, model, variant, catalog, gpu, cpu, options)
             for variant in task.variants(model, catalog, gpu, replace(options, quant=None))
         ]
-        suggestions = variant_suggestions(chosen, candidates) + task.suggest(model, chosen, catalog, gpu, cpu, options)
+        suggestions = variant_suggestions(chosen, candidates, task.variant_flag) + task.suggest(model, chosen, catalog, gpu, cpu, options)
         if level == "does-not-fit" and not chosen.reasons[-1].startswith("placement"):
             suggestions.append(task.least_memory(model, chosen, candidates, catalog, cpu, options)
                                if task.least_memory else least_memory(chosen, candidates))

@@ -11,12 +11,14 @@ from pathlib import Path
 
 from gpuready.catalog import loader
 from gpuready.hardware import Hardware
-from gpuready.tasks import image, search, speech, text
+from gpuready.tasks import finetune, image, search, speech, text
 from gpuready.tasks.base import Group, Task
+from gpuready.tasks.energy import with_energy
 from gpuready.tasks.judge import judge
+from gpuready.tasks.npu import with_npu
 from gpuready.tasks.verdict import Options, Verdict, rank_key
 
-BUILTIN = (text.TASK, image.TASK, speech.TASK, search.TASK)
+BUILTIN = (text.TASK, image.TASK, speech.TASK, search.TASK, finetune.TASK)
 _registered: dict[str, Task] = {task.name: task for task in BUILTIN}
 
 
@@ -67,19 +69,36 @@ def title(name: str) -> str:
 
 def load_catalog(builtin: Path | None = None, user: Path | None = None) -> loader.Catalog:
     """The built-in catalogue and the user's, each entry read by its task's parser."""
-    return loader.load_catalog({task.name: task.parse for task in _registered.values()}, builtin, user)
+    parsers = {task.name: task.parse for task in _registered.values() if task.models_from is None}
+    return loader.load_catalog(parsers, builtin, user)
 
 
-def judge_model(model, catalog: loader.Catalog, hardware: Hardware, options: Options) -> Verdict:
-    """The verdict for one model, whatever its task."""
-    return judge(_registered[model.task], model, catalog, hardware, options)
+def judges(task: str, model) -> bool:
+    """Whether this task judges this catalogue entry (its own, or those of the task it judges over)."""
+    found = _registered.get(task)
+    return found is not None and found.entries_task == model.task
+
+
+def models_for(catalog: loader.Catalog, task: str) -> list:
+    """The catalogue entries a task (or a group of one: speech-to-text) judges (fine-tuning: the text-generation LLMs)."""
+    parent, group = resolve(task)
+    return [model for model in catalog.models.values() if judges(parent.name, model) and (group is None or group.has(model))]
+
+
+def judge_model(model, catalog: loader.Catalog, hardware: Hardware, options: Options, task: str | None = None) -> Verdict:
+    """The verdict for one model as its own task (or as ``task``, one that judges its entries),
+    with its energy per unit of work."""
+    judging = resolve(task)[0] if task else _registered[model.task]  # a group (speech-to-text) is judged as its task
+    verdict = with_energy(judge(judging, model, catalog, hardware, options), hardware)
+    return with_npu(verdict, model, hardware)
 
 
 def judge_all(catalog: loader.Catalog, hardware: Hardware, options: Options, task: str | None = None) -> list[Verdict]:
-    """A verdict for every model in the catalogue (or one task), best first."""
+    """A verdict for every model in the catalogue under every task that judges it (or one task), best first."""
     verdicts = [
-        judge_model(model, catalog, hardware, options)
-        for model in catalog.models.values()
-        if (task is None or model.task == task) and model.task in _registered
+        judge_model(model, catalog, hardware, options, name)
+        for name in _registered
+        if task is None or name == task
+        for model in models_for(catalog, name)
     ]
     return sorted(verdicts, key=rank_key)

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from gpuready.catalog.loader import CatalogError, Entry, Quant
 from gpuready.hardware import Hardware
+from gpuready.tasks import concurrency
 from gpuready.tasks import judge as one_judge
 from gpuready.tasks import text_estimate as est
 from gpuready.tasks.text_estimate import LanguageModel
@@ -124,14 +125,31 @@ def variants(model: LanguageModel, catalog, gpu: Device | None, options) -> list
 
 
 def estimate(model: LanguageModel, variant: str, catalog, gpu: Device | None, cpu: Device, options) -> est.Estimate:
-    """The best placement of this quantisation; GPU-only formats are estimated on the GPU alone."""
+    """The best placement of this quantisation; GPU-only formats are estimated on the GPU alone.
+    With several users (``options.users``), a KV cache for each and batched decoding speeds."""
     quant = catalog.quants[variant]
     context = context_tokens(model, options)
+    users = getattr(options, "users", None) or 1
     if quant.format in GPU_ONLY_FORMATS:
-        estimated = est.estimate(model, quant, context, gpu if not format_unsupported(quant, gpu) else None, cpu, 0)
+        gpu = gpu if not format_unsupported(quant, gpu) else None
+        found = est.estimate(model, quant, context, gpu, cpu, 0, users)
     else:
-        estimated = est.estimate(model, quant, context, gpu, cpu, cpu.usable_memory_bytes)
-    return with_measured_speed(estimated, model, options.measured_speeds) if options.measured_speeds else estimated
+        found = est.estimate(model, quant, context, gpu, cpu, cpu.usable_memory_bytes, users)
+    if options.measured_speeds:
+        found = with_measured_speed(found, model, options.measured_speeds)
+    return with_users(model, found, gpu, cpu, users)
+
+
+def with_users(model: LanguageModel, found: est.Estimate, gpu: Device | None, cpu: Device, users: int) -> est.Estimate:
+    """The estimate with its users, and for more than one the batched speeds (gpuready.tasks.concurrency)."""
+    if users <= 1 or found.speed is None:
+        return replace(found, users=users)
+    kv_per_user = found.memory.kv_cache_bytes // users
+    result = concurrency.batched(model, found.memory.weights_bytes, kv_per_user, users,
+                                 gpu if found.gpu_fraction > 0 else None, cpu, found.gpu_fraction)
+    if result is None:
+        return replace(found, users=users)
+    return replace(found, users=users, batched=result, basis=found.basis + (concurrency.basis(result, found.context_tokens),))
 
 
 def refuse(model: LanguageModel, variant: str, estimate: est.Estimate, gpu: Device | None, catalog) -> str | None:
@@ -152,7 +170,7 @@ def speed_level(tokens_per_s: float | None) -> str:
 
 def level(model: LanguageModel, estimate: est.Estimate, options) -> tuple[str, list[str]]:
     """Generation speed against the reading-speed floors; a long wait for the prompt caps it at 'runs'."""
-    generation = estimate.speed.generation_tokens_per_s
+    generation = estimate.headline.value
     reasons = []
     result = speed_level(generation)
     if result == "too-slow":
@@ -168,6 +186,10 @@ def level(model: LanguageModel, estimate: est.Estimate, options) -> tuple[str, l
 
 def describe(model: LanguageModel, estimate: est.Estimate, options) -> str:
     speed = estimate.speed
+    if estimate.batched is not None:
+        batched = estimate.batched
+        return (f"about {batched.per_user_tokens_per_s:.0f} tokens/s for each of {batched.users} users, "
+                f"{batched.aggregate_tokens_per_s:.0f} tokens/s in all")
     if speed.prompt_tokens_per_s:
         return f"about {speed.generation_tokens_per_s:.0f} tokens/s generation, {speed.prompt_tokens_per_s:.0f} tokens/s prompt"
     return f"about {speed.generation_tokens_per_s:.0f} tokens/s generation"

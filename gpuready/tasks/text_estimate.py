@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuready.catalog.loader import Quant
 from gpuready.tasks.base import Headline
@@ -254,12 +255,17 @@ class Estimate:
     system_memory_bytes: int  # what lands in system memory
     speed: Speed | None
     basis: tuple[str, ...]
+    users: int = 1  # sequences served at once; the KV cache holds one per user
+    batched: Any = None  # gpuready.tasks.concurrency.Batched when users > 1
 
     @property
     def headline(self) -> Headline | None:
-        """Generation speed at an empty context: the figure a text-generation verdict leads with."""
+        """Generation speed at an empty context (with several users: each user's share of a
+        batched step): the figure a text-generation verdict leads with."""
         if self.speed is None:
             return None
+        if self.batched is not None:
+            return Headline(self.batched.per_user_tokens_per_s, "tokens/s", self.speed.uncertainty)
         return Headline(self.speed.generation_tokens_per_s, "tokens/s", self.speed.uncertainty)
 
 
@@ -291,11 +297,11 @@ def compute_bytes(model: LanguageModel) -> int:
     return UBATCH_TOKENS * 4 * (vocab + 4 * model.hidden_size)
 
 
-def memory_breakdown(model: LanguageModel, quant: Quant, context_tokens: int, backend: str) -> MemoryBreakdown:
+def memory_breakdown(model: LanguageModel, quant: Quant, context_tokens: int, backend: str, users: int = 1) -> MemoryBreakdown:
     weights, _ = weights_bytes(model, quant)
     return MemoryBreakdown(
         weights_bytes=weights,
-        kv_cache_bytes=kv_cache_bytes(model, context_tokens),
+        kv_cache_bytes=kv_cache_bytes(model, context_tokens) * users,
         compute_bytes=compute_bytes(model),
         overhead_bytes=RUNTIME_OVERHEAD_BYTES.get(backend, RUNTIME_OVERHEAD_BYTES["cpu"]),
     )
@@ -412,16 +418,20 @@ def estimate(
     gpu: Device | None,
     cpu: Device,
     system_usable_bytes: int | None,
+    users: int = 1,
 ) -> Estimate:
-    """The best placement for this variant: all on the GPU, split GPU + CPU, or CPU only."""
+    """The best placement for this variant: all on the GPU, split GPU + CPU, or CPU only;
+    with ``users`` sequences at once, a KV cache for each."""
     _, weights_basis = weights_bytes(model, quant)
     basis = [weights_basis, f"KV cache: {model.layers} layers x {model.kv_heads} KV heads x {model.head_dim} dims x {context_tokens:,} tokens x 2 (K,V) x f16"]
     if model.sliding_window_layers:
         basis[-1] += f"; {model.sliding_window_layers} sliding-window layers hold {min(context_tokens, model.sliding_window or 0):,} tokens"
+    if users > 1:
+        basis[-1] += f"; x {users} users, one cache each"
     if model.is_moe:
         basis.append(f"mixture of experts: memory for all {model.params / 1e9:.1f}B parameters, speed from the {model.active_params / 1e9:.1f}B active")
     if gpu is not None and gpu.usable_memory_bytes:
-        memory = memory_breakdown(model, quant, context_tokens, gpu.backend)
+        memory = memory_breakdown(model, quant, context_tokens, gpu.backend, users)
         overhead = memory.overhead_bytes * gpu.count
         memory = MemoryBreakdown(memory.weights_bytes, memory.kv_cache_bytes, memory.compute_bytes, overhead)
         if memory.total_bytes <= gpu.usable_memory_bytes:
@@ -443,7 +453,7 @@ def estimate(
                 )
                 return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
                                 speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction, quant.id))
-    memory = memory_breakdown(model, quant, context_tokens, "cpu")
+    memory = memory_breakdown(model, quant, context_tokens, "cpu", users)
     basis.append("all layers on the CPU, weights in system memory")
     return Estimate(model.id, quant.id, context_tokens, "cpu", memory, 0.0, 0, memory.total_bytes,
                     speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0, quant.id))

@@ -50,6 +50,8 @@ class Verdict:
     uncertainty: float | None = None
     quality: str | None = None  # of the variant: lossless, near-lossless, good, fair, poor
     group: str | None = None  # the part of the task the model serves: speech-to-text, text-to-speech, embedding, reranking
+    energy: Any = None  # gpuready.tasks.energy.Energy: energy per unit of work, where power and speed are known
+    npu: Any = None  # gpuready.tasks.npu.NpuOffer: the NPU placement a cited runtime offers, next to this one
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,17 @@ class Options:
     # Runtime results kept by `gpuready bench` (gpuready.bench.results): llama-bench's ModelSpeed
     # (real tokens/s) and whisper-bench's EncoderTime (real encoder seconds).
     measured_speeds: tuple = ()
+    # Fine-tuning (gpuready.tasks.finetune): the method (None: every method is judged), the training
+    # sequence length, micro-batch, LoRA rank and whether gradient checkpointing is on.
+    method: str | None = None
+    sequence_tokens: int | None = None  # default: finetune.DEFAULT_SEQUENCE_TOKENS
+    micro_batch: int | None = None  # default 1
+    lora_rank: int | None = None  # default 16
+    checkpointing: bool = True
+    # Text generation: sequences served at once (the KV cache holds one per user); None: one.
+    users: int | None = None
+    # Models resident alongside (--with): their memory is taken before anything else is judged.
+    with_models: tuple[str, ...] = ()
 
 
 # Variants below "good" quality (catalog/quants.toml: perplexity +0.30 or more on Llama 3 8B:

@@ -222,7 +222,7 @@ class GpureadyApp(App):
             table.show(verdicts)
             self._status(summary.task)
         if isinstance(self.screen, DetailScreen):
-            verdict = report.verdict(self.screen.verdict.model_id)
+            verdict = report.verdict(self.screen.verdict.model_id, self.screen.verdict.task)
             if verdict is not None:
                 self.screen.show(verdict)
 
@@ -237,6 +237,9 @@ class GpureadyApp(App):
             text.append(f" {fmt.machine_line(self.report.hardware)}")
             context = self.options.context_tokens
             text.append(f" · context {context:,}" if context else " · context 8,192", style=color(self, "foreground-muted"))
+            users = getattr(self.options, "users", None)
+            if users and users > 1:
+                text.append(f" · {users} users", style=color(self, "foreground-muted"))
             if self.probing:
                 text.append("  (re-probing…)", style=color(self, "foreground-muted"))
         self.query_one("#machine", Static).update(text)
@@ -249,7 +252,7 @@ class GpureadyApp(App):
         text = Text()
         if summary is not None:
             text.append(fmt.status_label(summary.status), style=f"bold {color(self, fmt.STATUS_STYLES.get(summary.status, 'secondary'))}")
-            best = self.report.verdict(summary.best_model_id) if summary.best_model_id else None
+            best = self.report.verdict(summary.best_model_id, task) if summary.best_model_id else None
             if best is not None:
                 running = sum(1 for v in table.verdicts if v.level in RUNNABLE)
                 text.append(f"  {running} of {len(table.verdicts)} models run here · best: ")
@@ -303,7 +306,8 @@ class GpureadyApp(App):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if not isinstance(event.data_table, ModelTable) or self.report is None:
             return
-        verdict = self.report.verdict(str(event.row_key.value))
+        task = (event.data_table.id or "").removeprefix("table-") or None
+        verdict = self.report.verdict(str(event.row_key.value), task)
         if verdict is not None:
             self.push_screen(DetailScreen(verdict))
 

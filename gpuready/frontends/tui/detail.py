@@ -127,6 +127,18 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
                 text.append(f"  first token {first:7.2f} s after a 512-token prompt\n")
         else:
             text.append(f"  {fmt.speed_cell(verdict)[0]}\n")
+    energy = getattr(verdict, "energy", None)
+    if energy is not None and verdict.placement is not None:
+        text.append("\nEnergy", style=accent)
+        text.append(f" ({energy.low_wh:.2g}-{energy.high_wh:.2g})\n", style=muted)
+        text.append(f"  {energy.wh:.3g} {energy.unit} at {energy.power_w:g} W\n")
+    offer = getattr(verdict, "npu", None)
+    if offer is not None:
+        text.append("\nOn the NPU", style=accent)
+        text.append(f" (±{offer.uncertainty:.0%}{'' if offer.available else ', not available here'})\n", style=muted)
+        text.append(f"  {offer.speed:,.1f} {offer.speed_unit} on {offer.npu} via {offer.runtime}\n")
+        for missing in offer.missing:
+            text.append(f"  missing: {missing}\n", style=muted)
     basis = getattr(verdict.estimate, "basis", ())
     if basis:
         text.append("\nBasis\n", style=accent)

@@ -28,6 +28,10 @@ SETTING_LABELS = {
     "image_size_px": ("Image resolution", "pixels a side, e.g. 1024"),
     "document_count": ("Documents to index", "e.g. 100000"),
     "documents": ("Documents to index", "e.g. 100000"),
+    "users": ("Users at once", "text generation: concurrent sequences; empty = 1"),
+    "sequence_tokens": ("Fine-tuning sequence", "tokens; empty = 2,048"),
+    "micro_batch": ("Fine-tuning micro-batch", "empty = 1"),
+    "lora_rank": ("LoRA rank", "empty = 16"),
 }
 PLACEMENT_CHOICES = (
     ("anywhere (GPU, GPU+CPU or CPU)", "cpu"),
@@ -47,14 +51,14 @@ HELP = """\
 probe of the hardware. Speeds are estimates; the ± column says how sure.
 
 [b]Keys[/b] (the mouse works too: click tabs, cards, rows and headings)
-  1 … 5      overview, then a tab per task (←/→ on the tabs, too)
+  1 … 6      overview, then a tab per task (←/→ on the tabs, too)
   ↑/↓ enter  move in a table; enter opens a model's details
   esc        back from details, close a dialog
   /          filter models by name (esc clears)
   s          sort by the next column (click a heading; again reverses)
   r          show only what runs / show everything
-  c          settings: context length, placement (image size and
-             document count appear once those tasks are assessed)
+  c          settings: context length, users at once, placement,
+             documents, fine-tuning sequence, micro-batch, LoRA rank
   w          what-if: add a GPU from the table, or a hardware file
   x          undo the what-if, back to the probed machine
   p          probe the machine again
@@ -98,7 +102,7 @@ class SettingsScreen(ModalScreen):
         self.options = options
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="settings", classes="dialog"):
+        with VerticalScroll(id="settings", classes="dialog"):  # more settings than a short terminal has lines
             yield Label("Settings: enter applies and recomputes every verdict, esc cancels", classes="title")
             for name in numeric_settings(self.options):
                 label, hint = SETTING_LABELS.get(name, (name.replace("_", " ").capitalize(), ""))

@@ -1,0 +1,232 @@
+"""Fine-tuning, the fifth task: hand-computed memory of each method, the invariants of the
+formulas (checkpointing never raises activation memory, longer sequences never lower it),
+verdicts over the text-generation catalogue, and `check --task fine-tuning` exit codes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuready.frontends.cli import main
+from gpuready.host import ReplayHost
+from gpuready.probes import probe_hardware
+from gpuready.report import build_report, report_json
+from gpuready.tasks import finetune
+from gpuready.tasks.finetune_memory import (
+    METHODS,
+    Recipe,
+    activation_bytes,
+    flops_per_token,
+    lora_params,
+    memory_components,
+)
+from gpuready.tasks.registry import judge_all, load_catalog, models_for
+from gpuready.tasks.text_estimate import LanguageModel
+from gpuready.tasks.verdict import Options
+
+FIXTURES = Path(__file__).parent / "fixtures" / "machines"
+RTX4090 = str(FIXTURES / "nvidia-rtx4090")
+CATALOG = load_catalog()
+LLMS = models_for(CATALOG, "fine-tuning")
+# Round numbers so every figure below can be checked by hand.
+TOY = LanguageModel(id="toy", name="Toy", params=1e9, active_params=1e9, layers=10, hidden_size=1000, attention_heads=10,
+                    kv_heads=10, head_dim=100, context_length=4096, quants=("Q8_0",), source="test", vocab_size=10000)
+RECIPE = Recipe("full-adamw", sequence_tokens=1000, micro_batch=2, lora_rank=8, checkpointing=True)
+# activations with checkpointing: 10 layers x 2 x 2,000 tokens x 1,000 + one layer recomputed 34 x 2,000 x 1,000
+CHECKPOINTED = 10 * 2 * 2000 * 1000 + 34 * 2000 * 1000  # 108,000,000
+LOSS = 16 * 2000 * 10000  # 320,000,000
+# LoRA rank 8: feed-forward width (1e9 - 2e7 embeddings) / 10 layers = 9.8e7 a layer, minus 4e6 attention,
+# over 3 x 1,000 = 31,333; q,k,v,o: 4 x 2,000; gate, up, down: 3 x 32,333 -> 104,999 a layer.
+ADAPTERS = 8 * 104_999 * 10  # 8,399,920
+
+
+def test_a_toy_model_full_fine_tuned_with_adamw_needs_18_bytes_a_parameter_plus_activations_and_loss():
+    assert memory_components(TOY, RECIPE) == {
+        "weights (fp32 master + 16-bit copy)": 6_000_000_000,
+        "gradients (fp32)": 4_000_000_000,
+        "optimiser states (AdamW)": 8_000_000_000,
+        "activations (checkpointed)": CHECKPOINTED,
+        "loss (float32 logits)": LOSS,
+    }
+
+
+def test_an_8_bit_optimiser_keeps_2_bytes_a_parameter_instead_of_8():
+    parts = memory_components(TOY, dataclasses.replace(RECIPE, method="full-8bit"))
+    assert parts["optimiser states (8-bit AdamW)"] == 2_000_000_000
+    assert sum(parts.values()) == 12_000_000_000 + CHECKPOINTED + LOSS
+
+
+def test_lora_keeps_the_base_in_bf16_and_trains_fp32_adapters_on_every_linear_layer():
+    assert lora_params(TOY, 8) == ADAPTERS
+    assert memory_components(TOY, dataclasses.replace(RECIPE, method="lora")) == {
+        "base weights (bf16, frozen)": 2_000_000_000,
+        "LoRA adapters (rank 8, fp32)": ADAPTERS * 4,
+        "adapter gradients": ADAPTERS * 4,
+        "adapter optimiser states (AdamW)": ADAPTERS * 8,
+        "activations (checkpointed)": CHECKPOINTED,
+        "loss (float32 logits)": LOSS,
+    }
+
+
+def test_qlora_stores_the_linear_layers_at_4_127_bits_and_the_embeddings_at_16():
+    parts = memory_components(TOY, dataclasses.replace(RECIPE, method="qlora"))
+    # (1e9 - 2e7) x 4.127 / 8 + 2e7 x 2
+    assert parts["base weights (NF4, embeddings 16-bit)"] == 505_557_500 + 40_000_000
+    assert sum(parts.values()) == 545_557_500 + ADAPTERS * 16 + CHECKPOINTED + LOSS
+
+
+def test_without_checkpointing_every_layer_keeps_34_bytes_a_token_and_hidden_unit():
+    assert activation_bytes(TOY, dataclasses.replace(RECIPE, checkpointing=False)) == 34 * 2000 * 1000 * 10
+
+
+def test_training_flops_are_6_or_4_times_the_parameters_plus_attention_and_a_recomputed_forward():
+    attention = 10 * 10 * 100 * 1000  # layers x attention width x sequence
+    assert flops_per_token(TOY, RECIPE) == 8e9 + 16 * attention
+    assert flops_per_token(TOY, dataclasses.replace(RECIPE, checkpointing=False)) == 6e9 + 12 * attention
+    assert flops_per_token(TOY, dataclasses.replace(RECIPE, method="qlora", checkpointing=False)) == 4e9 + 12 * attention
+
+
+def test_llama_3_1_8b_at_lora_rank_16_has_the_trainable_parameters_peft_prints():
+    # PEFT's print_trainable_parameters for Llama 3 8B, rank 16 on all seven projections: 41,943,040.
+    assert lora_params(CATALOG.get("llama-3.1-8b"), 16) == pytest.approx(41_943_040, rel=1e-3)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("model", LLMS, ids=lambda m: m.id)
+def test_checkpointing_never_raises_activation_memory_and_longer_sequences_never_lower_it(model, method):
+    short = Recipe(method, 1024)
+    long = Recipe(method, 4096)
+    for recipe in (short, long):
+        off = dataclasses.replace(recipe, checkpointing=False)
+        assert activation_bytes(model, recipe) <= activation_bytes(model, off)
+        assert flops_per_token(model, recipe) > flops_per_token(model, off)
+    assert sum(memory_components(model, short).values()) < sum(memory_components(model, long).values())
+
+
+def test_the_methods_need_less_memory_in_the_order_full_8bit_lora_qlora():
+    model = CATALOG.get("llama-3.1-8b")
+    totals = [sum(memory_components(model, Recipe(method, 2048)).values()) for method in METHODS]
+    assert totals == sorted(totals, reverse=True)
+
+
+def rtx4090():
+    hardware, problems = probe_hardware(ReplayHost(FIXTURES / "nvidia-rtx4090"))
+    return hardware
+
+
+def test_on_an_rtx_4090_llama_3_1_8b_fine_tunes_with_lora_and_not_fully():
+    verdicts = {v.model_id: v for v in judge_all(CATALOG, rtx4090(), Options(), task="fine-tuning")}
+    llama = verdicts["llama-3.1-8b"]
+    assert (llama.task, llama.level, llama.quant, llama.placement, llama.runtime, llama.speed_unit) == (
+        "fine-tuning", "runs", "lora", "gpu", "PyTorch (CUDA) + PEFT", "training tokens/s")
+    assert {v.quant: v.level for v in llama.variants} == {
+        "full-adamw": "does-not-fit", "full-8bit": "does-not-fit", "lora": "runs", "qlora": "runs"}
+    assert llama.estimate.memory.total_bytes == sum(memory_components(CATALOG.get("llama-3.1-8b"), Recipe("lora", 2048)).values()) + 350 * 1024**2
+    assert set(verdicts) == {m.id for m in LLMS}
+
+
+def test_a_fixed_method_that_does_not_fit_names_the_methods_that_would():
+    options = Options(method="full-adamw")
+    (llama,) = [v for v in judge_all(CATALOG, rtx4090(), options, task="fine-tuning") if v.model_id == "llama-3.1-8b"]
+    assert llama.level == "does-not-fit"
+    assert llama.suggestions == (
+        "--method lora would make it 'runs' (20.6 GB)",
+        "--method qlora would make it 'runs' (11.0 GB)",
+        "at least 10.6 GB of free memory is needed for weights, training state and activations even with qlora and checkpointing",
+    )
+
+
+def test_the_report_judges_every_llm_for_both_tasks_and_still_validates(tmp_path):
+    import jsonschema
+
+    from gpuready.report import schema_text
+
+    report = build_report(rtx4090(), [], CATALOG, Options(method="qlora", sequence_tokens=4096, lora_rank=32))
+    data = json.loads(json.dumps(report_json(report)))
+    jsonschema.validate(data, json.loads(schema_text()))
+    assert data["settings"] | {} == data["settings"] and (data["settings"]["method"], data["settings"]["sequence_tokens"],
+                                                         data["settings"]["lora_rank"]) == ("qlora", 4096, 32)
+    tasks = {(v["task"], v["model_id"]) for v in data["verdicts"]}
+    assert ("fine-tuning", "llama-3.1-8b") in tasks and ("text-generation", "llama-3.1-8b") in tasks
+    assert report.verdict("llama-3.1-8b", "fine-tuning").quant == "qlora"
+    assert report.verdict("llama-3.1-8b", "text-generation").speed_unit == "tokens/s"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["--task", "fine-tuning", "--model", "llama-3.1-8b", "--method", "qlora", "--sequence", "2048"], 0),
+        (["--task", "fine-tuning", "--model", "llama-3.1-8b", "--method", "full-adamw"], 1),
+        (["--task", "fine-tuning", "--model", "llama-3.3-70b", "--method", "qlora", "--placement", "gpu"], 1),
+        (["--task", "fine-tuning"], 0),
+        (["--model", "llama-3.1-8b", "--method", "qlora"], 2),  # --method without the fine-tuning task
+        (["--task", "speech", "--model", "llama-3.1-8b"], 0),  # as before: the model's own task
+        (["--task", "fine-tuning", "--model", "whisper-small"], 2),
+        (["--task", "fine-tuning", "--model", "llama-3.1-8b", "--sequence", "0"], 2),
+        (["--task", "fine-tuning", "--model", "llama-3.1-8b", "--method", "dora"], 2),
+    ],
+)
+def test_check_fine_tuning_exit_codes(capsys, argv, code):
+    got, out, err = run(capsys, "check", "--machine", RTX4090, *argv)
+    assert got == code, (out, err)
+    if code == 2:
+        assert err.startswith("gpuready: error:") or "usage:" in err
+        assert "Traceback" not in err
+
+
+def test_check_says_which_method_runs_and_how_fast(capsys):
+    code, out, _ = run(capsys, "check", "--machine", RTX4090, "--task", "fine-tuning", "--model", "llama-3.1-8b",
+                       "--method", "qlora", "--sequence", "2048")
+    assert code == 0
+    assert out.startswith("ok   model llama-3.1-8b (fine-tuning), qlora, sequence 2,048: Llama 3.1 8B Instruct runs: "
+                          "qlora on GPU via PyTorch (CUDA) + PEFT + bitsandbytes, about ")
+    assert out.rstrip().endswith("training tokens/s")
+
+
+def test_a_requirements_file_can_ask_for_a_fine_tuning_recipe(capsys, tmp_path):
+    path = tmp_path / "needs.toml"
+    path.write_text('[[require]]\ntask = "fine-tuning"\nmodel = "llama-3.1-8b"\nmethod = "lora"\nsequence = 1024\n'
+                    'micro_batch = 2\nlora_rank = 8\ncheckpointing = false\n')
+    code, out, err = run(capsys, "check", "--machine", RTX4090, "--requirements", str(path))
+    assert (code, out.split(":")[0]) == (0, "ok   model llama-3.1-8b (fine-tuning), lora, sequence 1,024"), err
+    path.write_text('[[require]]\ntask = "fine-tuning"\nmethod = "lora"\ncheckpointing = "no"\n')
+    code, _, err = run(capsys, "check", "--machine", RTX4090, "--requirements", str(path))
+    assert code == 2 and "'checkpointing' has the wrong type" in err
+
+
+def test_estimate_shows_the_fine_tuning_breakdown_of_one_model(capsys):
+    code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--task", "fine-tuning", "--method", "qlora", "--machine", RTX4090,
+                       "--json")
+    data = json.loads(out)
+    assert (code, data["task"], data["quant"], data["context_tokens"]) == (0, "fine-tuning", "qlora", 2048)
+    labels = [part["label"] for part in data["estimate"]["memory"]["parts"]]
+    assert labels == ["base weights (NF4, embeddings 16-bit)", "LoRA adapters (rank 16, fp32)", "adapter gradients",
+                      "adapter optimiser states (AdamW)", "activations (checkpointed)", "loss (float32 logits)",
+                      "runtime overhead"]
+
+
+def test_fine_tuning_has_no_catalogue_file_and_its_verdicts_name_their_own_task():
+    assert finetune.TASK.entries_task == "text-generation"
+    assert all(model.task == "text-generation" for model in LLMS) and len(LLMS) == len(CATALOG.for_task("text-generation"))
+
+
+def test_the_committed_fine_tuning_accuracy_is_what_the_scorer_prints_now():
+    import importlib.util
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "score_finetune.py"
+    spec = importlib.util.spec_from_file_location("score_finetune", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = module.report()
+    assert (script.parent / "FINETUNE_ACCURACY.md").read_text(encoding="utf-8") == text
+    # The Hugging Face rows are the path the point estimate models: within 25% of each published memory.
+    assert all(abs(row["error"]) <= 0.25 for row in module.scored_rows() if row["implementation"] == "Hugging Face + FA2")
