@@ -193,7 +193,9 @@ def task_tables(report: Report, summary, verdicts: list[Verdict], only_group: st
 
     note, header, right, cells = TASK_COLUMNS.get(summary.task, DEFAULT_COLUMNS)
     if summary.task == "text-generation":
-        requested = report.options.context_tokens or verdicts[0].context_tokens
+        from gpuready.tasks.text import DEFAULT_CONTEXT_TOKENS
+
+        requested = report.options.context_tokens or DEFAULT_CONTEXT_TOKENS
         note = f"context {requested:,} tokens; change with --context"
         if any(v.context_tokens and v.context_tokens < requested for v in verdicts):
             note += "; CONTEXT shows a model's own maximum where it is shorter"
