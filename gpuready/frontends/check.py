@@ -63,29 +63,28 @@ class Requirement:
             text = f"GPU memory >= {fmt_gb(self.min_gpu_memory_bytes)}"
         else:
             text = f"memory >= {fmt_gb(self.min_memory_bytes)}"
-        if self.min_generation_tokens_per_s:
-            text += f", >= {self.min_generation_tokens_per_s:g} tokens/s"
-        if self.min_realtime:
-            text += f", >= {self.min_realtime:g}x real time"
-        if self.max_seconds_per_image:
-            text += f", <= {self.max_seconds_per_image:g} s per image"
-        if self.resolution:
-            text += f" at {self.resolution[0]}x{self.resolution[1]}"
-        if self.min_chunks_per_minute:
-            text += f", >= {self.min_chunks_per_minute:,.0f} chunks a minute"
-        if self.documents:
-            text += f", {self.documents:,} documents"
-        if self.max_wh_per_1k_tokens:
-            text += f", <= {self.max_wh_per_1k_tokens:g} Wh per 1,000 tokens"
-        if self.users:
-            text += f", {self.users} user{'s' if self.users != 1 else ''}"
-        if self.method:
-            text += f", {self.method}"
-        if self.sequence_tokens:
-            text += f", sequence {self.sequence_tokens:,}"
+        for key, phrase in LABEL_PHRASES:
+            value = getattr(self, key)
+            if value:
+                text += phrase(value)
         if self.placement != "cpu":
             text += f", placement {self.placement}"
         return text
+
+
+# How each bound or setting of a requirement reads in its label, in order.
+LABEL_PHRASES = (
+    ("min_generation_tokens_per_s", lambda v: f", >= {v:g} tokens/s"),
+    ("min_realtime", lambda v: f", >= {v:g}x real time"),
+    ("max_seconds_per_image", lambda v: f", <= {v:g} s per image"),
+    ("resolution", lambda v: f" at {v[0]}x{v[1]}"),
+    ("min_chunks_per_minute", lambda v: f", >= {v:,.0f} chunks a minute"),
+    ("documents", lambda v: f", {v:,} documents"),
+    ("max_wh_per_1k_tokens", lambda v: f", <= {v:g} Wh per 1,000 tokens"),
+    ("users", lambda v: f", {v} user{'s' if v != 1 else ''}"),
+    ("method", lambda v: f", {v}"),
+    ("sequence_tokens", lambda v: f", sequence {v:,}"),
+)
 
 
 @dataclass(frozen=True)
