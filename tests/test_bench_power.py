@@ -253,3 +253,12 @@ def test_the_report_with_measured_power_validates_against_the_schema(catalog, me
     data = json.loads(json.dumps(report_json(build_report(measured_4090, [], catalog, Options()))))
     jsonschema.validate(data, json.loads(schema_text()))
     assert data["hardware"]["gpus"][0]["measured_power_memory_bound_w"] == 200.0
+
+
+def test_bench_show_lists_the_watts_of_each_phase():
+    from gpuready.bench.command import render
+
+    hardware = rtx4090()
+    text = render(measurements(hardware, gpu_measurement()), hardware)
+    assert "  NVIDIA GeForce RTX 4090 power during the copy     200.0 W  (min 196.0, max 204.0, 1 runs, ±2.0%) (NVML energy counter)" in text
+    assert "  NVIDIA GeForce RTX 4090 power during the matmul     420.0 W  (min 405.0, max 435.0, 1 runs, ±3.6%) (NVML energy counter)" in text
