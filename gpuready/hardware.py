@@ -103,6 +103,12 @@ class GPU:
     table_id: str | None = None  # row of catalog/gpus.toml used
     # The power limit the driver enforces now (NVML nvmlDeviceGetEnforcedPowerLimit), watts.
     power_limit_w: float | None = None
+    # Average watts NVML's energy counter saw during `gpuready bench`'s device-to-device copy
+    # (memory-bound) and matmul (compute-bound) phases; their +/- share; when they were measured.
+    measured_power_memory_bound_w: float | None = None
+    measured_power_compute_bound_w: float | None = None
+    measured_power_spread: float | None = None
+    measured_power_source: str | None = None
     # False for graphics that no AI runtime can use (old iGPUs, software renderers).
     counted: bool = True
     not_counted_reason: str | None = None

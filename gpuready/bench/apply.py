@@ -5,7 +5,8 @@ figure, measured GPU bandwidth and FP16 throughput replace each GPU's, and a lla
 result replaces the estimated speed of every catalogue model of that shape and quantisation.
 Every replaced figure's source reads "measured on this machine, DATE, ±N%" (N: the spread).
 Measured CPU matmul throughput is shown by `gpuready bench` but not applied: the prompt-speed
-efficiency is fitted against an estimated peak, not a measured rate.
+efficiency is fitted against an estimated peak, not a measured rate. The watts NVML's energy
+counter saw during the copy and matmul phases go on the GPU for the energy estimates.
 """
 
 from __future__ import annotations
@@ -76,8 +77,23 @@ def with_measurements(hardware: Hardware, measurements: Measurements) -> tuple[H
         elif flops:
             notes.append(f"{gpu.name}: {flops.median / 1e12:.1f} TFLOPS FP16 matmul measured, "
                          f"table {gpu.fp16_flops / 1e12:.1f} kept for the prompt estimate")
+        changes.update(_measured_power(gpu.name, match, measurements.measured_at, notes))
         gpus[position] = dataclasses.replace(gpu, **changes)
     return dataclasses.replace(hardware, cpu=cpu, gpus=tuple(gpus)), notes
+
+
+def _measured_power(name: str, match, measured_at: str, notes: list[str]) -> dict:
+    """The GPU fields for the watts NVML's energy counter saw during the copy and matmul phases."""
+    copy, matmul = match.copy_power_w, match.matmul_power_w
+    if not copy and not matmul:
+        return {}
+    spread = max(s.relative_spread for s in (copy, matmul) if s)
+    notes.append(f"{name}: " + ", ".join(f"{s.median:.0f} W during the {phase}" for phase, s in
+                                          (("copy", copy), ("matmul", matmul)) if s) + " (NVML energy counter)")
+    return {"measured_power_memory_bound_w": copy.median if copy else None,
+            "measured_power_compute_bound_w": matmul.median if matmul else None,
+            "measured_power_spread": spread,
+            "measured_power_source": f"{MEASURED_HERE} with NVML's energy counter during `gpuready bench`, {measured_at}"}
 
 
 def apply_measurements(hardware: Hardware, problems: list[Problem], directory: Path | None = None) -> Applied:

@@ -121,6 +121,9 @@ def render(measurements: Measurements, hardware) -> str:
         for label, spread in (("FP16", gpu.fp16_flops), ("BF16", gpu.bf16_flops)):
             if spread:
                 lines.append(f"  {gpu.name} {label} matmul  {_fmt(spread, 1e12, 'TFLOPS')}")
+        for phase, spread in (("copy", gpu.copy_power_w), ("matmul", gpu.matmul_power_w)):
+            if spread:
+                lines.append(f"  {gpu.name} power during the {phase}  {_fmt(spread, 1, 'W')} (NVML energy counter)")
     for speed in measurements.models:
         lines.append(f"  {speed.quant}, {speed.params / 1e9:.1f}B, {speed.placement}: generation "
                      f"{_fmt(speed.generation_tokens_per_s, 1, 'tokens/s')}; {speed.source}")

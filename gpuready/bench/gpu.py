@@ -33,7 +33,8 @@ def parse_worker_output(stdout: str) -> tuple[list[GPUMeasurement], list[Problem
         return Spread.from_dict(value) if value else None
 
     gpus = [GPUMeasurement(int(g["index"]), str(g["name"]), spread(g.get("bandwidth_bytes_per_s")),
-                           spread(g.get("fp16_flops")), spread(g.get("bf16_flops")))
+                           spread(g.get("fp16_flops")), spread(g.get("bf16_flops")),
+                           spread(g.get("copy_power_w")), spread(g.get("matmul_power_w")))
             for g in data.get("gpus", [])]
     problems = [Problem("bench-gpu", f"{g['name']}: {e}", severity="warning") for g in data.get("gpus", []) for e in g.get("errors", [])]
     return gpus, problems

@@ -9,13 +9,19 @@ from gpuready.bench.stats import Spread
 
 @dataclass(frozen=True)
 class GPUMeasurement:
-    """One GPU as PyTorch saw it: device-to-device copy bandwidth and half-precision matmul throughput."""
+    """One GPU as PyTorch saw it: device-to-device copy bandwidth and half-precision matmul throughput.
+
+    The power figures are the average watts NVML's energy counter saw during the copy (memory-bound)
+    and the matmul (compute-bound) phases; None without a working counter (gpuready.bench.power_meter).
+    """
 
     index: int
     name: str
     bandwidth_bytes_per_s: Spread | None = None
     fp16_flops: Spread | None = None
     bf16_flops: Spread | None = None
+    copy_power_w: Spread | None = None
+    matmul_power_w: Spread | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,8 @@ def to_json(m: Measurements) -> dict:
         "cpu_threads": m.cpu_threads,
         "gpus": [
             {"index": g.index, "name": g.name, "bandwidth_bytes_per_s": _plain(g.bandwidth_bytes_per_s),
-             "fp16_flops": _plain(g.fp16_flops), "bf16_flops": _plain(g.bf16_flops)}
+             "fp16_flops": _plain(g.fp16_flops), "bf16_flops": _plain(g.bf16_flops),
+             "copy_power_w": _plain(g.copy_power_w), "matmul_power_w": _plain(g.matmul_power_w)}
             for g in m.gpus
         ],
         "models": [
@@ -112,7 +119,8 @@ def from_json(data: dict) -> Measurements:
         cpu_threads=data.get("cpu_threads"),
         gpus=tuple(
             GPUMeasurement(int(g["index"]), str(g["name"]), _spread(g.get("bandwidth_bytes_per_s")),
-                           _spread(g.get("fp16_flops")), _spread(g.get("bf16_flops")))
+                           _spread(g.get("fp16_flops")), _spread(g.get("bf16_flops")),
+                           _spread(g.get("copy_power_w")), _spread(g.get("matmul_power_w")))
             for g in data.get("gpus", ())
         ),
         models=tuple(

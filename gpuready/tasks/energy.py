@@ -5,7 +5,11 @@ million training tokens). Pure over Hardware, the verdict and the power table.
 Power: NVML's enforced power limit where the probe read it, else the cited board power of
 catalog/power.toml (GPUs, Apple chips' whole-Mac maximum, CPUs' default TDP). Either is an
 upper bound of what the work draws: memory-bound generation draws less than the limit, so
-the band reaches down to half of the estimate.
+the band reaches down to half of the estimate. Where `gpuready bench` read NVML's energy
+counter (gpuready.bench.power_meter), the GPU's measured watts come first: those of the
+device-to-device copy for memory-bound work (token generation, speech), those of the matmul
+for compute-bound work (images, embeddings, reranking, fine-tuning); the band is then the
+measurement's own spread, not the half-power low end.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ UNITS = {
     "training tokens/s": ("Wh per million training tokens", lambda speed: 1_000_000 / speed),
 }
 WH_PER_1K_TOKENS = "Wh per 1,000 tokens"
+# Headline speeds of memory-bound work: token generation reads every weight per token, and
+# Whisper's headline is dominated by its token-by-token decoder. The rest are matmul-bound.
+MEMORY_BOUND_UNITS = frozenset({"tokens/s", "x realtime"})
 # The low end of the band: work that draws half the power limit (an assumption: memory-bound
 # token generation keeps the compute units mostly idle), at the fast end of the speed band.
 LOW_POWER_SHARE = 0.5
@@ -36,7 +43,7 @@ class Energy:
     wh: float  # per unit, at the power limit and the estimated speed
     unit: str  # "Wh per 1,000 tokens", "Wh per image", ...
     power_w: float
-    power_source: str  # nvml (enforced power limit) | table (catalog/power.toml, cited in the basis)
+    power_source: str  # measured (NVML energy counter) | nvml (enforced power limit) | table (catalog/power.toml); "+"-joined when mixed
     seconds: float  # of one unit
     low_wh: float
     high_wh: float
@@ -52,8 +59,14 @@ def used_gpus(hardware: Hardware) -> list:
     return [gpu for gpu in hardware.accelerators if gpu.name == name][: device.count]
 
 
-def device_power(hardware: Hardware, placement: str | None) -> tuple[float, str, str] | None:
-    """Watts drawn where the verdict runs (GPU, CPU, or both for a split): (watts, nvml | table, citation)."""
+def measured_power(gpu, memory_bound: bool) -> float | None:
+    """The watts `gpuready bench` measured on this GPU for this kind of work, or None."""
+    return gpu.measured_power_memory_bound_w if memory_bound else gpu.measured_power_compute_bound_w
+
+
+def device_power(hardware: Hardware, placement: str | None,
+                 memory_bound: bool = True) -> tuple[float, str, str] | None:
+    """Watts drawn where the verdict runs (GPU, CPU, or both for a split): (watts, measured | nvml | table, citation)."""
     table = power_table()
     found: list[tuple[float, str]] = []
     apple = [gpu for gpu in hardware.accelerators if gpu.vendor == "apple" and table.gpu(gpu.table_id)]
@@ -65,7 +78,9 @@ def device_power(hardware: Hardware, placement: str | None) -> tuple[float, str,
         if not gpus:
             return None
         for gpu in gpus:
-            if gpu.power_limit_w:
+            if measured_power(gpu, memory_bound):
+                found.append((measured_power(gpu, memory_bound), "measured", gpu.measured_power_source or "measured"))
+            elif gpu.power_limit_w:
                 found.append((gpu.power_limit_w, "nvml", "NVML's enforced power limit"))
             else:
                 power: Power | None = table.gpu(gpu.table_id)
@@ -91,7 +106,8 @@ def energy(verdict, hardware: Hardware) -> Energy | None:
     """Energy per unit of this verdict's work, or None when its speed or its device's power is unknown."""
     if verdict.speed is None or verdict.speed <= 0 or verdict.speed_unit not in UNITS:
         return None
-    power = device_power(hardware, verdict.placement)
+    memory_bound = verdict.speed_unit in MEMORY_BOUND_UNITS
+    power = device_power(hardware, verdict.placement, memory_bound)
     if power is None:
         return None
     watts, source, citation = power
@@ -103,6 +119,13 @@ def energy(verdict, hardware: Hardware) -> Energy | None:
     seconds = seconds_of(speed)
     wh = watts * seconds / 3600
     uncertainty = verdict.uncertainty or 0.0
+    if source == "measured":
+        spread = max((gpu.measured_power_spread or 0.0) for gpu in used_gpus(hardware))
+        low, high = wh / (1 + uncertainty) * (1 - spread), wh * (1 + uncertainty) * (1 + spread)
+        phase = "copy" if memory_bound else "matmul"
+        return Energy(wh, unit, watts, source, seconds, low, high,
+                      f"{watts:.0f} W during the {phase} ({citation}) x {seconds:,.1f} s a unit = {number(wh)} {unit}; "
+                      f"{number(low)}-{number(high)} from the speed's and the power's spread")
     low = wh * LOW_POWER_SHARE / (1 + uncertainty)
     high = wh * (1 + uncertainty)
     basis = (f"{watts:g} W ({citation}) x {seconds:,.1f} s a unit = {number(wh)} {unit}; "
