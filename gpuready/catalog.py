@@ -272,8 +272,10 @@ def read_toml(path: Path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise CatalogError(f"{path}: not valid TOML: {error}") from None
+    except RecursionError:
+        raise CatalogError(f"{path}: not valid TOML: nested too deeply") from None
     except OSError as error:
-        raise CatalogError(f"{path}: cannot read: {error.strerror}") from None
+        raise CatalogError(f"{path}: cannot read: {error.strerror or error}") from None
 
 
 def _tables(data: dict, key: str, path: Path) -> list:

@@ -9,6 +9,7 @@ section and by ``--hardware FILE``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -168,6 +169,11 @@ def to_dict(value) -> dict:
     return convert(value)
 
 
+# No count, size (an exabyte is 2^60 bytes) or rate of a real machine comes near this; a bigger
+# number is a typo or fuzzed input, and would overflow the float arithmetic of the estimates.
+MAX_QUANTITY = 2**60
+
+
 def _check(value, annotation, where: str):
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
@@ -192,14 +198,16 @@ def _check(value, annotation, where: str):
             raise HardwareFormatError(f"{where}: expected true or false")
         return value
     if annotation is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
             raise HardwareFormatError(f"{where}: expected an integer")
         if value < 0:
             raise HardwareFormatError(f"{where}: must not be negative")
+        if value > MAX_QUANTITY:
+            raise HardwareFormatError(f"{where}: implausibly large (at most 2^60)")
         return int(value)
     if annotation is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise HardwareFormatError(f"{where}: expected a number")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > MAX_QUANTITY:
+            raise HardwareFormatError(f"{where}: expected a finite number")
         return float(value)
     if annotation is str:
         if not isinstance(value, str):

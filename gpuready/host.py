@@ -17,6 +17,7 @@ import os
 import platform as _platform
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -152,10 +153,19 @@ class LiveHost:
 
     def read_text(self, path: str) -> str | None:
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
+            # O_NONBLOCK: a FIFO in place of a file must not hang the run (it has no effect on regular files).
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except (OSError, ValueError):
+            return None
+        try:
+            if stat.S_ISFIFO(os.fstat(descriptor).st_mode) or stat.S_ISSOCK(os.fstat(descriptor).st_mode):
+                return None
+            with open(descriptor, encoding="utf-8", errors="replace", closefd=False) as handle:
                 return handle.read()
         except (OSError, ValueError):
             return None
+        finally:
+            os.close(descriptor)
 
     def list_dir(self, path: str) -> list[str] | None:
         try:
@@ -166,22 +176,27 @@ class LiveHost:
     def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
         if shutil.which(argv[0]) is None:
             return CommandResult("not_found")
+        posix = os.name == "posix"
         try:
-            completed = subprocess.run(
+            process = subprocess.Popen(
                 list(argv),
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
                 text=True,
                 errors="replace",
-                timeout=timeout,
-                stdin=subprocess.DEVNULL,
+                start_new_session=posix,  # its own process group, so a timeout ends its children too
             )
-        except subprocess.TimeoutExpired:
-            return CommandResult("timeout")
         except FileNotFoundError:
             return CommandResult("not_found")
         except OSError as error:
             return CommandResult("error", stderr=str(error))
-        return CommandResult("ok", completed.returncode, completed.stdout, completed.stderr)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(process, posix)
+            return CommandResult("timeout")
+        return CommandResult("ok", process.returncode, stdout, stderr)
 
     def env(self, name: str) -> str | None:
         if name not in ENV_ALLOWLIST:
@@ -198,6 +213,23 @@ class LiveHost:
         return self._libraries[name]
 
 
+def _kill(process: subprocess.Popen, posix: bool) -> None:
+    """End a command that ran out of time without waiting long on it: one stuck in the kernel cannot die yet."""
+    import signal
+
+    try:
+        if posix:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    except OSError:
+        pass
+    try:
+        process.communicate(timeout=0.1)
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        pass  # left to the interpreter to reap; never block the report on it
+
+
 class MachineError(ValueError):
     """A recorded machine directory is missing or malformed."""
 
@@ -211,6 +243,8 @@ class ReplayHost:
     arch: str = field(init=False)
     description: str = field(init=False, default="")
     _env: dict[str, str] = field(init=False, default_factory=dict)
+    # Recorded files that are there but malformed: path (relative to the directory) -> why.
+    faults: dict[str, str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -219,8 +253,10 @@ class ReplayHost:
             raise MachineError(f"{self.directory}: not a recorded machine (no machine.toml)")
         try:
             data = tomllib.loads(manifest.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as error:
             raise MachineError(f"{manifest}: {error}") from None
+        except RecursionError:
+            raise MachineError(f"{manifest}: nested too deeply") from None
         for key in ("platform", "arch"):
             if not isinstance(data.get(key), str):
                 raise MachineError(f"{manifest}: '{key}' must be a string")
@@ -247,6 +283,18 @@ class ReplayHost:
         except OSError:
             return None
 
+    def _fault(self, path: Path, why: str) -> None:
+        """Note a malformed recorded file once; the probes see it as unusable, not as a crash."""
+        self.faults.setdefault(str(path.relative_to(self.directory)), why)
+
+    def _recorded(self, path: Path) -> str | None:
+        """A recorded file's text; None (and a fault) when it is there but cannot be read as text."""
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            self._fault(path, f"cannot be read ({error.strerror or error})")
+            return None
+
     def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
         base = self.directory / "commands" / command_slug(argv)
         if _sibling(base, ".timeout").exists():
@@ -254,14 +302,24 @@ class ReplayHost:
         stdout_file = _sibling(base, ".txt")
         if not stdout_file.exists():
             return CommandResult("not_found")
+        broken = CommandResult("error", stderr="the recording of this command is malformed")
         rc_file = _sibling(base, ".rc")
-        try:
-            returncode = int(rc_file.read_text().strip()) if rc_file.exists() else 0
-        except ValueError:
-            raise MachineError(f"{rc_file}: not an integer exit code") from None
+        returncode = 0
+        if rc_file.exists():
+            text = self._recorded(rc_file)
+            if text is None:
+                return broken
+            try:
+                returncode = int(text.strip())
+            except ValueError:
+                self._fault(rc_file, f"not an integer exit code ({text.strip()[:40]!r})")
+                return broken
         stderr_file = _sibling(base, ".err")
-        stderr = stderr_file.read_text(errors="replace") if stderr_file.exists() else ""
-        return CommandResult("ok", returncode, stdout_file.read_text(errors="replace"), stderr)
+        stderr = (self._recorded(stderr_file) or "") if stderr_file.exists() else ""
+        stdout = self._recorded(stdout_file)
+        if stdout is None:
+            return broken
+        return CommandResult("ok", returncode, stdout, stderr)
 
     def env(self, name: str) -> str | None:
         if name not in ENV_ALLOWLIST:
@@ -269,15 +327,24 @@ class ReplayHost:
         return self._env.get(name)
 
     def library(self, name: str) -> dict | None:
+        """The recorded readout; a malformed one is a fault and reads as absent."""
         path = self.directory / "libraries" / f"{name}.json"
         if not path.exists():
             return None
+        text = self._recorded(path)
+        if text is None:
+            return None
         try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise MachineError(f"{path}: {error}") from None
+            value = json.loads(text)
+        except ValueError as error:
+            self._fault(path, f"not valid JSON ({error})")
+            return None
+        except RecursionError:
+            self._fault(path, "not valid JSON (nested too deeply)")
+            return None
         if not isinstance(value, dict):
-            raise MachineError(f"{path}: expected a JSON object")
+            self._fault(path, "expected a JSON object")
+            return None
         return value
 
 

@@ -86,6 +86,11 @@ class RecordingHost:
         self._env: dict[str, str] = {}
         self.directory.mkdir(parents=True, exist_ok=True)
 
+    @property
+    def faults(self) -> dict[str, str]:
+        """Malformed files of a replayed recording being re-recorded (none on a live machine)."""
+        return getattr(self.inner, "faults", {})
+
     def _root_path(self, path: str) -> Path:
         return self.directory / "root" / self.scrubber.text(path).lstrip("/")
 

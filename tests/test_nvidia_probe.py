@@ -62,9 +62,17 @@ def test_every_nvml_start_error_with_a_gpu_on_the_bus_is_a_warning_with_a_hint(e
     assert problems == [Problem("nvidia", f"1 NVIDIA GPU(s) on the PCI bus but the driver cannot be used: {error}", hint, "warning")]
 
 
-@pytest.mark.parametrize("error", ["NVML_ERROR_LIBRARY_NOT_FOUND", "PYNVML_NOT_INSTALLED", "NVML_ERROR_DRIVER_NOT_LOADED"])
-def test_no_nvidia_gpu_anywhere_means_nothing_to_report(error):
+@pytest.mark.parametrize("error", ["NVML_ERROR_LIBRARY_NOT_FOUND", "PYNVML_NOT_INSTALLED"])
+def test_no_nvidia_library_and_no_gpu_means_nothing_to_report(error):
     assert nvidia.probe(FakeHost(libraries={"nvml": {"error": error}})) == ([], [])
+
+
+@pytest.mark.parametrize("error", ["NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_LIB_RM_VERSION_MISMATCH", "NVML_ERROR_NO_PERMISSION"])
+def test_an_nvml_that_fails_to_start_is_a_problem_even_with_no_pci_files_and_no_nvidia_smi(error):
+    # A container or VM can hide /sys/bus/pci; NVML's own error is then the only sign of the GPU (issue 16).
+    assert nvidia.probe(FakeHost(libraries={"nvml": {"error": error, "detail": "from nvmlInit"}})) == ([], [
+        Problem("nvidia", f"NVML failed ({error} (from nvmlInit)) and no NVIDIA GPU is visible on the PCI bus", nvidia.NVML_HINTS[error], "warning")
+    ])
 
 
 def test_nvidia_smi_version_mismatch_names_the_reboot_fix():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from gpuready.hardware import CPU, Problem
 from gpuready.host import Host
-from gpuready.probes import macos
+from gpuready.probes import fields, macos
 from gpuready.probes.failure import ProbeFailure
 
 # x86 /proc/cpuinfo flags -> the names gpuready reports.
@@ -230,20 +230,22 @@ def darwin_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
 
 
 def windows_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
-    readout = host.library("windows")
-    if not readout or "cpu" not in readout:
-        error = (readout or {}).get("error")
-        raise ProbeFailure(f"could not read the Windows CPU information{': ' + error if error else ''}", None)
-    info = readout["cpu"]
-    features = sorted(name for name, present in (info.get("features") or {}).items() if present)
+    readout = fields.mapping(host.library("windows"))
+    info = readout.get("cpu")
+    if not isinstance(info, dict):
+        error = fields.text(readout.get("error"))
+        raise ProbeFailure(f"could not read the Windows CPU information{': ' + error if error else ''}",
+                           "gpuready reads the CPU from the registry and psutil; run `gpuready record DIR` and attach it to an issue.")
+    features = sorted(name for name, present in fields.mapping(info.get("features")).items() if present is True)
+    vendor = fields.text(info.get("vendor"))
     cpu = CPU(
-        name=(info.get("name") or "").strip() or None,
+        name=(fields.text(info.get("name")) or "").strip() or None,
         arch=arch,
-        vendor={"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(info.get("vendor") or "", info.get("vendor")),
-        physical_cores=info.get("physical_cores"),
-        logical_cores=info.get("logical_cores"),
-        performance_cores=info.get("performance_cores"),
-        efficiency_cores=info.get("efficiency_cores"),
+        vendor={"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(vendor or "", vendor),
+        physical_cores=fields.whole(info.get("physical_cores")) or None,
+        logical_cores=fields.whole(info.get("logical_cores")) or None,
+        performance_cores=fields.whole(info.get("performance_cores")),
+        efficiency_cores=fields.whole(info.get("efficiency_cores")),
         features=tuple(features),
         source="windows",
     )

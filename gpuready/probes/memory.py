@@ -16,7 +16,7 @@ import posixpath
 
 from gpuready.hardware import Memory, Problem
 from gpuready.host import Host
-from gpuready.probes import macos
+from gpuready.probes import fields, macos
 from gpuready.probes.failure import ProbeFailure
 
 # cgroup v1 reports "no limit" as a huge page-aligned number (PAGE_COUNTER_MAX * page size).
@@ -171,7 +171,7 @@ def darwin_memory(host: Host) -> tuple[Memory, list[Problem]]:
         raise ProbeFailure("sysctl hw.memsize is missing", "gpuready reads memory size with `sysctl hw.memsize`.") from None
     problems = []
     available = None
-    result = host.run(("vm_stat",), timeout=5.0)
+    result = host.run(macos.VM_STAT_ARGV, timeout=5.0)
     if result.ok:
         pages = macos.parse_vm_stat(result.stdout)
         available = darwin_available_bytes(pages, total, int(values.get("hw.pagesize", "16384")))
@@ -183,19 +183,16 @@ def darwin_memory(host: Host) -> tuple[Memory, list[Problem]]:
 
 
 def windows_memory(host: Host) -> tuple[Memory, list[Problem]]:
-    readout = host.library("windows") or {}
-    info = readout.get("memory")
-    if not info or not info.get("total_bytes"):
-        error = readout.get("error")
-        raise ProbeFailure(f"could not read Windows memory status{': ' + error if error else ''}")
-    return (
-        Memory(
-            total_bytes=int(info["total_bytes"]),
-            available_bytes=info.get("available_bytes"),
-            source="windows",
-        ),
-        [],
-    )
+    readout = fields.mapping(host.library("windows"))
+    info = fields.mapping(readout.get("memory"))
+    total = fields.whole(info.get("total_bytes"))
+    if not total:
+        error = fields.text(readout.get("error"))
+        raise ProbeFailure(f"could not read Windows memory status{': ' + error if error else ''}", WINDOWS_HINT)
+    return Memory(total_bytes=total, available_bytes=fields.whole(info.get("available_bytes")), source="windows"), []
+
+
+WINDOWS_HINT = "gpuready reads memory with GlobalMemoryStatusEx; run `gpuready record DIR` and attach it to an issue."
 
 
 def probe(host: Host) -> tuple[Memory, list[Problem]]:

@@ -29,6 +29,9 @@ from gpuready.probes.nvidia import (
     pci_id,
 )
 
+# What the NVML readout and nvidia-smi say on a machine with no NVIDIA driver at all.
+NOTHING_NVIDIA = ("not_found", "PYNVML_NOT_INSTALLED", "NVML_ERROR_LIBRARY_NOT_FOUND", "no devices")
+
 DEVICE_TREE_MODELS = ("/proc/device-tree/model", "/sys/firmware/devicetree/base/model")
 
 
@@ -115,9 +118,13 @@ def unusable(host: Host, error: str, detail: str | None) -> tuple[list[GPU], lis
         return [board], [Problem("nvidia", f"NVML is not available on this Jetson ({error}); memory is read from /proc/meminfo", severity="info")]
     devices = pci.display_devices(host, "nvidia") if host.platform == "linux" else []
     wsl = host.platform == "linux" and _is_wsl(host) and "dxg" in (host.list_dir("/dev") or [])
-    if not devices and not wsl:
-        return [], []  # no NVIDIA GPU: nothing to say
     hint = NVML_HINTS.get(error, "Run `nvidia-smi` to see what the driver says.")
+    if not devices and not wsl:
+        if error in NOTHING_NVIDIA:
+            return [], []  # no NVIDIA library and no NVIDIA GPU: nothing to say
+        # NVML is installed and failed: a broken driver, or a container or VM that hides the PCI bus.
+        why = f"{error}{f' ({detail})' if detail else ''}"
+        return [], [Problem("nvidia", f"NVML failed ({why}) and no NVIDIA GPU is visible on the PCI bus", hint, "warning")]
     drivers = {d.driver for d in devices}
     if devices and drivers == {"nouveau"}:
         hint = "The open-source nouveau driver is bound to the GPU; CUDA needs NVIDIA's driver. Install it and reboot."
