@@ -80,4 +80,6 @@ def build_parser() -> argparse.ArgumentParser:
     record = commands.add_parser("record", help="record this machine into DIR (scrubbed), for bug reports and tests")
     record.add_argument("directory", metavar="DIR")
     record.add_argument("--description", help="a one-line description for machine.toml")
+    record.add_argument("--machine", metavar="DIR", default=argparse.SUPPRESS,
+                        help="re-record a recorded machine instead of this one (to scrub it, or move it to a new format)")
     return parser

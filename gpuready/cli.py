@@ -296,7 +296,7 @@ def cmd_schema(args) -> int:
 
 
 def cmd_record(args) -> int:
-    from gpuready.host import LiveHost
+    from gpuready.host import host_from_environment
     from gpuready.probes import probe_hardware
     from gpuready.recording import RecordingHost
     from gpuready.verdict import fmt_gb
@@ -304,9 +304,9 @@ def cmd_record(args) -> int:
     directory = Path(args.directory)
     if directory.exists() and any(directory.iterdir()):
         raise UsageError(f"{directory}: exists and is not empty; give a new directory")
-    host = RecordingHost(LiveHost(), directory)
+    host = RecordingHost(host_from_environment(args.machine), directory)  # --machine re-records a recording
     hardware, problems = probe_hardware(host)
-    description = args.description or ", ".join(
+    description = args.description or getattr(host.inner, "description", None) or ", ".join(
         part
         for part in (
             hardware.cpu.name,

@@ -242,6 +242,7 @@ class ReplayHost:
     platform: str = field(init=False)
     arch: str = field(init=False)
     description: str = field(init=False, default="")
+    source: str = field(init=False, default="")
     _env: dict[str, str] = field(init=False, default_factory=dict)
     # Recorded files that are there but malformed: path (relative to the directory) -> why.
     faults: dict[str, str] = field(init=False, default_factory=dict)
@@ -263,6 +264,7 @@ class ReplayHost:
         self.platform = normalise_platform(data["platform"])
         self.arch = normalise_arch(data["arch"])
         self.description = str(data.get("description", ""))
+        self.source = str(data.get("source", ""))
         env = data.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise MachineError(f"{manifest}: [env] must map names to strings")

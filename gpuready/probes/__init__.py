@@ -94,6 +94,10 @@ def probe_hardware(host: Host, python: str | None = None, torch: bool = False) -
         gpus = list(backends_probe.assign(tuple(gpus), tuple(backends), host))
     except Exception as error:  # noqa: BLE001 - assigning backends must not lose the GPUs
         problems.append(Problem("backends", f"could not match backends to GPUs: {type(error).__name__}: {error}", REPORT_HINT, "error"))
+    if host.platform == "linux":
+        from gpuready.probes import pci
+
+        run_probe("pci", lambda h: (None, pci.unreadable_devices(h)), host, problems, None)
     os_name, in_container = run_probe("system", system.probe, host, problems, (None, False))
     problems.extend(recording_problems(host))
     problems.extend(timeout_problems(host, problems))
