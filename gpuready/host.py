@@ -138,6 +138,28 @@ def _load_readout(name: str) -> Callable[[], dict] | None:
     return getattr(module, attribute)
 
 
+def read_file_text(path: str | os.PathLike) -> str | None:
+    """A file's text, or None when it is missing, a directory, a dangling link, unreadable or a FIFO.
+
+    Opened with O_NONBLOCK, so a FIFO in place of a file cannot hang the run (it changes nothing for
+    regular files), and a FIFO or socket reads as missing.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISDIR(mode):
+            return None
+        with open(descriptor, encoding="utf-8", errors="replace", closefd=False) as handle:
+            return handle.read()
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(descriptor)
+
+
 def _sibling(base: Path, extension: str) -> Path:
     """``base`` plus an extension; slugs contain dots, so Path.with_suffix would cut them."""
     return base.with_name(base.name + extension)
@@ -152,20 +174,7 @@ class LiveHost:
         self._libraries: dict[str, dict | None] = {}
 
     def read_text(self, path: str) -> str | None:
-        try:
-            # O_NONBLOCK: a FIFO in place of a file must not hang the run (it has no effect on regular files).
-            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        except (OSError, ValueError):
-            return None
-        try:
-            if stat.S_ISFIFO(os.fstat(descriptor).st_mode) or stat.S_ISSOCK(os.fstat(descriptor).st_mode):
-                return None
-            with open(descriptor, encoding="utf-8", errors="replace", closefd=False) as handle:
-                return handle.read()
-        except (OSError, ValueError):
-            return None
-        finally:
-            os.close(descriptor)
+        return read_file_text(path)
 
     def list_dir(self, path: str) -> list[str] | None:
         try:
@@ -274,10 +283,7 @@ class ReplayHost:
         return self.directory / "root" / path.lstrip("/")
 
     def read_text(self, path: str) -> str | None:
-        try:
-            return self._path(path).read_text(encoding="utf-8", errors="replace")
-        except (OSError, ValueError):
-            return None
+        return read_file_text(self._path(path))
 
     def list_dir(self, path: str) -> list[str] | None:
         try:
@@ -291,11 +297,10 @@ class ReplayHost:
 
     def _recorded(self, path: Path) -> str | None:
         """A recorded file's text; None (and a fault) when it is there but cannot be read as text."""
-        try:
-            return path.read_text(encoding="utf-8", errors="replace")
-        except OSError as error:
-            self._fault(path, f"cannot be read ({error.strerror or error})")
-            return None
+        text = read_file_text(path)
+        if text is None:
+            self._fault(path, "cannot be read (a directory, a FIFO or unreadable)" if path.is_dir() or path.exists() else "cannot be read")
+        return text
 
     def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
         base = self.directory / "commands" / command_slug(argv)

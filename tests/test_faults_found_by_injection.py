@@ -153,7 +153,7 @@ def test_a_directory_in_place_of_a_recorded_command_output_is_one_problem(tmp_pa
     output.unlink()
     output.mkdir()
     _, problems = probe_hardware(ReplayHost(machine))
-    assert [p.message for p in problems if p.probe == "recording"] == [f"recorded file commands/{output.name}: cannot be read (Is a directory)"]
+    assert [p.message for p in problems if p.probe == "recording"] == [f"recorded file commands/{output.name}: cannot be read (a directory, a FIFO or unreadable)"]
 
 
 def test_windows_memory_that_is_not_an_object_is_an_error_with_a_hint(tmp_path):

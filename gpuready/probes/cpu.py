@@ -154,8 +154,8 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
         sys_vendor = (host.read_text("/sys/devices/virtual/dmi/id/sys_vendor") or "").strip()
         if sys_vendor == "Amazon EC2" and len(parts) == 1 and parts[0] in GRAVITON:
             name = f"{GRAVITON[parts[0]]} ({parts[0]})"
-        board = (host.read_text("/sys/firmware/devicetree/base/model") or "").strip("\x00 \n")
-        model_line = globals_.get("Model") or first.get("Model")
+        board = fields.label(host.read_text("/sys/firmware/devicetree/base/model")) or ""
+        model_line = fields.label(globals_.get("Model") or first.get("Model"))
         board = board or model_line or ""
         if board:
             name = f"{board} ({name})" if name else board
@@ -172,6 +172,7 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
             performance = p_threads // 2 if smt else p_threads
         except ValueError:
             problems.append(Problem("cpu", "could not parse the hybrid core lists in /sys/devices/cpu_core", severity="info"))
+    name = fields.label(name)
     if not name:
         problems.append(Problem("cpu", "the CPU model name is not in /proc/cpuinfo", severity="info"))
     cpu = CPU(

@@ -25,3 +25,17 @@ def whole(value) -> int | None:
 def text(value) -> str | None:
     """A string, else None."""
     return value if isinstance(value, str) else None
+
+
+def label(value: str | None, limit: int = 120) -> str | None:
+    """A name read from a file or a tool, fit to show: its first line, printable characters only, at most ``limit`` long.
+
+    A device-tree model or a cpuinfo line that reads 10 MB of junk must not become a 10 MB CPU name.
+    """
+    if not isinstance(value, str):
+        return None
+    line = value.strip("\x00 \t\r\n").split("\n", 1)[0]
+    cleaned = "".join(c for c in line[: limit * 4] if c.isprintable()).strip()
+    if len(cleaned) > limit:
+        cleaned = cleaned[: limit - 1].rstrip() + "…"
+    return cleaned or None

@@ -142,6 +142,9 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
     """GPUs from an NVML readout; MIG instances become GPUs of their own, memory per instance."""
     gpus: list[Seen] = []
     problems: list[Problem] = []
+    system_errors = _failed_calls(readout.get("errors") if isinstance(readout.get("errors"), dict) else {})
+    if system_errors:
+        problems.append(Problem("nvidia", f"NVML could not answer: {system_errors}", FAILED_CALL_HINT, "info"))
     driver_version = readout.get("driver_version") if isinstance(readout.get("driver_version"), str) else None
     cuda = cuda_version(readout.get("cuda_driver_version"))
     for position, device in enumerate(readout.get("devices") or []):
@@ -151,9 +154,10 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
         index = device.get("index") if isinstance(device.get("index"), int) else position
         name = device.get("name") if isinstance(device.get("name"), str) else None
         if name is None:
-            problems.append(Problem("nvidia", f"NVML could not read GPU {index}: {', '.join(f'{k}: {v}' for k, v in errors.items()) or 'no name'}",
+            problems.append(Problem("nvidia", f"NVML could not read GPU {index}: {_failed_calls(errors) or 'no name'}",
                                     "Run `nvidia-smi -q` to see whether the driver can talk to this GPU.", "warning"))
             continue
+
         total, free = _memory(device)
         kind = "discrete"
         usable = free
@@ -190,31 +194,65 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
         if note:
             problems.append(Problem("nvidia", note, severity="info"))
         if total is None:
-            problems.append(Problem("nvidia", f"NVML reports no memory size for {name} ({errors.get('memory', 'no value')})",
+            problems.append(Problem("nvidia", f"NVML reports no memory size for {name} ({'nvmlDeviceGetMemoryInfo: ' + str(errors['memory']) if 'memory' in errors else 'no value'})",
                                     "Verdicts use the GPU table's memory size, if the GPU is listed there.", "warning"))
+        # A memory size NVML cannot read has the warning above; every other failed call is named here.
+        failed = _failed_calls({k: v for k, v in errors.items() if not (k == "memory" and total is None)})
+        if failed:
+            problems.append(Problem("nvidia", f"NVML could not answer every question about {name}: {failed}", FAILED_CALL_HINT, "info"))
         mig_mode = device.get("mig_mode")
         if isinstance(mig_mode, list) and mig_mode and mig_mode[0] == 1:
-            gpus.extend(_mig_gpus(gpu, device, device.get("uuid")))
+            found, unread = _mig_gpus(gpu, device, device.get("uuid"))
+            gpus.extend(found)
+            if unread:
+                problems.append(Problem("nvidia", f"NVML could not read every MIG instance of {name}: {unread}",
+                                        "Run `nvidia-smi -L` to list the MIG instances the driver sees.", "warning"))
         else:
             gpus.append(Seen(gpu, _text(device.get("uuid"))))
     return gpus, problems
+
+
+FAILED_CALL_HINT = ("What NVML could not say comes from the GPU table where it lists this GPU, or stays unknown; "
+                    "`nvidia-smi -q` shows what the driver itself reports.")
+
+
+def _failed_calls(errors: dict) -> str:
+    """'nvmlDeviceGetMemoryBusWidth: NVML_ERROR_NOT_SUPPORTED, ...' for a device's failed fields.
+
+    A GPU without MIG answers nvmlDeviceGetMigMode with NOT_SUPPORTED: that is an answer, not a failure.
+    """
+    from gpuready.readouts.nvml import CALLS
+
+    calls: dict[str, str] = {}
+    for field, error in errors.items():
+        if field == "mig_mode" and error == "NVML_ERROR_NOT_SUPPORTED":
+            continue
+        calls.setdefault(CALLS.get(str(field), str(field)), str(error))
+    return ", ".join(f"{call}: {error}" for call, error in calls.items())
 
 
 def _text(value) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> list[Seen]:
+def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> tuple[list[Seen], str]:
     """One GPU per MIG instance, with the instance's memory and its share of the bandwidth.
 
     Each memory slice of a MIG instance carries the same share of the GPU's memory
     bandwidth as of its memory (NVIDIA MIG User Guide, "Terminology": memory slice =
     1/8 of the memory, with proportional bandwidth; https://docs.nvidia.com/datacenter/tesla/mig-user-guide/).
     """
-    instances = [m for m in device.get("mig_devices") or [] if isinstance(m, dict) and isinstance(m.get("name"), str)]
+    listed = [m for m in device.get("mig_devices") or [] if isinstance(m, dict)]
+    instances = [m for m in listed if isinstance(m.get("name"), str)]
+    unread = "; ".join(
+        f"{m['name'] if isinstance(m.get('name'), str) else 'an instance'}: {calls or 'no name'}"
+        for m in listed
+        if (calls := _failed_calls(m.get("errors") if isinstance(m.get("errors"), dict) else {})) or not isinstance(m.get("name"), str)
+    )
     if not instances:
-        reason = "MIG mode is on but no MIG instance exists, so CUDA cannot use this GPU"
-        return [Seen(dataclasses.replace(parent, counted=False, not_counted_reason=reason), _text(parent_uuid))]
+        reason = ("MIG mode is on but NVML could not list its instances" if unread else
+                  "MIG mode is on but no MIG instance exists, so CUDA cannot use this GPU")
+        return [Seen(dataclasses.replace(parent, counted=False, not_counted_reason=reason), _text(parent_uuid))], unread
     spec = tables.match_gpu(parent)
     gpus = []
     for instance in instances:
@@ -238,7 +276,7 @@ def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> list[Seen]:
             flops_source=f"table:{spec.id} x {slices}/{MIG_COMPUTE_SLICES} MIG compute slices" if flops else None,
         )
         gpus.append(Seen(gpu, _text(instance.get("uuid")), _text(parent_uuid)))
-    return gpus
+    return gpus, unread
 
 
 def apply_visibility(
@@ -290,7 +328,10 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         gpus, problems = parse_nvml(readout, meminfo)
     else:
         if isinstance(readout, dict):
-            error, detail = str(readout.get("error") or "no devices"), readout.get("detail")
+            # A readout with neither an error nor a device list did not come from readouts.nvml: say so.
+            error, detail = str(readout.get("error") or "NVML_READOUT_MALFORMED"), readout.get("detail")
+            call = readout.get("call")
+            detail = f"{call}: {detail}" if isinstance(call, str) and detail else (call if isinstance(call, str) else detail)
         from gpuready.probes import nvidia_fallback as fallback
 
         result = host.run(SMI_ARGV, timeout=10.0)
@@ -304,7 +345,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             if result.status == "ok" and error in ("not_found", "PYNVML_NOT_INSTALLED", "NVML_ERROR_LIBRARY_NOT_FOUND"):
                 said = fallback.smi_error(result.stdout, result.stderr, result.returncode)
                 error = said if said.startswith("NVML_") or error == "not_found" else error
-            return fallback.unusable(host, error, detail)
+            return fallback.unusable(host, error, detail, started=isinstance(readout, dict) and readout.get("call") not in (None, "nvmlInit"))
     visible, visibility = apply_visibility(
         gpus, host.env("CUDA_VISIBLE_DEVICES"), host.env("NVIDIA_VISIBLE_DEVICES"), host.env("CUDA_DEVICE_ORDER")
     )

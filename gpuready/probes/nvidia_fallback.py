@@ -15,7 +15,7 @@ import re
 from gpuready import tables
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
-from gpuready.probes import pci
+from gpuready.probes import fields, pci
 from gpuready.probes.memory import parse_meminfo
 from gpuready.probes.nvidia import (
     CONTAINER_HINT,
@@ -98,7 +98,7 @@ def jetson(host: Host) -> GPU | None:
     """A Jetson board's integrated GPU, named from the device-tree model ("NVIDIA Jetson AGX Orin Developer Kit")."""
     if host.arch != "arm64":
         return None
-    model = next((text.strip("\x00 \n") for path in DEVICE_TREE_MODELS if (text := host.read_text(path))), "")
+    model = next((fields.label(text) or "" for path in DEVICE_TREE_MODELS if (text := host.read_text(path))), "")
     if "jetson" not in model.lower():
         return None
     name = re.sub(r"\s*Developer Kit.*$", "", model, flags=re.IGNORECASE).strip()
@@ -111,8 +111,8 @@ def jetson(host: Host) -> GPU | None:
     return dataclasses.replace(gpu, bandwidth_bytes_per_s=value, bandwidth_source=source)
 
 
-def unusable(host: Host, error: str, detail: str | None) -> tuple[list[GPU], list[Problem]]:
-    """NVML and nvidia-smi both failed: is there an NVIDIA GPU at all?"""
+def unusable(host: Host, error: str, detail: str | None, started: bool = False) -> tuple[list[GPU], list[Problem]]:
+    """NVML and nvidia-smi both failed: is there an NVIDIA GPU at all? (``started``: NVML itself started, then failed.)"""
     board = jetson(host)
     if board is not None:
         return [board], [Problem("nvidia", f"NVML is not available on this Jetson ({error}); memory is read from /proc/meminfo", severity="info")]
@@ -120,7 +120,7 @@ def unusable(host: Host, error: str, detail: str | None) -> tuple[list[GPU], lis
     wsl = host.platform == "linux" and _is_wsl(host) and "dxg" in (host.list_dir("/dev") or [])
     hint = NVML_HINTS.get(error, "Run `nvidia-smi` to see what the driver says.")
     if not devices and not wsl:
-        if error in NOTHING_NVIDIA:
+        if error in NOTHING_NVIDIA and not started:
             return [], []  # no NVIDIA library and no NVIDIA GPU: nothing to say
         # NVML is installed and failed: a broken driver, or a container or VM that hides the PCI bus.
         why = f"{error}{f' ({detail})' if detail else ''}"
