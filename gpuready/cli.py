@@ -354,6 +354,11 @@ COMMANDS = {
 }
 
 
+def one_line(message: str) -> str:
+    """An error message as one line: a key or value quoted from a user's file may hold newlines or control characters."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from gpuready.catalog import CatalogError
     from gpuready.hardware import HardwareFormatError
@@ -369,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(COMMANDS[args.command](args))
     except (UsageError, CatalogError, HardwareFormatError, MachineError, WhatIfError) as error:
-        sys.stderr.write(f"gpuready: error: {error}\n")
+        sys.stderr.write(f"gpuready: error: {one_line(str(error))}\n")
         return ExitCode.USAGE
     except BrokenPipeError:
         return ExitCode.READY

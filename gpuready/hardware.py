@@ -198,7 +198,8 @@ def _check(value, annotation, where: str):
             raise HardwareFormatError(f"{where}: expected true or false")
         return value
     if annotation is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not math.isfinite(value)) \
+                or value != int(value):
             raise HardwareFormatError(f"{where}: expected an integer")
         if value < 0:
             raise HardwareFormatError(f"{where}: must not be negative")
@@ -206,7 +207,7 @@ def _check(value, annotation, where: str):
             raise HardwareFormatError(f"{where}: implausibly large (at most 2^60)")
         return int(value)
     if annotation is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > MAX_QUANTITY:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > MAX_QUANTITY or not math.isfinite(value):
             raise HardwareFormatError(f"{where}: expected a finite number")
         return float(value)
     if annotation is str:
@@ -224,7 +225,7 @@ def from_dict(cls, data, where: str = "hardware"):
     known = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise HardwareFormatError(f"{where}: unknown key '{unknown[0]}'")
+        raise HardwareFormatError(f"{where}: unknown key {unknown[0]!r}")
     values = {}
     for name, spec in known.items():
         if name not in data:
