@@ -82,4 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--description", help="a one-line description for machine.toml")
     record.add_argument("--machine", metavar="DIR", default=argparse.SUPPRESS,
                         help="re-record a recorded machine instead of this one (to scrub it, or move it to a new format)")
+    record.add_argument("--include-identifiers", action="store_true",
+                        help="keep serial numbers, UUIDs, MAC addresses and the host name (scrubbed by default)")
     return parser

@@ -304,7 +304,8 @@ def cmd_record(args) -> int:
     directory = Path(args.directory)
     if directory.exists() and any(directory.iterdir()):
         raise UsageError(f"{directory}: exists and is not empty; give a new directory")
-    host = RecordingHost(host_from_environment(args.machine), directory)  # --machine re-records a recording
+    # --machine re-records a recording; --include-identifiers keeps serials, UUIDs, MACs and the host name.
+    host = RecordingHost(host_from_environment(args.machine), directory, scrub=not args.include_identifiers)
     hardware, problems = probe_hardware(host)
     description = args.description or getattr(host.inner, "description", None) or ", ".join(
         part
@@ -318,7 +319,10 @@ def cmd_record(args) -> int:
     host.finish(description, __version__)
     files = sum(1 for p in directory.rglob("*") if p.is_file())
     sys.stdout.write(f"recorded {files} files into {directory}\n")
-    sys.stderr.write("Look through it before you share it: serial numbers, UUIDs and the host name were replaced.\n")
+    if args.include_identifiers:
+        sys.stderr.write("It holds serial numbers, UUIDs, MAC addresses and the host name (--include-identifiers): share it with care.\n")
+    else:
+        sys.stderr.write("Look through it before you share it: serial numbers, UUIDs, MAC addresses and the host name were replaced.\n")
     for problem in problems:
         sys.stderr.write(f"problem: [{problem.probe}] {problem.message}\n")
     return ExitCode.READY

@@ -31,7 +31,8 @@ _SCRUBBED_FILES = {"serial", "serial_number", "product_serial", "board_serial", 
 class Scrubber:
     """Replaces UUIDs, serial numbers and the host name, consistently within one recording."""
 
-    def __init__(self, hostname: str | None) -> None:
+    def __init__(self, hostname: str | None, enabled: bool = True) -> None:
+        self.enabled = enabled  # False: `record --include-identifiers`, the user opted in to sharing them
         self.hostname = hostname.strip() if hostname and hostname.strip() else None
         # A host name of any length, as a whole word: "pc" is scrubbed, "pci" and "epc1" are not.
         self._hostname = re.compile(rf"(?<![A-Za-z0-9_.-]){re.escape(self.hostname)}(?![A-Za-z0-9_-])") if self.hostname else None
@@ -60,7 +61,7 @@ class Scrubber:
         return self._uuids[original]
 
     def _field(self, key: str, item):
-        if key.lower() not in _SCRUBBED_KEYS or item is None:
+        if key.lower() not in _SCRUBBED_KEYS or item is None or not self.enabled:
             return self.data(item)
         # A GPU/MIG UUID becomes the same placeholder as in the environment, so that
         # CUDA_VISIBLE_DEVICES=GPU-... still selects the same GPU when the recording is replayed.
@@ -69,6 +70,8 @@ class Scrubber:
         return "REDACTED"
 
     def text(self, value: str) -> str:
+        if not self.enabled:
+            return value
         value = _UUID.sub(self._uuid, value)
         value = _HEX_ID.sub(self._hex_id, value)
         value = _MAC.sub(self._mac, value)
@@ -90,12 +93,12 @@ class Scrubber:
 class RecordingHost:
     """Wraps another host and writes everything read into a recorded-machine directory."""
 
-    def __init__(self, inner: Host, directory: Path, hostname: str | None = None) -> None:
+    def __init__(self, inner: Host, directory: Path, hostname: str | None = None, scrub: bool = True) -> None:
         self.inner = inner
         self.platform = inner.platform
         self.arch = inner.arch
         self.directory = Path(directory)
-        self.scrubber = Scrubber(hostname if hostname is not None else _platform.node())
+        self.scrubber = Scrubber(hostname if hostname is not None else _platform.node(), enabled=scrub)
         self._env: dict[str, str] = {}
         self.directory.mkdir(parents=True, exist_ok=True)
 
@@ -112,7 +115,8 @@ class RecordingHost:
         if text is not None and "\\" not in path and ".." not in path:
             target = self._root_path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            scrubbed = "REDACTED\n" if os.path.basename(path) in _SCRUBBED_FILES else self.scrubber.text(text)
+            secret = os.path.basename(path) in _SCRUBBED_FILES and self.scrubber.enabled
+            scrubbed = "REDACTED\n" if secret else self.scrubber.text(text)
             target.write_text(scrubbed, encoding="utf-8")
         return text  # the probe sees the real value; only the recording is scrubbed
 
