@@ -9,6 +9,8 @@ by id: ``$GPUREADY_CATALOG_DIR``, else ``$XDG_CONFIG_HOME/gpuready/catalog`` (Li
 
 from __future__ import annotations
 
+import math
+
 import os
 import re
 import sys
@@ -21,6 +23,10 @@ from gpuready.tomlcompat import tomllib
 
 TASKS = ("text-generation", "image-generation", "speech", "document-search")
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+# No count, size or rate in a catalogue comes near this; a bigger number is a typo and would overflow float arithmetic.
+LARGEST = 2**60
 
 
 class CatalogError(ValueError):
@@ -62,7 +68,10 @@ class Entry:
         self.where = where
 
     def _fail(self, key: str, expected: str) -> CatalogError:
-        return CatalogError(f"{self.where}: '{key}' {expected} (got {self.data.get(key)!r})")
+        shown = repr(self.data.get(key))
+        if len(shown) > 80:  # a 400-digit number or a long string: the message stays readable
+            shown = shown[:77] + "..."
+        return CatalogError(f"{self.where}: '{key}' {expected} (got {shown})")
 
     def has(self, key: str) -> bool:
         return key in self.data
@@ -85,6 +94,8 @@ class Entry:
         value = self.data[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self._fail(key, "must be a number")
+        if abs(value) > LARGEST or (isinstance(value, float) and not math.isfinite(value)):
+            raise self._fail(key, "must be a finite number below 2^60")
         if (positive and value <= 0) or value < minimum:
             raise self._fail(key, "must be positive" if positive else f"must be at least {minimum}")
         return float(value)
@@ -95,7 +106,7 @@ class Entry:
                 raise CatalogError(f"{self.where}: missing '{key}'")
             return None
         value = self.data[key]
-        if isinstance(value, bool) or not isinstance(value, int) or (positive and value <= 0) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, int) or (positive and value <= 0) or value < 0 or value > LARGEST:
             raise self._fail(key, "must be a positive integer" if positive else "must be a non-negative integer")
         return value
 
@@ -130,7 +141,7 @@ class Entry:
         if key not in self.data:
             return ()
         value = self.data[key]
-        if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in value):
+        if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= LARGEST for v in value):
             raise self._fail(key, "must be a list of positive numbers")
         return tuple(float(v) for v in value)
 

@@ -18,7 +18,7 @@ from gpuready.host import CommandResult, Host
 
 # Every command of one probing run ends within this many seconds of its start, so the whole
 # report stays under 2 s with every command hung (benchmarks/hung_commands.py measures it).
-COMMAND_BUDGET_S = 1.5
+COMMAND_BUDGET_S = 1.2
 
 # The probe whose facts a command supplies, for the Problem that says it timed out.
 COMMAND_PROBES = {"nvidia-smi": "nvidia", "vulkaninfo": "backends", "sysctl": "cpu", "vm_stat": "memory",
