@@ -274,3 +274,50 @@ def test_a_short_host_name_is_scrubbed_as_a_whole_word():
 def test_mac_addresses_are_scrubbed_consistently():
     text = "eth0 3C:22:FB:aa:01:02 wlan 00-1b-44-11-3a-b7 again 3c:22:fb:AA:01:02 bus 0000:01:00.0 at 12:30:45"
     assert Scrubber(None).text(text) == "eth0 02:00:00:00:00:01 wlan 02-00-00-00-00-02 again 02:00:00:00:00:01 bus 0000:01:00.0 at 12:30:45"
+
+
+# --- one failed file must not take an unrelated fact with it (issue 11) ---------------------------
+
+
+def test_an_unreadable_meminfo_keeps_the_containers_memory_limit(tmp_path):
+    machine = copy_machine(tmp_path, "linux-container-cgroup2")
+    (machine / "root/proc/meminfo").unlink()
+    hardware, problems = probe_hardware(ReplayHost(machine))
+    memory = hardware.memory
+    assert (memory.total_bytes, memory.available_bytes, memory.limit_source) == (None, None, "cgroup v2 /sys/fs/cgroup/memory.max")
+    assert memory.limit_bytes == 8589934592  # the fixture's memory.max: 8 GiB
+    assert [(p.message, p.severity) for p in problems if p.probe == "memory"] == [("cannot read /proc/meminfo; only the container limit is known", "error")]
+
+
+def _first_block(name: str) -> str:
+    return (FIXTURES / name / "root/proc/cpuinfo").read_text().split("\n\n")[0] + "\n"
+
+
+def test_a_cpuinfo_with_one_block_counts_every_cpu_from_siblings_and_cpu_cores():
+    # The first block of a real 64-core EPYC 7742 (fixture nvidia-a100-mig): siblings 128, cpu cores 64.
+    host = FakeHost(files={"/proc/cpuinfo": _first_block("nvidia-a100-mig")})
+    from gpuready.probes import cpu
+
+    found, problems = cpu.probe(host)
+    assert (found.logical_cores, found.physical_cores) == (128, 64)
+    assert problems == [Problem("cpu", "/proc/cpuinfo lists 1 processor(s) but /proc/cpuinfo siblings counts 128; using /proc/cpuinfo siblings",
+                                severity="info")]
+
+
+def test_the_kernels_online_list_wins_over_a_short_cpuinfo():
+    from gpuready.probes import cpu
+
+    host = FakeHost(files={"/proc/cpuinfo": _first_block("nvidia-a100-mig"), "/sys/devices/system/cpu/online": "0-95\n"})
+    found, problems = cpu.probe(host)
+    assert (found.logical_cores, found.physical_cores) == (96, 64)
+    assert [p.message for p in problems] == ["/proc/cpuinfo lists 1 processor(s) but /sys/devices/system/cpu/online counts 96; "
+                                             "using /sys/devices/system/cpu/online"]
+
+
+def test_processor_blocks_without_blank_lines_are_split_on_processor_lines():
+    from gpuready.probes import cpu
+
+    text = (FIXTURES / "linux-arm-graviton3/root/proc/cpuinfo").read_text()
+    joined = "\n".join(line for line in text.splitlines() if line.strip()) + "\n"
+    assert [len(cpu.parse_proc_cpuinfo(t)) for t in (text, joined)] == [4, 4]
+    assert cpu.probe(ReplayHost(FIXTURES / "linux-arm-graviton3"))[0].logical_cores == 4

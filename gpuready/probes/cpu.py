@@ -103,6 +103,9 @@ def parse_proc_cpuinfo(text: str) -> list[dict[str, str]]:
             continue
         key, sep, value = line.partition(":")
         if sep:
+            if key.strip() == "processor" and "processor" in current:
+                blocks.append(current)  # no blank line between blocks (some ARM kernels): a processor line starts one
+                current = {}
             current[key.strip()] = value.strip()
     if current:
         blocks.append(current)
@@ -118,6 +121,28 @@ def _int(value: str | None) -> int | None:
         return None
 
 
+def logical_count(host: Host, processors: list[dict[str, str]]) -> tuple[int, str]:
+    """Logical CPUs and the source that won: the kernel's online list, else cpuinfo's blocks or its ``siblings`` x packages.
+
+    A /proc/cpuinfo with one block (or blocks the kernel printed without blank lines) must not
+    make a 96-core Xeon a 1-core machine; the largest credible count wins.
+    """
+    blocks = len(processors)
+    for path in ("/sys/devices/system/cpu/online", "/sys/devices/system/cpu/present"):
+        text = host.read_text(path)
+        try:
+            listed = parse_cpu_list(text) if text and text.strip() else 0
+        except ValueError:
+            listed = 0
+        if 0 < listed <= 65536:  # the kernel's own list wins over cpuinfo's per-package "siblings"
+            return (listed, path) if listed > blocks else (blocks, "/proc/cpuinfo")
+    siblings = _int(processors[0].get("siblings"))
+    packages = len({b.get("physical id") for b in processors if "physical id" in b}) or 1
+    if siblings and 0 < siblings * packages <= 65536 and siblings * packages > blocks:
+        return siblings * packages, "/proc/cpuinfo siblings"
+    return blocks, "/proc/cpuinfo"
+
+
 def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
     text = host.read_text("/proc/cpuinfo")
     if text is None:
@@ -128,8 +153,11 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
         raise ProbeFailure("/proc/cpuinfo lists no processors", "The file looks garbled; please report it with `gpuready record`.")
     globals_ = {k: v for b in blocks if "processor" not in b for k, v in b.items()}
     first = processors[0]
-    logical = len(processors)
     problems: list[Problem] = []
+    logical, counted_by = logical_count(host, processors)
+    if counted_by != "/proc/cpuinfo":
+        problems.append(Problem("cpu", f"/proc/cpuinfo lists {len(processors)} processor(s) but {counted_by} counts {logical}; "
+                                f"using {counted_by}", severity="info"))
 
     if arch == "x86_64":
         name = first.get("model name")
@@ -138,6 +166,11 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
         features = sorted({X86_FEATURES[f] for f in flags if f in X86_FEATURES})
         cores = {(b.get("physical id"), b.get("core id")) for b in processors if "core id" in b}
         physical = len(cores) if cores else None
+        # "cpu cores" is per package: it still counts every core when cpuinfo holds fewer blocks than CPUs.
+        per_package = _int(first.get("cpu cores"))
+        packages = len({b.get("physical id") for b in processors if "physical id" in b}) or 1
+        if per_package and per_package * packages > (physical or 0) and logical > len(processors):
+            physical = min(per_package * packages, logical)
     else:
         features_raw = set((first.get("Features") or globals_.get("Features") or "").split())
         features = sorted({ARM_FEATURES[f] for f in features_raw if f in ARM_FEATURES})

@@ -117,12 +117,17 @@ def cgroup_limit(host: Host) -> tuple[int | None, int | None, str | None]:
 
 def linux_memory(host: Host) -> tuple[Memory, list[Problem]]:
     text = host.read_text("/proc/meminfo")
-    if text is None:
-        raise ProbeFailure("cannot read /proc/meminfo", "Is /proc mounted? gpuready needs it to size system memory.")
-    info = parse_meminfo(text)
+    info = parse_meminfo(text or "")
     total = info.get("MemTotal")
     if not total:
-        raise ProbeFailure("/proc/meminfo has no MemTotal", "The file looks garbled; please report it with `gpuready record`.")
+        # Report the cgroup limit even so: a readable 4 GiB container limit is a fact of its own.
+        message, hint = (("cannot read /proc/meminfo", "Is /proc mounted? gpuready needs it to size system memory.") if text is None else
+                         ("/proc/meminfo has no MemTotal", "The file looks garbled; please report it with `gpuready record`."))
+        limit, usage, limit_source = cgroup_limit(host)
+        if limit is None:
+            raise ProbeFailure(message, hint)
+        return (Memory(total_bytes=None, available_bytes=None, limit_bytes=limit, limit_usage_bytes=usage, limit_source=limit_source,
+                       source="cgroup"), [Problem("memory", f"{message}; only the container limit is known", hint, "error")])
     problems: list[Problem] = []
     available = info.get("MemAvailable")
     if available is None:  # kernels before 3.14
