@@ -33,9 +33,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpuready.catalog import load_catalog
-from gpuready.gguf import read_gguf, read_header
-from gpuready.localmodel import load_gguf
+from gpuready.tasks.registry import load_catalog
+from gpuready.modelfiles.gguf import read_gguf, read_header
+from gpuready.modelfiles.localmodel import load_gguf
 
 Q = gguf_py.GGMLQuantizationType
 LAYERS, HIDDEN, FFN, KV_DIM, VOCAB, MERGES = 80, 8192, 28672, 1024, 128_256, 280_147

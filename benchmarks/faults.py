@@ -18,14 +18,14 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 
 import faultinjection as fi  # noqa: E402
-from gpuready.catalog import load_catalog  # noqa: E402
+from gpuready.tasks.registry import load_catalog  # noqa: E402
 from gpuready.host import CommandResult, command_slug  # noqa: E402
 from gpuready.probes import REPORT_HINT, backends, probe_hardware  # noqa: E402
 from gpuready.readouts import nvml as nvml_readout  # noqa: E402
 from gpuready.report import build_report, dumps  # noqa: E402
 from gpuready.testing import FakeHost  # noqa: E402
-from gpuready.text import render  # noqa: E402
-from gpuready.verdict import Options  # noqa: E402
+from gpuready.frontends.text import render  # noqa: E402
+from gpuready.tasks.verdict import Options  # noqa: E402
 
 
 def main() -> int:

@@ -5,7 +5,7 @@
 Puts stand-ins for nvidia-smi, vulkaninfo, rocm-smi and amd-smi that sleep for a minute
 first on PATH, runs the report three times in a child process, and prints the wall time
 and the Problems that name the hung commands. Issue 16 measured 15.3 s before the shared
-command budget (gpuready.commands); the budget keeps it under 2 s.
+command budget (gpuready.probes.commands); the budget keeps it under 2 s.
 """
 
 from __future__ import annotations

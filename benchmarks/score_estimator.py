@@ -23,10 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpuready import estimate as est  # noqa: E402
-from gpuready.catalog import LanguageModel, Quant, load_catalog  # noqa: E402
-from gpuready.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
-from gpuready.tasks import common, image, speech  # noqa: E402
+from gpuready.catalog.loader import Quant  # noqa: E402
+from gpuready.catalog.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
+from gpuready.tasks import devices, encoders, image, speech  # noqa: E402
+from gpuready.tasks import text_estimate as est  # noqa: E402
+from gpuready.tasks.registry import load_catalog  # noqa: E402
+from gpuready.tasks.text import LanguageModel  # noqa: E402
 from gpuready.tomlcompat import tomllib  # noqa: E402
 
 GIB = 1024**3
@@ -113,16 +115,16 @@ def gpu_spec(row: dict):
     return matches[0] if len(matches) == 1 else None
 
 
-def gpu_device(row: dict, backend: str) -> est.Device | None:
+def gpu_device(row: dict, backend: str) -> devices.Device | None:
     spec = gpu_spec(row)
     if spec is None:
         return None
-    return est.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
+    return devices.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
                       bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
                       unified=spec.vendor == "apple")
 
 
-def cpu_device(row: dict) -> est.Device | None:
+def cpu_device(row: dict) -> devices.Device | None:
     known = CPU_SPECS.get(row.get("cpu_hint", ""))
     if known is None:
         return None
@@ -134,8 +136,8 @@ def cpu_device(row: dict) -> est.Device | None:
             return None
         bandwidth = platform.bandwidth_bytes_per_s
     used = min(cores, row["threads"]) if row.get("threads") else cores
-    return est.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None,
-                      bandwidth_bytes_per_s=bandwidth, flops=est.cpu_peak_flops(used, features))
+    return devices.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None,
+                      bandwidth_bytes_per_s=bandwidth, flops=devices.cpu_peak_flops(used, features))
 
 
 def stated_bandwidth(row: dict) -> int | None:
@@ -263,8 +265,8 @@ def cpu_table(cpu_rows: dict[str, list[tuple]], forks: dict[tuple[str, str], lis
     out.append("")
 
 
-def cpu_placeholder() -> est.Device:
-    return est.Device("cpu", "unused", "cpu", None, 1.0, None)
+def cpu_placeholder() -> devices.Device:
+    return devices.Device("cpu", "unused", "cpu", None, 1.0, None)
 
 
 # --- image generation --------------------------------------------------------------------
@@ -342,7 +344,7 @@ def speech_rows(catalog, out: list[str]) -> None:
         if "encode_ms" in row:
             predicted, _ = speech.encoder_seconds(model, device)
             measured = row["encode_ms"] / 1000
-            efficiency, _ = common.encoder_efficiency(backend)
+            efficiency, _ = encoders.encoder_efficiency(backend)
             encoder_errors[backend].append(ape(predicted, measured))
             observed[backend].append(predicted / measured * efficiency)
         elif row["implementation"] == "faster-whisper" and row.get("batch_size") == 1:
@@ -366,11 +368,11 @@ def speech_rows(catalog, out: list[str]) -> None:
     for backend, values in sorted(realtime_errors.items()):
         out.append(f"| faster-whisper x real time, 13 min file | {backend} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
     out.append(f"\nSkipped: {dict(skipped)}.\n")
-    out.append("Encoder efficiency each row implies, median (tasks/common.py ENCODER_EFFICIENCY):\n")
+    out.append("Encoder efficiency each row implies, median (tasks/encoders.py ENCODER_EFFICIENCY):\n")
     out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
     for backend, values in sorted(observed.items()):
-        FITS[("ENCODER_EFFICIENCY", backend)] = (statistics.median(values), common.ENCODER_EFFICIENCY.get(backend))
-        out.append(f"| {backend} | {len(values)} | {statistics.median(values):.2f} | {common.ENCODER_EFFICIENCY.get(backend, '-')} |")
+        FITS[("ENCODER_EFFICIENCY", backend)] = (statistics.median(values), encoders.ENCODER_EFFICIENCY.get(backend))
+        out.append(f"| {backend} | {len(values)} | {statistics.median(values):.2f} | {encoders.ENCODER_EFFICIENCY.get(backend, '-')} |")
     out.append("\nDecoder bandwidth efficiency each faster-whisper row implies (time left after the estimated encoder), "
                "median (tasks/speech.py DECODER_EFFICIENCY):\n")
     out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")

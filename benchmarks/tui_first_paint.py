@@ -26,9 +26,9 @@ TARGET_S = 1.0
 
 def child(started: float, machine: str | None) -> None:
     """Run the app headless; print seconds since ``started`` at first paint and when verdicts show."""
-    from gpuready.cli import build_parser
-    from gpuready.tui import inputs_from_args
-    from gpuready.tui.app import GpureadyApp
+    from gpuready.frontends.cli import build_parser
+    from gpuready.frontends.tui import inputs_from_args
+    from gpuready.frontends.tui.app import GpureadyApp
 
     args = build_parser().parse_args(["--machine", machine] if machine else [])
     times: dict[str, float] = {}

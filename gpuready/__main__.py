@@ -1,5 +1,5 @@
 """`python -m gpuready` runs the command-line interface."""
 
-from gpuready.cli import main
+from gpuready.frontends.cli import main
 
 raise SystemExit(main())

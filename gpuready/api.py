@@ -1,28 +1,24 @@
-"""A small importable API: probe, assess and serialise, returning the dataclasses the CLI uses."""
+"""A small importable API over gpuready.app: probe, assess and serialise, returning the dataclasses the CLI uses."""
 
 from __future__ import annotations
 
 import os
 
-from gpuready.catalog import Catalog, load_catalog, user_catalog_dir
+from gpuready import app
+from gpuready.catalog.loader import Catalog
 from gpuready.hardware import Hardware, Problem
 from gpuready.report import Report, build_report, dumps
-from gpuready.verdict import Options
+from gpuready.tasks.verdict import Options
 
 
 def probe(machine: str | os.PathLike | None = None) -> tuple[Hardware, list[Problem]]:
     """Probe this machine, or replay a recorded one; problems say what could not be read."""
-    from gpuready.host import host_from_environment
-    from gpuready.probes import probe_hardware
-
-    return probe_hardware(host_from_environment(machine))
+    return app.load_hardware(app.Request(machine=str(machine) if machine else None))
 
 
 def catalog(user_dir: str | os.PathLike | None = None) -> Catalog:
     """The built-in catalogue plus the user's (the platform's config directory by default)."""
-    from pathlib import Path
-
-    return load_catalog(user=Path(user_dir) if user_dir else user_catalog_dir())
+    return app.load_catalog(str(user_dir) if user_dir else None)
 
 
 def assess(

@@ -8,23 +8,23 @@ serial numbers or UUIDs.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuready import __version__
-from gpuready.catalog import TASKS, Catalog
+from gpuready.catalog.loader import Catalog
 from gpuready.hardware import (
     Hardware,
     HardwareFormatError,
-    Memory,
     Problem,
     hardware_from_dict,
     to_dict,
 )
 from gpuready.probes import GPU_PROBES
-from gpuready.verdict import LEVELS, RUNNABLE, Options, Verdict, judge_all
+from gpuready.tasks import registry
+from gpuready.tasks.verdict import LEVELS, RUNNABLE, Options, Verdict
+from gpuready.units import fmt_gb
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "report.schema.json"
@@ -84,17 +84,15 @@ def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> Task
 
 
 def _smallest_need(verdicts: list[Verdict]) -> str:
-    from gpuready.verdict import fmt_gb
-
     needs = [v.memory_needed_bytes for v in verdicts if v.memory_needed_bytes]
     return fmt_gb(min(needs)) if needs else "unknown"
 
 
 def build_report(hardware: Hardware, problems: list[Problem], catalog: Catalog, options: Options | None = None) -> Report:
     options = options or Options()
-    verdicts = judge_all(catalog, hardware, options)
+    verdicts = registry.judge_all(catalog, hardware, options)
     failed = {p.probe for p in problems if p.severity == "error"}
-    tasks = tuple(summarise_task(task, verdicts, failed) for task in TASKS)
+    tasks = tuple(summarise_task(task, verdicts, failed) for task in registry.names())
     return Report(hardware=hardware, verdicts=tuple(verdicts), tasks=tasks, problems=tuple(problems), options=options)
 
 
@@ -154,12 +152,6 @@ def load_hardware_json(text: str, where: str) -> Hardware:
         return hardware_from_dict(data)
     except HardwareFormatError as error:
         raise HardwareFormatError(f"{where}: {error}") from None
-
-
-def with_memory(hardware: Hardware, size_bytes: int) -> Hardware:
-    """What-if: the same machine with this much system memory, all of it free."""
-    memory = Memory(total_bytes=size_bytes, available_bytes=size_bytes, source="user")
-    return dataclasses.replace(hardware, memory=memory)
 
 
 def schema_text() -> str:

@@ -1,7 +1,9 @@
-"""What-if hardware: the same machine with a GPU from the table instead of its own.
+"""What-if hardware: the same machine with a GPU from the table instead of its own, or
+with more memory, or a whole Mac for an Apple chip.
 
 Pure: takes a Hardware and a row of catalog/gpus.toml, returns a new Hardware. The CLI's
-``--gpu NAME`` and the terminal UI's what-if picker both use it.
+``--gpu NAME`` / ``--memory SIZE`` (through gpuready.app) and the terminal UI's what-if
+picker all use it.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from gpuready.hardware import GPU, Hardware
-from gpuready.tables import GPUSpec, closest_gpu_names, find_gpus
+from gpuready.hardware import CPU, GPU, Hardware, Memory, Problem
+from gpuready.probes import GPU_PROBES
+from gpuready.probes.apple import apple_hardware
+from gpuready.catalog.tables import GPUSpec, closest_gpu_names, find_gpus
 
 # "2x RTX 3090", "2 x A100": a count, an x, then a space (so "7900 XTX" stays a name).
 _COUNT = re.compile(r"^\s*(\d{1,2})\s*[x×]\s+(.+)$", re.IGNORECASE)
@@ -51,12 +55,8 @@ def with_gpu(hardware: Hardware, spec: GPUSpec, count: int = 1) -> Hardware:
     return dataclasses.replace(hardware, gpus=tuple(gpu_from_spec(spec, i) for i in range(count)))
 
 
-
 def apple_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None) -> Hardware:
     """A Mac with this chip and this much unified memory (default: the chip's smallest), all of it free."""
-    from gpuready.hardware import CPU, Memory
-    from gpuready.probes.apple import apple_hardware
-
     gpu, npu = apple_hardware(spec, memory_bytes)
     chip = spec.name
     cpu = CPU(
@@ -92,3 +92,25 @@ def resolve_gpu(query: str) -> tuple[GPUSpec, int]:
         raise WhatIfError(f"--gpu: no GPU in the table matches '{query}'{hint}")
     names = ", ".join(sorted(f"{spec.name} ({spec.id})" for spec in matches[:8]))
     raise WhatIfError(f"--gpu: '{query}' matches several GPUs: {names}; be more specific")
+
+
+def with_memory(hardware: Hardware, size_bytes: int) -> Hardware:
+    """The same machine with this much system memory, all of it free."""
+    memory = Memory(total_bytes=size_bytes, available_bytes=size_bytes, source="user")
+    return dataclasses.replace(hardware, memory=memory)
+
+
+def compose(
+    hardware: Hardware, problems: list[Problem], gpu: str | None = None, memory_bytes: int | None = None
+) -> tuple[Hardware, list[Problem]]:
+    """Apply ``--gpu`` and ``--memory``: a table GPU replaces the machine's own (and its GPU
+    probes' problems); an Apple chip is a whole Mac, whose unified memory ``memory_bytes`` sets."""
+    if gpu:
+        spec, count = resolve_gpu(gpu)
+        problems = [p for p in problems if p.probe not in GPU_PROBES]
+        if spec.vendor == "apple":
+            return apple_machine(hardware, spec, memory_bytes), problems
+        hardware = with_gpu(hardware, spec, count)
+    if memory_bytes:
+        hardware = with_memory(hardware, memory_bytes)
+    return hardware, problems

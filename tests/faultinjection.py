@@ -156,7 +156,7 @@ def probe(host: FaultHost) -> tuple[Hardware, list[Problem]]:
         finally:
             host.current = "?"
 
-    with mock.patch.object(registry, "run_probe", attributed), mock.patch("gpuready.commands.always_run", lambda platform: []), \
+    with mock.patch.object(registry, "run_probe", attributed), mock.patch("gpuready.probes.commands.always_run", lambda platform: []), \
             mock.patch.object(macos, "_cache", _NoCache()), mock.patch.object(apple, "_displays_cache", _NoCache()), \
             mock.patch.object(backends, "_vulkan_cache", _NoCache()):
         return registry.probe_hardware(host)

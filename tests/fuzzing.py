@@ -20,19 +20,22 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from gpuready.catalog import CatalogError, load_catalog
-from gpuready.check import UsageError, load_requirements
-from gpuready.cli import main
-from gpuready.cli import one_line as cli_line
-from gpuready.gguf import GGUFError
+from gpuready.catalog.loader import CatalogError
+from gpuready.tasks.registry import load_catalog
+from gpuready.errors import UsageError
+from gpuready.frontends.check import load_requirements
+from gpuready.frontends.cli import main
+from gpuready.frontends.cli import one_line as cli_line
+from gpuready.modelfiles.gguf import GGUFError
 from gpuready.hardware import HardwareFormatError, to_dict
-from gpuready.hfconfig import HFConfigError
-from gpuready.localmodel import load_config, load_gguf
+from gpuready.modelfiles.hfconfig import HFConfigError
+from gpuready.modelfiles.localmodel import load_config, load_gguf
 from gpuready.report import build_report, dumps, load_hardware_json
-from gpuready.tables import enrich
+from gpuready.catalog.tables import enrich
 from gpuready.testing import cpu_machine, with_test_gpu
 from gpuready.tomlcompat import tomllib
-from gpuready.verdict import Options, judge_any
+from gpuready.tasks.registry import judge_model as judge_any
+from gpuready.tasks.verdict import Options
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
 COMMON = dict(derandomize=True, database=None, deadline=None, print_blob=False,
@@ -112,7 +115,7 @@ def toml_text(data: dict) -> str:
 
 
 def one_line(error: Exception) -> None:
-    """The error as the CLI prints it (gpuready.cli.one_line) is one non-empty line of bounded length."""
+    """The error as the CLI prints it (gpuready.frontends.cli.one_line) is one non-empty line of bounded length."""
     message = cli_line(str(error))
     assert message and "\n" not in message and len(message) < 2000, repr(message[:300])
 
@@ -144,7 +147,7 @@ requirement_files = st.builds(toml_text, mutated(_REQUIREMENTS)) | st.text(max_s
 
 
 def requirements_target(text: str) -> None:
-    from gpuready.check import evaluate
+    from gpuready.frontends.check import evaluate
 
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "requirements.toml"
@@ -247,7 +250,7 @@ def gguf_files(draw) -> bytes:
 
 def _tiny_llama() -> tuple[bytes, int]:
     """The header bytes and file size of a real (tiny) GGUF file written by gguf-py, the format's reference writer."""
-    from gpuready.gguf import read_gguf
+    from gpuready.modelfiles.gguf import read_gguf
     from test_gguf import write_tiny_llama
 
     with tempfile.TemporaryDirectory() as directory:

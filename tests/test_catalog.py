@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuready.catalog import (
-    CatalogError,
-    builtin_catalog_dir,
-    load_catalog,
-    user_catalog_dir,
-)
-from gpuready.tables import cpu_table, gpu_table, npu_table
+from gpuready.catalog.loader import CatalogError, builtin_catalog_dir, user_catalog_dir
+from gpuready.tasks.registry import load_catalog
+from gpuready.catalog.tables import cpu_table, gpu_table, npu_table
 
 CATALOG = load_catalog()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpuready.cli import main
+from gpuready.frontends.cli import main
 from gpuready.report import schema_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
@@ -225,7 +225,7 @@ def test_gpuready_machine_environment_variable_replays_a_machine(capsys, monkeyp
 @pytest.mark.parametrize("argv", [["report", "--json"], ["check", "--min-memory", "1GB"]])
 def test_report_and_check_never_import_textual(argv):
     code = (
-        "import sys\nfrom gpuready.cli import main\n"
+        "import sys\nfrom gpuready.frontends.cli import main\n"
         f"rc = main({argv + ['--machine', CPU_DESKTOP]!r})\n"
         "assert 'textual' not in sys.modules, 'textual imported'\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
@@ -256,7 +256,7 @@ def test_a_task_requirement_reports_the_strongest_model_that_meets_it(capsys):
 
 
 def test_an_internal_error_is_one_line_and_exit_3_not_a_traceback(capsys, monkeypatch):
-    import gpuready.cli as cli
+    import gpuready.frontends.cli as cli
 
     def broken(args):
         raise RuntimeError("boom")

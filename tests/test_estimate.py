@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from gpuready import estimate as est
-from gpuready.catalog import load_catalog
+from gpuready.tasks import devices
+from gpuready.tasks import text_estimate as est
+from gpuready.tasks.registry import load_catalog
 
 CATALOG = load_catalog()
 LLAMA_8B = CATALOG.get("llama-3.1-8b")
 Q4_K_M = CATALOG.quants["Q4_K_M"]
-CUDA_GPU = est.Device(kind="gpu", name="GPU", backend="cuda", usable_memory_bytes=24 * 1024**3,
+CUDA_GPU = devices.Device(kind="gpu", name="GPU", backend="cuda", usable_memory_bytes=24 * 1024**3,
                       bandwidth_bytes_per_s=1000e9, flops=100e12)
-CPU = est.Device(kind="cpu", name="CPU", backend="cpu", usable_memory_bytes=64 * 1024**3,
+CPU = devices.Device(kind="cpu", name="CPU", backend="cpu", usable_memory_bytes=64 * 1024**3,
                  bandwidth_bytes_per_s=51.2e9, flops=1e12)
 
 # Llama 3.1 8B config.json: 32 layers, 8 KV heads, head_dim 128, vocab 128256, hidden 4096.
@@ -67,7 +68,7 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
 
 
 def test_a_model_too_big_for_the_gpu_splits_whole_layers_and_adds_the_times():
-    small_gpu = est.Device(kind="gpu", name="GPU", backend="cuda", usable_memory_bytes=4 * 1024**3,
+    small_gpu = devices.Device(kind="gpu", name="GPU", backend="cuda", usable_memory_bytes=4 * 1024**3,
                            bandwidth_bytes_per_s=1000e9, flops=100e12)
     result = est.estimate(LLAMA_8B, Q4_K_M, 8192, small_gpu, CPU, 64 * 1024**3)
     layer_bytes = LLAMA_WEIGHTS_Q4 + LLAMA_KV_8K
@@ -115,4 +116,4 @@ def test_a_longer_context_never_needs_less_memory(model):
     [(("avx512f", "avx2", "fma"), 64), (("avx2", "fma"), 32), (("neon", "dotprod"), 32), (("neon",), 16), ((), 8)],
 )
 def test_cpu_peak_throughput_follows_the_widest_vector_unit(features, flops_per_cycle):
-    assert est.cpu_peak_flops(4, features) == 4 * est.ASSUMED_CPU_CLOCK_HZ * flops_per_cycle
+    assert devices.cpu_peak_flops(4, features) == 4 * devices.ASSUMED_CPU_CLOCK_HZ * flops_per_cycle

@@ -10,13 +10,14 @@ import pytest
 from test_gguf import TINY_WEIGHTS_BYTES, minimal_gguf, write_tiny_llama
 from test_hfconfig import LLAMA_3_1_8B, QWEN_3_30B_A3B
 
-from gpuready.catalog import load_catalog
-from gpuready.cli import main
+from gpuready.tasks.registry import load_catalog
+from gpuready.frontends.cli import main
 from gpuready.host import ReplayHost
-from gpuready.localmodel import load_config, load_gguf
+from gpuready.modelfiles.localmodel import load_config, load_gguf
 from gpuready.probes import probe_hardware
 from gpuready.report import verdict_json
-from gpuready.verdict import Options, judge_model
+from gpuready.tasks.registry import judge_model
+from gpuready.tasks.verdict import Options
 
 MACHINE = Path(__file__).parent / "fixtures" / "machines" / "linux-desktop-ryzen-7950x"
 

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 import faultinjection as fi
-from gpuready.catalog import load_catalog
+from gpuready.tasks.registry import load_catalog
 from gpuready.hardware import Problem
 from gpuready.host import CommandResult, LiveHost, ReplayHost
 from gpuready.probes import REPORT_HINT, backends, nvidia, probe_hardware
 from gpuready.readouts import nvml as nvml_readout
 from gpuready.report import build_report, dumps
 from gpuready.testing import FakeHost
-from gpuready.text import render
-from gpuready.verdict import Options
+from gpuready.frontends.text import render
+from gpuready.tasks.verdict import Options
 from test_nvidia_probe import FakeNVMLError, fake_pynvml
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuready.cli import main
-from gpuready.commands import BudgetedHost, timeout_problems
+from gpuready.frontends.cli import main
+from gpuready.probes.commands import BudgetedHost, timeout_problems
 from gpuready.hardware import Problem
 from gpuready.host import CommandResult, LiveHost, ReplayHost
 from gpuready.probes import REPORT_HINT, RECORDING_HINT, pci, probe_hardware

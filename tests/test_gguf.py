@@ -15,8 +15,9 @@ import gguf as gguf_py
 import numpy as np
 import pytest
 
-from gpuready.catalog import LanguageModel, load_catalog
-from gpuready.gguf import (
+from gpuready.tasks.registry import load_catalog
+from gpuready.tasks.text import LanguageModel
+from gpuready.modelfiles.gguf import (
     FILE_TYPES,
     GGML_TYPES,
     ArraySummary,
@@ -25,7 +26,7 @@ from gpuready.gguf import (
     read_gguf,
     read_header,
 )
-from gpuready.localmodel import gguf_language_model, load_gguf, read_gguf_parts
+from gpuready.modelfiles.localmodel import gguf_language_model, load_gguf, read_gguf_parts
 
 Q = gguf_py.GGMLQuantizationType
 HIDDEN, FFN, VOCAB, LAYERS, HEADS, KV_HEADS = 256, 512, 320, 2, 4, 2
@@ -210,7 +211,7 @@ def test_a_file_type_missing_from_the_catalogue_gets_a_measured_quant(tmp_path, 
 
 def test_a_header_read_in_tiny_chunks_is_the_same_header(tiny_llama, monkeypatch):
     whole = read_gguf(tiny_llama)
-    monkeypatch.setattr("gpuready.gguf._CHUNK", 7)  # every string and array crosses a buffer edge
+    monkeypatch.setattr("gpuready.modelfiles.gguf._CHUNK", 7)  # every string and array crosses a buffer edge
     assert read_gguf(tiny_llama) == whole
 
 
@@ -226,7 +227,7 @@ class CountingReader(io.BytesIO):
 
 
 def test_the_reader_stops_at_the_data_section(tiny_llama, monkeypatch):
-    monkeypatch.setattr("gpuready.gguf._CHUNK", 64)
+    monkeypatch.setattr("gpuready.modelfiles.gguf._CHUNK", 64)
     raw = tiny_llama.read_bytes()
     stream = CountingReader(raw)
     header = read_header(stream, len(raw))

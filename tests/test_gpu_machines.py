@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from gpuready.catalog import load_catalog
-from gpuready.devices import gpu_device
+from gpuready.tasks.registry import load_catalog
+from gpuready.tasks.devices import gpu_device
 from gpuready.hardware import GPU, Problem
 from gpuready.host import ReplayHost
 from gpuready.probes import probe_hardware
 from gpuready.report import build_report, report_json
-from gpuready.verdict import Options, judge_model
+from gpuready.tasks.registry import judge_model
+from gpuready.tasks.verdict import Options
 
 MACHINES = Path(__file__).parent / "fixtures" / "machines"
 

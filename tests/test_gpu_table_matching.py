@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuready.hardware import GIB, GPU
-from gpuready.tables import find_gpus, match_gpu, reconcile_bandwidth
+from gpuready.catalog.tables import find_gpus, match_gpu, reconcile_bandwidth
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuready.hfconfig import HFConfigError, language_model
+from gpuready.modelfiles.hfconfig import HFConfigError, language_model
 
 # https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json
 LLAMA_3_1_8B = {

@@ -34,10 +34,10 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_contains_the_catalogue_and_the_schema(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for expected in (
-        "gpuready/catalog/text-generation.toml",
-        "gpuready/catalog/quants.toml",
-        "gpuready/catalog/gpus.toml",
-        "gpuready/catalog/cpus.toml",
+        "gpuready/catalog/data/text-generation.toml",
+        "gpuready/catalog/data/quants.toml",
+        "gpuready/catalog/data/gpus.toml",
+        "gpuready/catalog/data/cpus.toml",
         "gpuready/schemas/report.schema.json",
     ):
         assert expected in names
@@ -53,7 +53,7 @@ def test_the_installed_wheel_finds_its_catalogue_outside_the_source_tree(wheel, 
     assert result.returncode == 0, result.stderr
     assert len(json.loads(result.stdout)) >= 40
     where = subprocess.run(
-        [sys.executable, "-c", "from gpuready.catalog import builtin_catalog_dir; print(builtin_catalog_dir())"],
+        [sys.executable, "-c", "from gpuready.catalog.loader import builtin_catalog_dir; print(builtin_catalog_dir())"],
         capture_output=True, text=True, cwd=tmp_path, env=env,
     )
-    assert where.stdout.strip() == str(site / "gpuready" / "catalog")
+    assert where.stdout.strip() == str(site / "gpuready" / "catalog" / "data")

@@ -12,7 +12,7 @@ import pytest
 from gpuready.hardware import GPU, NPU, Backend, Problem
 from gpuready.host import ReplayHost
 from gpuready.probes import apple, backends
-from gpuready.tables import find_gpus, gpu_table, match_gpu
+from gpuready.catalog.tables import find_gpus, gpu_table, match_gpu
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
 MIB = 1024**2

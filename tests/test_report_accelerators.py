@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuready.catalog import load_catalog
+from gpuready.tasks.registry import load_catalog
 from gpuready.hardware import Backend
 from gpuready.host import ReplayHost
 from gpuready.probes import probe_hardware
@@ -113,7 +113,7 @@ def test_report_with_torch_on_a_recorded_machine_exits_zero_and_says_the_check_c
 
 
 def test_the_text_summary_lists_npus_and_backends(catalog):
-    from gpuready.text import render
+    from gpuready.frontends.text import render
 
     hardware, problems = probe_hardware(ReplayHost(FIXTURES / "mac-intel-i9"))
     lines = render(build_report(hardware, problems, catalog)).splitlines()

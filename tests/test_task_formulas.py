@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from gpuready import estimate as est
-from gpuready.catalog import load_catalog
-from gpuready.tasks import common, image, search, speech
-from gpuready.tasks.common import MemoryPart, MemoryParts
+from gpuready.tasks import devices
+from gpuready.tasks import text_estimate as est
+from gpuready.tasks.registry import load_catalog
+from gpuready.tasks import base, encoders, image, search, speech
+from gpuready.tasks.base import MemoryPart, MemoryParts
 
 CATALOG = load_catalog()
 
@@ -20,11 +21,11 @@ def model(model_id: str):
     return CATALOG.get(model_id)
 
 
-def gpu(memory_bytes: int, flops: float = 100e12, bandwidth: float = 1000e9, backend: str = "cuda") -> est.Device:
-    return est.Device("gpu", "Test GPU", backend, memory_bytes, bandwidth, flops)
+def gpu(memory_bytes: int, flops: float = 100e12, bandwidth: float = 1000e9, backend: str = "cuda") -> devices.Device:
+    return devices.Device("gpu", "Test GPU", backend, memory_bytes, bandwidth, flops)
 
 
-CPU = est.Device("cpu", "Test CPU", "cpu", 64 * 1024**3, 80e9, 1e12)
+CPU = devices.Device("cpu", "Test CPU", "cpu", 64 * 1024**3, 80e9, 1e12)
 
 
 # --- image generation ----------------------------------------------------------------
@@ -129,7 +130,7 @@ def test_whisper_encoder_flops_per_window_count_weights_and_attention_over_1500_
 def test_whisper_realtime_adds_encoder_compute_and_bandwidth_bound_decoding_per_window():
     large = model("whisper-large-v3")
     device = gpu(24 * 1024**3, flops=100e12, bandwidth=1000e9)
-    encode = 2_256_076_800_000 / (100e12 * common.ENCODER_EFFICIENCY["cuda"])
+    encode = 2_256_076_800_000 / (100e12 * encoders.ENCODER_EFFICIENCY["cuda"])
     # fp16 decoder: 920,854,400 parameters x 2 bytes read per token
     per_token = 920_854_400 * 2 / (1000e9 * speech.DECODER_EFFICIENCY["cuda"])
     realtime, encoder_seconds, _ = speech.stt_realtime(large, "fp16", device)
@@ -197,13 +198,13 @@ def test_chunks_per_second_are_device_flops_times_efficiency_over_flops_per_chun
 def test_the_cpu_embedding_efficiency_reproduces_the_measurement_it_came_from():
     from pathlib import Path
 
-    from gpuready import estimate as est
+    from gpuready.tasks import text_estimate as est
     from gpuready.tomlcompat import tomllib
 
     path = Path(__file__).resolve().parent.parent / "benchmarks" / "validation" / "document-search.toml"
     (row,) = tomllib.loads(path.read_text())["measurements"]
-    cpu = est.Device(kind="cpu", name=row["cpu_hint"], backend="cpu", usable_memory_bytes=None, bandwidth_bytes_per_s=None,
-                     flops=est.cpu_peak_flops(row["physical_cores"], tuple(row["features"])))
+    cpu = devices.Device(kind="cpu", name=row["cpu_hint"], backend="cpu", usable_memory_bytes=None, bandwidth_bytes_per_s=None,
+                     flops=devices.cpu_peak_flops(row["physical_cores"], tuple(row["features"])))
     speed, _ = search.chunks_per_second(model(row["model"]), cpu)
     assert speed * 60 == pytest.approx(row["chunks_per_minute"], rel=0.01)
 
@@ -223,9 +224,9 @@ def test_the_index_lives_in_system_memory_even_when_the_model_runs_on_the_gpu():
     [(4.0, "runs-well"), (15.0, "runs-well"), (40.0, "runs"), (299.0, "slow"), (301.0, "too-slow"), (None, "unknown")],
 )
 def test_seconds_per_image_map_to_levels_lower_is_better(seconds, level):
-    assert common.level_at_most(seconds, image.SECONDS_PER_IMAGE_CEILINGS) == level
+    assert base.level_at_most(seconds, image.SECONDS_PER_IMAGE_CEILINGS) == level
 
 
 @pytest.mark.parametrize(("realtime", "level"), [(12.0, "runs-well"), (2.0, "runs"), (0.6, "slow"), (0.4, "too-slow")])
 def test_speech_to_text_speed_maps_to_levels_higher_is_better(realtime, level):
-    assert common.level_at_least(realtime, speech.STT_FLOORS) == level
+    assert base.level_at_least(realtime, speech.STT_FLOORS) == level

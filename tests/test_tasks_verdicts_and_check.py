@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from gpuready.catalog import CatalogError, builtin_catalog_dir, load_catalog, read_toml
-from gpuready.cli import main
+from gpuready.catalog.loader import CatalogError, builtin_catalog_dir, read_toml
+from gpuready.tasks.registry import load_catalog
+from gpuready.frontends.cli import main
 from gpuready.hardware import GPU
 from gpuready.host import ReplayHost
 from gpuready.probes import probe_hardware
 from gpuready.report import build_report, hardware_json
-from gpuready.tables import enrich, find_gpus
-from gpuready.verdict import Options, judge_all
+from gpuready.catalog.tables import enrich, find_gpus
+from gpuready.tasks.registry import judge_all
+from gpuready.tasks.verdict import Options
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
 RYZEN = str(FIXTURES / "linux-desktop-ryzen-7950x")

@@ -28,15 +28,15 @@ from tui_support import (
     spec,
 )
 
-from gpuready.check import UsageError
+from gpuready.frontends.check import UsageError
 from gpuready.hardware import GPU
 from gpuready.report import build_report, hardware_json, report_json
-from gpuready.tui import format as fmt
-from gpuready.tui.app import GpureadyApp, prefers_light
-from gpuready.tui.detail import DetailScreen
-from gpuready.tui.screens import HELP, HelpScreen, WhatIfScreen
-from gpuready.tui.widgets import ModelTable, hardware_text
-from gpuready.verdict import RUNNABLE, Options
+from gpuready.frontends.tui import format as fmt
+from gpuready.frontends.tui.app import GpureadyApp, prefers_light
+from gpuready.frontends.tui.detail import DetailScreen
+from gpuready.frontends.tui.screens import HELP, HelpScreen, WhatIfScreen
+from gpuready.frontends.tui.widgets import ModelTable, hardware_text
+from gpuready.tasks.verdict import RUNNABLE, Options
 from gpuready.whatif import gpu_from_spec, with_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -486,8 +486,8 @@ def test_no_color_is_respected(monkeypatch):
 
 
 def test_run_tui_builds_its_inputs_with_the_cli_helpers():
-    from gpuready.arguments import build_parser
-    from gpuready.tui import inputs_from_args
+    from gpuready.frontends.arguments import build_parser
+    from gpuready.frontends.tui import inputs_from_args
 
     args = build_parser().parse_args(["--machine", str(ROOT / "tests" / "fixtures" / "machines" / CPU_ONLY)])
     built = inputs_from_args(args)
@@ -499,7 +499,7 @@ def test_report_and_check_never_import_textual():
     machine = str(ROOT / "tests" / "fixtures" / "machines" / CPU_ONLY)
     code = (
         "import sys, io, contextlib\n"
-        "from gpuready.cli import main\n"
+        "from gpuready.frontends.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    main(['report', '--json', '--machine', {machine!r}])\n"
         f"    main(['check', '--task', 'text-generation', '--machine', {machine!r}])\n"
@@ -551,10 +551,11 @@ def test_p_probes_again_and_shows_the_new_result():
     assert report_json(after) == report_json(expected_report(CPU_ONLY))
 
 
-def test_a_task_the_ui_has_never_heard_of_gets_its_own_tab_and_card(monkeypatch):
-    import gpuready.report
+def test_a_task_the_ui_has_never_heard_of_gets_its_own_tab_and_card():
+    from gpuready.tasks import registry
+    from toy_task import toy_task
 
-    monkeypatch.setattr(gpuready.report, "TASKS", (*gpuready.report.TASKS, "video-generation"))
+    registry.register(toy_task("video-generation", "Video generation"))
 
     async def scenario():
         app = app_for(CPU_ONLY)
@@ -565,7 +566,10 @@ def test_a_task_the_ui_has_never_heard_of_gets_its_own_tab_and_card(monkeypatch)
             card = app.query_one("#card-video-generation")
             return app.query_one("#tabs").active, str(card.render()), str(app.query_one("#status-video-generation").render())
 
-    active, card, status = run(scenario())
+    try:
+        active, card, status = run(scenario())
+    finally:
+        registry.unregister("video-generation")
     assert active == "tab-video-generation"
     assert card == "Video generation  · not assessed yet\n  no models for this task in the catalogue yet"
     assert status == "· not assessed yet  no models for this task in the catalogue yet"

@@ -6,11 +6,13 @@ import dataclasses
 
 import pytest
 
-from gpuready.catalog import load_catalog
+from gpuready.tasks.registry import load_catalog
 from gpuready.hardware import GPU, Memory
 from gpuready.report import build_report
 from gpuready.testing import cpu_machine, with_test_gpu
-from gpuready.verdict import LEVELS, Options, judge_model, speed_level
+from gpuready.tasks.registry import judge_model
+from gpuready.tasks.text import speed_level
+from gpuready.tasks.verdict import LEVELS, Options
 
 CATALOG = load_catalog()
 MODELS = CATALOG.for_task("text-generation")

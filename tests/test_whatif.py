@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gpuready.cli import main
+from gpuready.frontends.cli import main
 from gpuready.whatif import WhatIfError, resolve_gpu
 
 CPU_DESKTOP = "tests/fixtures/machines/linux-desktop-ryzen-7950x"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from gpuready.catalog import load_catalog
+from gpuready.tasks.registry import load_catalog
 from gpuready.host import ReplayHost
 from gpuready.probes import probe_hardware
-from gpuready.tables import gpu_table
-from gpuready.tui.app import GpureadyApp, Inputs
+from gpuready.catalog.tables import gpu_table
+from gpuready.frontends.tui.app import GpureadyApp, Inputs
 from gpuready.whatif import with_gpu
 
 MACHINES = Path(__file__).parent / "fixtures" / "machines"

@@ -71,9 +71,9 @@ def probe_hardware(host: Host, python: str | None = None, torch: bool = False) -
 
     from gpuready.probes import backends as backends_probe
     from gpuready.probes import cpu, memory, system
-    from gpuready.tables import enrich
+    from gpuready.catalog.tables import enrich
 
-    from gpuready.commands import BudgetedHost, always_run, timeout_problems
+    from gpuready.probes.commands import BudgetedHost, always_run, timeout_problems
 
     host = BudgetedHost(host, prefetch=always_run(host.platform))
     problems: list[Problem] = []

@@ -27,7 +27,7 @@ from fractions import Fraction
 from gpuready.hardware import GPU, NPU, Problem
 from gpuready.host import Host
 from gpuready.probes import macos
-from gpuready.tables import GPUSpec, gpu_table, npu_table
+from gpuready.catalog.tables import GPUSpec, gpu_table, npu_table
 
 MIB = 1024**2
 GIB = 1024**3

@@ -32,7 +32,7 @@ import re
 from gpuready.hardware import NPU, Problem
 from gpuready.host import Host
 from gpuready.probes import apple
-from gpuready.tables import NPUSpec, npu_table
+from gpuready.catalog.tables import NPUSpec, npu_table
 
 NPU_PCI_VENDORS = ("0x8086", "0x1022")
 INTEL_USER_DRIVER_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")

@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from gpuready import tables
+from gpuready.catalog import tables
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
 from gpuready.probes import fields, pci
 from gpuready.probes.memory import parse_meminfo
-from gpuready.probes.nvidia import (
+from gpuready.probes.nvidia_common import (
     CONTAINER_HINT,
     MIB,
     NVML_HINTS,

@@ -15,15 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from gpuready import estimate as est
-from gpuready.catalog import CatalogError, Entry
-from gpuready.tasks.common import (
-    MemoryPart,
-    MemoryParts,
-    TaskEstimate,
-    device_flops_basis,
-    encoder_efficiency,
-)
+from gpuready.catalog.loader import CatalogError, Entry
+from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_most, listed_variants
+from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device
+from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 
 # Bits per weight of each precision as stored. ggml block formats from ggml/src/ggml-common.h:
 # block_q8_0 = fp16 scale + 32 int8 (34 bytes / 32 weights = 8.5 bits); block_q4_0 = fp16 scale
@@ -66,10 +61,8 @@ THROUGHPUT_RATIO = {"unet": {"cuda": 4.62, "metal": 3.76}, "dit": {"cuda": 1.00}
 SPEED_UNCERTAINTY = 0.5  # the validation errors: median 28% (UNet) to 47% (transformer), see benchmarks/ACCURACY.md
 
 
-@dataclass(frozen=True)
-class ImageModel:
-    id: str
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class ImageModel(ModelEntry):
     architecture: str  # unet | dit
     resolution: int  # native width = height, pixels
     steps: int  # the model card's recommended step count
@@ -77,29 +70,16 @@ class ImageModel:
     denoiser_params: float
     text_encoders: Mapping[str, float]  # name -> parameters
     vae_params: float
-    variants: tuple[str, ...]
-    source: str
     denoiser_hidden_size: int | None = None  # transformers: width of the joint attention
     denoiser_layers: int | None = None  # transformers: attention blocks
     text_tokens: int = 0  # transformers: text tokens that join the image tokens
     patch_size: int = 1  # transformers pack 2x2 latent pixels into one token
-    publisher: str | None = None
-    license: str | None = None
-    hf_repo: str | None = None
-    notes: str | None = None
-    origin: str = ""
     task: str = "image-generation"
     variant_sizes: Mapping[str, float] = field(default_factory=dict)  # real denoiser file sizes, bytes
 
     @property
     def params(self) -> float:
         return self.denoiser_params + sum(self.text_encoders.values()) + self.vae_params
-
-    @property
-    def quants(self) -> tuple[str, ...]:
-        return self.variants
-
-    active_params = params
 
 
 def parse_image_model(entry: Entry, quants=None) -> ImageModel:
@@ -114,8 +94,6 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
     if passes not in (1, 2):
         raise CatalogError(f"{entry.where}: 'guidance_passes' must be 1 or 2")
     return ImageModel(
-        id=entry.ident(),
-        name=entry.text("name"),
         architecture=architecture,
         resolution=entry.integer("resolution"),
         steps=entry.integer("steps"),
@@ -124,17 +102,12 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         text_encoders=encoders,
         vae_params=entry.number("vae_params"),
         variants=variants,
-        source=entry.text("source"),
         denoiser_hidden_size=entry.integer("denoiser_hidden_size", required=False),
         denoiser_layers=entry.integer("denoiser_layers", required=False),
         text_tokens=entry.integer("text_tokens", required=False, positive=False) or 0,
         patch_size=entry.integer("patch_size", required=False) or 1,
-        publisher=entry.text("publisher", required=False),
-        license=entry.text("license", required=False),
-        hf_repo=entry.text("hf_repo", required=False),
-        notes=entry.text("notes", required=False),
-        origin=entry.where,
         variant_sizes=entry.mapping("variant_sizes"),
+        **entry.card(),
     )
 
 
@@ -184,7 +157,7 @@ def throughput_ratio(model: ImageModel, backend: str) -> tuple[float, str]:
     return value, f"{model.architecture} ratio {value:.2f}: the CUDA fit scaled by {backend}'s encoder efficiency relative to CUDA's (no {backend} rows)"
 
 
-def seconds_per_step(model: ImageModel, width: int, height: int, device: est.Device) -> tuple[float | None, str]:
+def seconds_per_step(model: ImageModel, width: int, height: int, device: Device) -> tuple[float | None, str]:
     if not device.flops:
         return None, f"throughput of {device.name} unknown: speed not estimated"
     ratio, why = throughput_ratio(model, device.backend)
@@ -196,7 +169,7 @@ def seconds_per_step(model: ImageModel, width: int, height: int, device: est.Dev
 
 
 def estimate(
-    model: ImageModel, variant: str, width: int, height: int, steps: int, gpu: est.Device | None, cpu: est.Device
+    model: ImageModel, variant: str, width: int, height: int, steps: int, gpu: Device | None, cpu: Device
 ) -> TaskEstimate:
     """The best strategy for this variant: all on the GPU, model offload, or the CPU."""
     denoiser = denoiser_bytes(model, variant)
@@ -216,7 +189,7 @@ def estimate(
     total = sum(components.values())
     placement, device = "cpu", cpu
     if gpu is not None and gpu.usable_memory_bytes:
-        overhead = est.RUNTIME_OVERHEAD_BYTES.get(gpu.backend, est.RUNTIME_OVERHEAD_BYTES["cpu"])
+        overhead = RUNTIME_OVERHEAD_BYTES.get(gpu.backend, RUNTIME_OVERHEAD_BYTES["cpu"])
         if total + activations + overhead <= gpu.usable_memory_bytes:
             placement, device = "gpu", gpu
             parts = [MemoryPart(f"{k} ({variant})" if k == "denoiser" else k, v, "gpu") for k, v in components.items()]
@@ -234,7 +207,7 @@ def estimate(
     if placement == "cpu":
         parts = [MemoryPart(f"{k} ({variant})" if k == "denoiser" else k, v, "system") for k, v in components.items()]
         parts += [MemoryPart("activations", activations, "system"),
-                  MemoryPart("runtime overhead", est.RUNTIME_OVERHEAD_BYTES["cpu"], "system")]
+                  MemoryPart("runtime overhead", RUNTIME_OVERHEAD_BYTES["cpu"], "system")]
         basis.append("all components on the CPU, weights in system memory")
     memory = MemoryParts(tuple(parts))
     step_s, why = seconds_per_step(model, width, height, device)
@@ -270,25 +243,37 @@ RUNTIME_BY_BACKEND = {
 GGUF_RUNTIME = {"cuda": "ComfyUI-GGUF (CUDA)", "metal": "ComfyUI-GGUF (MPS)", "cpu": "stable-diffusion.cpp (CPU)"}
 
 
-def judge_model(model: ImageModel, catalog, hardware, options):
-    from gpuready.tasks import common
-    from gpuready.tasks.judge import judge
+def size(model: ImageModel, options) -> tuple[int, int]:
+    """The resolution judged: the user's, else the model's native one."""
+    return options.resolution or (model.resolution, model.resolution)
 
-    width, height = options.resolution or (model.resolution, model.resolution)
-    steps = model.steps
 
-    def runtime(estimate: TaskEstimate, gpu) -> str:
-        backend = gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
-        if estimate.quant.startswith("q"):
-            return GGUF_RUNTIME.get(backend, "ComfyUI-GGUF")
-        if estimate.quant == "nf4":
-            return "Forge / diffusers + bitsandbytes (CUDA)" if backend == "cuda" else RUNTIME_BY_BACKEND[backend]
-        return RUNTIME_BY_BACKEND.get(backend, RUNTIME_BY_BACKEND["cpu"])
+def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str:
+    backend = gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
+    if estimate.quant.startswith("q"):
+        return GGUF_RUNTIME.get(backend, "ComfyUI-GGUF")
+    if estimate.quant == "nf4":
+        return "Forge / diffusers + bitsandbytes (CUDA)" if backend == "cuda" else RUNTIME_BY_BACKEND[backend]
+    return RUNTIME_BY_BACKEND.get(backend, RUNTIME_BY_BACKEND["cpu"])
 
-    return judge(
-        model, hardware, options,
-        lambda variant, gpu, cpu: estimate(model, variant, width, height, steps, gpu, cpu),
-        lambda seconds: common.level_at_most(seconds, SECONDS_PER_IMAGE_CEILINGS),
-        lambda e: f"about {e.speed:.1f} s per {width}x{height} image at {steps} steps",
-        runtime,
-    )
+
+def _estimate(model: ImageModel, variant: str, catalog, gpu: Device | None, cpu: Device, options) -> TaskEstimate:
+    return estimate(model, variant, *size(model, options), model.steps, gpu, cpu)
+
+
+def _describe(model: ImageModel, estimate: TaskEstimate, options) -> str:
+    width, height = size(model, options)
+    return f"about {estimate.speed:.1f} s per {width}x{height} image at {model.steps} steps"
+
+
+TASK = Task(
+    name="image-generation",
+    title="Image generation",
+    parse=parse_image_model,
+    variants=listed_variants,
+    estimate=_estimate,
+    level=lambda model, estimate, options: (level_at_most(estimate.speed, SECONDS_PER_IMAGE_CEILINGS), []),
+    describe=_describe,
+    runtime=runtime,
+    quality=bits_quality(PRECISION_BITS),
+)

@@ -1,126 +1,168 @@
-"""Judge a non-LLM model: estimate each variant, check it fits and is accepted, level its speed.
+"""The one judge: for a model of any task, estimate each variant, check where it fits and
+whether that placement is accepted, level its speed against the task's floors, pick the
+best variant, and say why and what would change the answer.
 
-The per-task modules supply the estimate and the level; this module turns them into the
-same :class:`gpuready.verdict.Verdict` text generation produces, so front ends need no
-task-specific code beyond a column formatter.
+Pure. The task supplies the estimate, the floors and its wording through its ``Task``
+hooks (gpuready.tasks.base); everything that is the same for every task lives here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
-from gpuready import estimate as est
-from gpuready.devices import cpu_device, gpu_device
 from gpuready.hardware import Hardware
-from gpuready.tasks.common import TaskEstimate
-from gpuready.verdict import (
-    LEVELS,
-    PLACEMENT_ORDER,
-    RUNNABLE,
-    Options,
-    VariantVerdict,
-    Verdict,
-    fmt_gb,
-)
-
-# Bits per weight a variant name stands for, to prefer the highest-quality variant that
-# runs (16 bits preferred over 32: same results, half the memory).
-VARIANT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "q8_0": 8.5, "q6_k": 6.5625,
-                "q5_k_s": 5.5, "q5_0": 5.5, "q5_1": 6.0, "nf4": 4.5, "q4_k_s": 4.5, "q4_0": 4.5}
+from gpuready.tasks.base import Task
+from gpuready.tasks.devices import Device, cpu_device, gpu_device, memory_word
+from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Options, VariantVerdict, Verdict, effective_rank
+from gpuready.units import fmt_gb
 
 
-def quality_key(variant: str) -> float:
-    bits = VARIANT_BITS.get(variant, 8)
-    return bits if bits <= 16 else 16 - bits / 100
+@dataclass(frozen=True)
+class Judged:
+    """One variant of a model, judged: its level, estimate, reasons and quality."""
+
+    variant: str
+    level: str
+    estimate: Any
+    reasons: tuple[str, ...]
+    preference: float  # higher is picked first among variants at the same level
+    quality: str | None  # lossless | near-lossless | good | fair | poor | None
+
+    @property
+    def fits(self) -> bool:
+        return self.level in RUNNABLE or self.level == "too-slow"
 
 
-def judge_variant(estimate: TaskEstimate, gpu: est.Device | None, cpu: est.Device, options: Options,
-                  level_of: Callable[[float | None], str]) -> tuple[str, list[str]]:
-    """Level and reasons for one estimated variant."""
-    allowed = PLACEMENT_ORDER[: PLACEMENT_ORDER.index(options.placement) + 1]
-    reasons: list[str] = []
+def placement_reason(estimate, gpu: Device | None, cpu: Device) -> str | None:
+    """Where the estimate puts the model, in words."""
     if estimate.placement == "gpu":
         spare = gpu.usable_memory_bytes - estimate.gpu_memory_bytes
-        reasons.append(f"fits in {gpu.name}'s {fmt_gb(gpu.usable_memory_bytes)} usable memory with {fmt_gb(spare)} to spare")
-    elif estimate.placement == "offload":
-        reasons.append(
+        return f"fits in {fmt_gb(gpu.usable_memory_bytes)} {memory_word(gpu)} with {fmt_gb(spare)} to spare"
+    if estimate.placement == "split":
+        return (
+            f"needs {fmt_gb(estimate.memory.total_bytes)}, {'GPUs have' if gpu.count > 1 else 'GPU has'} "
+            f"{fmt_gb(gpu.usable_memory_bytes)} free: {estimate.gpu_fraction:.0%} of layers on GPU, the rest from system memory"
+        )
+    if estimate.placement == "offload":
+        return (
             f"needs {fmt_gb(estimate.memory.total_bytes)} in all, {gpu.name} has {fmt_gb(gpu.usable_memory_bytes)} usable: "
             f"components take turns on the GPU ({fmt_gb(estimate.gpu_memory_bytes)} at the peak)"
         )
-    if estimate.system_memory_bytes:
-        if cpu.usable_memory_bytes is None:
-            return "unknown", reasons + ["system memory could not be read, so fit is unknown"]
-        if estimate.system_memory_bytes > cpu.usable_memory_bytes:
+    return None
+
+
+def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, cpu: Device, options: Options) -> Judged:
+    """Estimate one variant and judge it: fit, accepted placement, then speed against the floors."""
+    estimate = task.estimate(model, variant, catalog, gpu, cpu, options)
+    preference, quality = task.quality(model, variant, catalog)
+
+    def judged(level: str, reasons: list[str]) -> Judged:
+        return Judged(variant, level, estimate, tuple(reasons), preference, quality)
+
+    refusal = task.refuse(model, variant, estimate, gpu, catalog)
+    if refusal:
+        return judged("does-not-fit", [refusal])
+    reasons = [reason for reason in (placement_reason(estimate, gpu, cpu),) if reason]
+    system_usable = cpu.usable_memory_bytes
+    if estimate.placement == "cpu" or estimate.system_memory_bytes:
+        if system_usable is None:
+            return judged("unknown", reasons + ["system memory could not be read, so fit is unknown"])
+        if estimate.system_memory_bytes > system_usable:
             where = "GPU or system memory" if gpu and estimate.placement == "cpu" else "system memory"
-            reasons.append(f"needs {fmt_gb(estimate.system_memory_bytes)} of {where}, only {fmt_gb(cpu.usable_memory_bytes)} is available")
-            return "does-not-fit", reasons
-        if estimate.placement == "cpu":
-            prefix = f"too big for {gpu.name} ({fmt_gb(gpu.usable_memory_bytes)} usable); " if gpu and gpu.usable_memory_bytes else ""
-            reasons.append(f"{prefix}runs on the CPU from system memory ({fmt_gb(cpu.usable_memory_bytes)} available)")
+            needed = estimate.memory.total_bytes if estimate.placement == "cpu" else estimate.system_memory_bytes
+            return judged("does-not-fit", reasons + [f"needs {fmt_gb(needed)}, only {fmt_gb(system_usable)} of {where} is available"])
+    if estimate.placement == "cpu":
+        prefix = f"too big for {gpu.name} ({fmt_gb(gpu.usable_memory_bytes)} usable); " if gpu and gpu.usable_memory_bytes else ""
+        reasons.append(f"{prefix}runs on the CPU from system memory ({fmt_gb(system_usable)} available)")
+    allowed = PLACEMENT_ORDER[: PLACEMENT_ORDER.index(options.placement) + 1]
     if estimate.placement not in allowed:
-        reasons.append(f"placement '{estimate.placement}' is not accepted (only {', '.join(allowed)})")
-        return "does-not-fit", reasons
-    if estimate.speed is None:
-        reasons.append("device throughput unknown: speed not estimated")
-        return "unknown", reasons
-    return level_of(estimate.speed), reasons
+        return judged("does-not-fit", reasons + [f"placement '{estimate.placement}' is not accepted (only {', '.join(allowed)})"])
+    if estimate.headline is None:
+        return judged("unknown", reasons + [task.speed_unknown])
+    level, speed_reasons = task.level(model, estimate, options)
+    return judged(level, reasons + list(speed_reasons))
 
 
-def judge(
-    model,
-    hardware: Hardware,
-    options: Options,
-    estimate_variant: Callable[[str, est.Device | None, est.Device], TaskEstimate],
-    level_of: Callable[[float | None], str],
-    describe: Callable[[TaskEstimate], str],
-    runtime_of: Callable[[TaskEstimate, est.Device | None], str],
-) -> Verdict:
+def choice_key(judged: Judged, placement_first: bool):
+    """Best level first (a poor-quality variant counts a level lower); among runnable variants the
+    fullest GPU placement (where the task says so), then the preferred quality; among the others
+    the smallest (the closest to fitting)."""
+    runnable = judged.level in RUNNABLE
+    return (
+        effective_rank(judged.level, judged.quality),
+        PLACEMENT_ORDER.index(judged.estimate.placement) if runnable and placement_first else 0,
+        -judged.preference if runnable else judged.estimate.memory.total_bytes,
+        judged.estimate.memory.total_bytes,
+    )
+
+
+def variant_suggestions(chosen: Judged, candidates: list[Judged]) -> list[str]:
+    """The variant that would reach a better level, the highest-quality one of those."""
+    better = [r for r in candidates if LEVELS.index(r.level) < LEVELS.index(chosen.level)]
+    if not better:
+        return []
+    best = max(better, key=lambda r: r.preference)
+    return [f"--quant {best.variant} would make it '{best.level}' ({fmt_gb(best.estimate.memory.total_bytes)})"]
+
+
+def least_memory(chosen: Judged, candidates: list[Judged]) -> str:
+    smallest = min(candidates, key=lambda r: r.estimate.memory.total_bytes)
+    return f"at least {fmt_gb(smallest.estimate.memory.total_bytes)} of free memory is needed even at {smallest.variant}"
+
+
+def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> Verdict:
     """The best variant of one model on this machine, as a Verdict."""
     gpu, cpu = gpu_device(hardware), cpu_device(hardware)
-    variants = [options.quant] if options.quant in model.quants else list(model.quants)
-    results = []
-    for variant in variants:
-        estimate = estimate_variant(variant, gpu, cpu)
-        level, reasons = judge_variant(estimate, gpu, cpu, options, level_of)
-        results.append((variant, level, estimate, reasons))
-    variant, level, estimate, reasons = min(
-        results,
-        key=lambda r: (LEVELS.index(r[1]), -quality_key(r[0]) if r[1] in RUNNABLE else r[2].memory.total_bytes, r[2].memory.total_bytes),
-    )
-    fits = level in RUNNABLE or level == "too-slow"
-    if fits and estimate.speed is not None:
-        reasons = [f"{variant}: {describe(estimate)} (+/-{estimate.uncertainty:.0%})", *reasons]
+    results = [judge_variant(task, model, variant, catalog, gpu, cpu, options)
+               for variant in task.variants(model, catalog, gpu, options)]
+    chosen = min(results, key=lambda judged: choice_key(judged, task.placement_first))
+    estimate, level = chosen.estimate, chosen.level
+    reasons = list(chosen.reasons)
+    headline = estimate.headline if chosen.fits else None
+    if headline is not None:
+        reasons.insert(0, f"{chosen.variant}: {task.describe(model, estimate, options)} (+/-{headline.uncertainty:.0%})")
+    on_gpu = estimate.placement in ("gpu", "split", "offload")
+    reasons += task.notes(model, hardware, gpu if on_gpu else None)
     suggestions = []
     if level not in ("runs-well", "unknown"):
-        better = [r for r in results if LEVELS.index(r[1]) < LEVELS.index(level)]
-        if better:
-            best = min(better, key=lambda r: LEVELS.index(r[1]))
-            suggestions.append(f"--quant {best[0]} would make it '{best[1]}' ({fmt_gb(best[2].memory.total_bytes)})")
-        if level == "does-not-fit" and not reasons[-1].startswith("placement"):
-            smallest = min(results, key=lambda r: r[2].memory.total_bytes)[2]
-            suggestions.append(f"at least {fmt_gb(smallest.memory.total_bytes)} of free memory is needed even at {smallest.quant}")
-    on_gpu = estimate.placement in ("gpu", "offload")
+        # With a variant fixed by the user, the others are still worth naming.
+        candidates = results if not options.quant else [
+            judge_variant(task, model, variant, catalog, gpu, cpu, options)
+            for variant in task.variants(model, catalog, gpu, replace(options, quant=None))
+        ]
+        suggestions = variant_suggestions(chosen, candidates) + task.suggest(model, chosen, catalog, gpu, cpu, options)
+        if level == "does-not-fit" and not chosen.reasons[-1].startswith("placement"):
+            suggestions.append(task.least_memory(model, chosen, candidates, catalog, cpu, options)
+                               if task.least_memory else least_memory(chosen, candidates))
     return Verdict(
-        task=model.task,
+        task=task.name,
         model_id=model.id,
         model_name=model.name,
         model_params=model.params,
         level=level,
-        quant=variant,
-        context_tokens=None,
-        placement=estimate.placement if fits else None,
-        runtime=runtime_of(estimate, gpu) if fits else None,
+        quant=chosen.variant,
+        context_tokens=task.context(model, options),
+        placement=estimate.placement if chosen.fits else None,
+        runtime=task.runtime(model, estimate, gpu, catalog) if chosen.fits else None,
         memory_needed_bytes=estimate.memory.total_bytes,
-        memory_available_bytes=(gpu.usable_memory_bytes if on_gpu and gpu else cpu.usable_memory_bytes),
+        memory_available_bytes=gpu.usable_memory_bytes if on_gpu and gpu else cpu.usable_memory_bytes,
         estimate=estimate,
         reasons=tuple(reasons),
         suggestions=tuple(suggestions),
         variants=tuple(
-            VariantVerdict(v, lv, e.placement if lv in RUNNABLE or lv == "too-slow" else None, e.memory.total_bytes,
-                           None)
-            for v, lv, e, _ in results
+            VariantVerdict(r.variant, r.level, r.estimate.placement if r.fits else None, r.estimate.memory.total_bytes,
+                           _tokens_per_s(r.estimate))
+            for r in results
         ),
-        speed=estimate.speed if fits else None,
-        speed_unit=estimate.speed_unit if fits and estimate.speed is not None else None,
-        uncertainty=estimate.uncertainty if fits and estimate.speed is not None else None,
+        speed=headline.value if headline else None,
+        speed_unit=headline.unit if headline else None,
+        uncertainty=headline.uncertainty if headline else None,
+        quality=chosen.quality,
     )
+
+
+def _tokens_per_s(estimate) -> float | None:
+    """A variant's generation speed, for tasks that generate tokens."""
+    headline = estimate.headline
+    return headline.value if headline is not None and headline.unit == "tokens/s" else None

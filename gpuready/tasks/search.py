@@ -17,15 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuready import estimate as est
-from gpuready.catalog import CatalogError, Entry
-from gpuready.tasks.common import (
-    MemoryPart,
-    MemoryParts,
-    TaskEstimate,
-    device_flops_basis,
-    encoder_efficiency,
-)
+from gpuready.catalog.loader import CatalogError, Entry
+from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
+from gpuready.tasks.devices import Device
+from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 
 CHUNK_TOKENS = 256
 HNSW_M = 16
@@ -47,32 +42,15 @@ CPU_EMBEDDING_EFFICIENCY = 0.32
 UNCERTAINTY = 0.5
 
 
-@dataclass(frozen=True)
-class SearchModel:
-    id: str
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class SearchModel(ModelEntry):
     kind: str  # embedding | reranker
     params: float
     layers: int
     hidden_size: int
     max_tokens: int
-    variants: tuple[str, ...]
-    source: str
     dimensions: int | None = None  # embedding models: vector size
-    publisher: str | None = None
-    license: str | None = None
-    hf_repo: str | None = None
-    notes: str | None = None
-    origin: str = ""
     task: str = "document-search"
-
-    @property
-    def quants(self) -> tuple[str, ...]:
-        return self.variants
-
-    @property
-    def active_params(self) -> float:
-        return self.params
 
 
 def parse_search_model(entry: Entry, quants=None) -> SearchModel:
@@ -81,21 +59,14 @@ def parse_search_model(entry: Entry, quants=None) -> SearchModel:
     if kind == "embedding" and not entry.has("dimensions"):
         raise CatalogError(f"{entry.where}: an embedding model needs 'dimensions'")
     return SearchModel(
-        id=entry.ident(),
-        name=entry.text("name"),
         kind=kind,
         params=entry.number("params"),
         layers=entry.integer("layers"),
         hidden_size=entry.integer("hidden_size"),
         max_tokens=entry.integer("max_tokens"),
         variants=variants,
-        source=entry.text("source"),
         dimensions=entry.integer("dimensions", required=False),
-        publisher=entry.text("publisher", required=False),
-        license=entry.text("license", required=False),
-        hf_repo=entry.text("hf_repo", required=False),
-        notes=entry.text("notes", required=False),
-        origin=entry.where,
+        **entry.card(),
     )
 
 
@@ -128,7 +99,7 @@ def activation_bytes(model: SearchModel) -> int:
     return BATCH_CHUNKS * tokens * 4 * (4 * model.hidden_size + tokens * max(1, model.hidden_size // 64))
 
 
-def chunks_per_second(model: SearchModel, device: est.Device) -> tuple[float | None, str]:
+def chunks_per_second(model: SearchModel, device: Device) -> tuple[float | None, str]:
     if not device.flops:
         return None, f"throughput of {device.name} unknown: speed not estimated"
     if device.backend == "cpu":
@@ -142,20 +113,13 @@ def chunks_per_second(model: SearchModel, device: est.Device) -> tuple[float | N
     )
 
 
-def estimate(model: SearchModel, variant: str, documents: int, gpu: est.Device | None, cpu: est.Device) -> TaskEstimate:
+def estimate(model: SearchModel, variant: str, documents: int, gpu: Device | None, cpu: Device) -> TaskEstimate:
     weights = int(model.params * VARIANT_BITS[variant] / 8)
     activations = activation_bytes(model)
     basis = [f"weights: {model.params / 1e6:.0f}M parameters at {variant}",
              f"activations: batch of {BATCH_CHUNKS} chunks x {chunk_tokens(model)} tokens"]
-    placement, device = "cpu", cpu
-    overhead = est.RUNTIME_OVERHEAD_BYTES["cpu"]
-    if gpu is not None and gpu.usable_memory_bytes:
-        gpu_overhead = est.RUNTIME_OVERHEAD_BYTES.get(gpu.backend, est.RUNTIME_OVERHEAD_BYTES["cpu"])
-        if weights + activations + gpu_overhead <= gpu.usable_memory_bytes:
-            placement, device, overhead = "gpu", gpu, gpu_overhead
-    where = "gpu" if placement == "gpu" else "system"
-    parts = [MemoryPart(f"weights ({variant})", weights, where), MemoryPart("activations", activations, where),
-             MemoryPart("runtime overhead", overhead, where)]
+    placement, device, parts = place_whole({f"weights ({variant})": weights, "activations": activations}, gpu, cpu)
+    parts = list(parts)
     if model.kind == "embedding":
         index = index_bytes(model, documents)
         parts.append(MemoryPart(f"index ({documents:,} documents)", index, "system"))
@@ -201,22 +165,35 @@ RUNTIME_BY_BACKEND = {"cuda": "sentence-transformers (CUDA)", "rocm": "sentence-
                       "vulkan": "llama.cpp embeddings (Vulkan)", "cpu": "sentence-transformers (CPU)"}
 
 
-def judge_model(model: SearchModel, catalog, hardware, options):
-    from gpuready.tasks import common
-    from gpuready.tasks.judge import judge
-
+def _collection(options) -> tuple[int, int]:
     documents = options.documents or DEFAULT_DOCUMENTS
-    total_chunks = documents * CHUNKS_PER_DOCUMENT
+    return documents, documents * CHUNKS_PER_DOCUMENT
+
+
+def _floors(model: SearchModel, options) -> dict[str, float]:
+    """Chunks (or pairs) a second needed to index the collection, or rerank a query, within each ceiling."""
     if model.kind == "embedding":
-        floors = {level: total_chunks / seconds for level, seconds in INDEX_SECONDS_CEILINGS.items()}
-        describe = lambda e: f"about {e.speed:,.0f} chunks/s ({e.speed * 60:,.0f} a minute): {documents:,} documents indexed in {_duration(total_chunks / e.speed)}"
-    else:
-        floors = {level: RERANK_CANDIDATES / seconds for level, seconds in RERANK_SECONDS_CEILINGS.items()}
-        describe = lambda e: f"about {e.speed:,.0f} pairs/s: {RERANK_CANDIDATES} candidates reranked in {RERANK_CANDIDATES / e.speed:.2f} s"
-    return judge(
-        model, hardware, options,
-        lambda variant, gpu, cpu: estimate(model, variant, documents, gpu, cpu),
-        lambda speed: common.level_at_least(speed, floors),
-        describe,
-        lambda e, gpu: RUNTIME_BY_BACKEND.get(gpu.backend if gpu and e.placement != "cpu" else "cpu", "sentence-transformers"),
-    )
+        return {level: _collection(options)[1] / seconds for level, seconds in INDEX_SECONDS_CEILINGS.items()}
+    return {level: RERANK_CANDIDATES / seconds for level, seconds in RERANK_SECONDS_CEILINGS.items()}
+
+
+def _describe(model: SearchModel, estimate: TaskEstimate, options) -> str:
+    speed = estimate.speed
+    if model.kind == "embedding":
+        documents, chunks = _collection(options)
+        return f"about {speed:,.0f} chunks/s ({speed * 60:,.0f} a minute): {documents:,} documents indexed in {_duration(chunks / speed)}"
+    return f"about {speed:,.0f} pairs/s: {RERANK_CANDIDATES} candidates reranked in {RERANK_CANDIDATES / speed:.2f} s"
+
+
+TASK = Task(
+    name="document-search",
+    title="Document search",
+    parse=parse_search_model,
+    variants=listed_variants,
+    estimate=lambda model, variant, catalog, gpu, cpu, options: estimate(model, variant, _collection(options)[0], gpu, cpu),
+    level=lambda model, estimate, options: (level_at_least(estimate.speed, _floors(model, options)), []),
+    describe=_describe,
+    runtime=lambda model, estimate, gpu, catalog: RUNTIME_BY_BACKEND.get(
+        gpu.backend if gpu and estimate.placement != "cpu" else "cpu", "sentence-transformers"),
+    quality=bits_quality(VARIANT_BITS),
+)

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuready import estimate as est
-from gpuready.catalog import CatalogError, Entry
-from gpuready.tasks.common import (
-    MemoryPart,
-    MemoryParts,
-    TaskEstimate,
-    device_flops_basis,
-    encoder_efficiency,
-)
+from gpuready.catalog.loader import CatalogError, Entry
+from gpuready.tasks import text_estimate
+from gpuready.tasks.base import MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
+from gpuready.tasks.devices import Device
+from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 
 # Whisper processes audio in 30 s windows of 1,500 encoder frames (n_audio_ctx = 1500;
 # openai/whisper whisper/model.py ModelDimensions, 3,000 mel frames halved by the conv stem).
@@ -49,33 +45,16 @@ STT_UNCERTAINTY = 0.35
 TTS_UNCERTAINTY = 0.6
 
 
-@dataclass(frozen=True)
-class SpeechModel:
-    id: str
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class SpeechModel(ModelEntry):
     kind: str  # stt | tts
     params: float
-    variants: tuple[str, ...]
-    source: str
     d_model: int | None = None  # stt: Whisper width
     encoder_layers: int | None = None
     decoder_layers: int | None = None
     frames_per_second: float | None = None  # tts: output frames per second of audio
     passes_per_frame: int = 1  # tts: e.g. flow-matching steps x guidance passes
-    publisher: str | None = None
-    license: str | None = None
-    hf_repo: str | None = None
-    notes: str | None = None
-    origin: str = ""
     task: str = "speech"
-
-    @property
-    def quants(self) -> tuple[str, ...]:
-        return self.variants
-
-    @property
-    def active_params(self) -> float:
-        return self.params
 
     @property
     def encoder_params(self) -> float:
@@ -96,22 +75,15 @@ def parse_speech_model(entry: Entry, quants=None) -> SpeechModel:
         if not entry.has(key):
             raise CatalogError(f"{entry.where}: a '{kind}' model needs '{key}'")
     model = SpeechModel(
-        id=entry.ident(),
-        name=entry.text("name"),
         kind=kind,
         params=entry.number("params"),
         variants=variants,
-        source=entry.text("source"),
         d_model=entry.integer("d_model", required=False),
         encoder_layers=entry.integer("encoder_layers", required=False),
         decoder_layers=entry.integer("decoder_layers", required=False),
         frames_per_second=entry.number("frames_per_second", required=False),
         passes_per_frame=entry.integer("passes_per_frame", required=False) or 1,
-        publisher=entry.text("publisher", required=False),
-        license=entry.text("license", required=False),
-        hf_repo=entry.text("hf_repo", required=False),
-        notes=entry.text("notes", required=False),
-        origin=entry.where,
+        **entry.card(),
     )
     if kind == "stt" and model.decoder_params <= 0:
         raise CatalogError(f"{entry.where}: 'params' is smaller than the encoder implied by d_model and encoder_layers")
@@ -135,7 +107,7 @@ def cross_attention_cache_bytes(model: SpeechModel) -> int:
     return 2 * ENCODER_FRAMES * model.d_model * model.decoder_layers * 2 * BEAM_SIZE
 
 
-def encoder_seconds(model: SpeechModel, device: est.Device) -> tuple[float, str]:
+def encoder_seconds(model: SpeechModel, device: Device) -> tuple[float, str]:
     efficiency, why = encoder_efficiency(device.backend)
     flops = encoder_flops_per_window(model)
     return flops / (device.flops * efficiency), f"encoder: {flops / 1e12:.2f} TFLOPs per 30 s window; {device_flops_basis(device)} x {why}"
@@ -144,11 +116,11 @@ def encoder_seconds(model: SpeechModel, device: est.Device) -> tuple[float, str]
 def decoder_efficiency(backend: str) -> tuple[float, str]:
     if backend in DECODER_EFFICIENCY:
         return DECODER_EFFICIENCY[backend], "fitted on faster-whisper benchmarks"
-    value = est.BANDWIDTH_EFFICIENCY.get(backend, est.BANDWIDTH_EFFICIENCY["cpu"])
+    value = text_estimate.BANDWIDTH_EFFICIENCY.get(backend, text_estimate.BANDWIDTH_EFFICIENCY["cpu"])
     return value, f"no Whisper decoder benchmark for {backend}: text-generation bandwidth constant"
 
 
-def decoder_seconds_per_token(model: SpeechModel, variant: str, device: est.Device) -> tuple[float, str]:
+def decoder_seconds_per_token(model: SpeechModel, variant: str, device: Device) -> tuple[float, str]:
     efficiency, why = decoder_efficiency(device.backend)
     read = model.decoder_params * VARIANT_BITS[variant] / 8
     return read / (device.bandwidth_bytes_per_s * efficiency), (
@@ -157,7 +129,7 @@ def decoder_seconds_per_token(model: SpeechModel, variant: str, device: est.Devi
     )
 
 
-def stt_realtime(model: SpeechModel, variant: str, device: est.Device) -> tuple[float | None, float | None, list[str]]:
+def stt_realtime(model: SpeechModel, variant: str, device: Device) -> tuple[float | None, float | None, list[str]]:
     """(x real time, encoder seconds per window, basis) for speech-to-text on one device."""
     if not device.flops or not device.bandwidth_bytes_per_s:
         return None, None, [f"throughput or bandwidth of {device.name} unknown: speed not estimated"]
@@ -167,14 +139,14 @@ def stt_realtime(model: SpeechModel, variant: str, device: est.Device) -> tuple[
     return WINDOW_SECONDS / window, encode, [why_encoder, why_decoder]
 
 
-def tts_realtime(model: SpeechModel, device: est.Device) -> tuple[float | None, list[str]]:
+def tts_realtime(model: SpeechModel, device: Device) -> tuple[float | None, list[str]]:
     if not device.flops:
         return None, [f"throughput of {device.name} unknown: speed not estimated"]
     # A TTS model runs every output frame of an utterance through the network at once, like a
     # prompt through an LLM: the text-generation prompt efficiency applies. Cross-check, not a
     # fit: F5-TTS at 32 NFE is quoted at RTF ~0.12 (8x real time) on an RTX 3090
     # (https://her-os.app/RESEARCH-INDICF5-TTS-OPTIMIZATION.md); this gives ~6x.
-    efficiency = est.COMPUTE_EFFICIENCY.get(device.backend, est.COMPUTE_EFFICIENCY["cpu"])
+    efficiency = text_estimate.COMPUTE_EFFICIENCY.get(device.backend, text_estimate.COMPUTE_EFFICIENCY["cpu"])
     why = f"{efficiency:.0%} {device.backend} efficiency (text-generation prompt constant)"
     flops = 2 * model.params * model.frames_per_second * model.passes_per_frame
     seconds = flops / (device.flops * efficiency)
@@ -184,7 +156,7 @@ def tts_realtime(model: SpeechModel, device: est.Device) -> tuple[float | None, 
     ]
 
 
-def estimate(model: SpeechModel, variant: str, gpu: est.Device | None, cpu: est.Device) -> TaskEstimate:
+def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device) -> TaskEstimate:
     weights = weights_bytes(model, variant)
     working = cross_attention_cache_bytes(model) if model.kind == "stt" else int(model.params * 2)
     basis = [f"weights: {model.params / 1e6:.0f}M parameters at {variant} ({VARIANT_BITS[variant]:g} bits)"]
@@ -192,15 +164,8 @@ def estimate(model: SpeechModel, variant: str, gpu: est.Device | None, cpu: est.
         basis.append(f"working memory: cross-attention K/V for {BEAM_SIZE} beams x {model.decoder_layers} decoder layers x 1,500 frames, fp16")
     else:
         basis.append("working memory: assumed equal to the fp16 weights (activations of one utterance)")
-    placement, device = "cpu", cpu
-    overhead = est.RUNTIME_OVERHEAD_BYTES["cpu"]
-    if gpu is not None and gpu.usable_memory_bytes:
-        gpu_overhead = est.RUNTIME_OVERHEAD_BYTES.get(gpu.backend, est.RUNTIME_OVERHEAD_BYTES["cpu"])
-        if weights + working + gpu_overhead <= gpu.usable_memory_bytes:
-            placement, device, overhead = "gpu", gpu, gpu_overhead
-    where = "gpu" if placement == "gpu" else "system"
-    memory = MemoryParts((MemoryPart(f"weights ({variant})", weights, where), MemoryPart("working memory", working, where),
-                          MemoryPart("runtime overhead", overhead, where)))
+    placement, device, parts = place_whole({f"weights ({variant})": weights, "working memory": working}, gpu, cpu)
+    memory = MemoryParts(parts)
     basis.append(f"on {device.name} ({device.backend})")
     if model.kind == "stt":
         speed, encode, lines = stt_realtime(model, variant, device)
@@ -224,7 +189,7 @@ STT_FLOORS = {"runs-well": 10.0, "runs": 2.0, "slow": 0.5}
 TTS_FLOORS = {"runs-well": 5.0, "runs": 1.5, "slow": 0.5}
 
 
-def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: est.Device | None) -> str:
+def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: Device | None) -> str:
     backend = gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
     if model.kind == "tts":
         if model.id.startswith("piper"):
@@ -241,16 +206,23 @@ def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: est.Device | N
     return {"metal": "whisper.cpp (Metal) or mlx-whisper"}.get(backend, f"whisper.cpp ({backend})")
 
 
-def judge_model(model: SpeechModel, catalog, hardware, options):
-    from gpuready.tasks import common
-    from gpuready.tasks.judge import judge
-
-    floors = STT_FLOORS if model.kind == "stt" else TTS_FLOORS
+def _describe(model: SpeechModel, estimate: TaskEstimate, options) -> str:
     what = "transcribes" if model.kind == "stt" else "speaks"
-    return judge(
-        model, hardware, options,
-        lambda variant, gpu, cpu: estimate(model, variant, gpu, cpu),
-        lambda speed: common.level_at_least(speed, floors),
-        lambda e: f"{what} about {e.speed:.1f}x real time ({e.speed:.1f} min of audio per minute)",
-        lambda e, gpu: runtime_name(model, e, gpu),
-    )
+    return f"{what} about {estimate.speed:.1f}x real time ({estimate.speed:.1f} min of audio per minute)"
+
+
+def _level(model: SpeechModel, estimate: TaskEstimate, options) -> tuple[str, list[str]]:
+    return level_at_least(estimate.speed, STT_FLOORS if model.kind == "stt" else TTS_FLOORS), []
+
+
+TASK = Task(
+    name="speech",
+    title="Speech",
+    parse=parse_speech_model,
+    variants=listed_variants,
+    estimate=lambda model, variant, catalog, gpu, cpu, options: estimate(model, variant, gpu, cpu),
+    level=_level,
+    describe=_describe,
+    runtime=lambda model, estimate, gpu, catalog: runtime_name(model, estimate, gpu),
+    quality=bits_quality(VARIANT_BITS),
+)

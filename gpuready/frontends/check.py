@@ -1,0 +1,312 @@
+"""The preflight: requirements judged against a Report, with exit codes setup scripts can trust.
+
+0 ready (every requirement met), 1 not ready (one is not met), 2 usage or bad input,
+3 could not tell (a probe a requirement depends on failed, and nothing else failed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuready.catalog.loader import Catalog, CatalogError, read_toml
+from gpuready.errors import ExitCode, UsageError
+from gpuready.hardware import Hardware, Problem
+from gpuready.probes import GPU_PROBES
+from gpuready.report import TASK_PROBES
+from gpuready.tasks import registry
+from gpuready.tasks.devices import gpu_device
+from gpuready.tasks.verdict import PLACEMENT_ORDER, RUNNABLE, Options, rank_key
+from gpuready.units import fmt_gb, parse_documents, parse_resolution, parse_size
+
+__all__ = ["ExitCode", "UsageError", "parse_size", "parse_resolution", "parse_documents", "Requirement", "Outcome",
+           "validate", "load_requirements", "evaluate", "exit_code"]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One thing a project needs: a task, a model (with speed and placement), or an amount of memory."""
+
+    task: str | None = None
+    model: str | None = None
+    quant: str | None = None
+    context_tokens: int | None = None
+    min_generation_tokens_per_s: float | None = None
+    placement: str = "cpu"
+    min_memory_bytes: int | None = None
+    min_gpu_memory_bytes: int | None = None
+    min_realtime: float | None = None  # speech: x real time (audio seconds per second)
+    max_seconds_per_image: float | None = None  # image generation, at `resolution`
+    resolution: tuple[int, int] | None = None  # image generation: width, height
+    min_chunks_per_minute: float | None = None  # document search: embedding speed
+    documents: int | None = None  # document search: collection size for the index
+
+    def label(self) -> str:
+        if self.model:
+            text = f"model {self.model}"
+            if self.quant:
+                text += f" {self.quant}"
+            if self.context_tokens:
+                text += f" @ {self.context_tokens:,} tokens"
+        elif self.task:
+            text = f"task {self.task}"
+        elif self.min_gpu_memory_bytes:
+            text = f"GPU memory >= {fmt_gb(self.min_gpu_memory_bytes)}"
+        else:
+            text = f"memory >= {fmt_gb(self.min_memory_bytes)}"
+        if self.min_generation_tokens_per_s:
+            text += f", >= {self.min_generation_tokens_per_s:g} tokens/s"
+        if self.min_realtime:
+            text += f", >= {self.min_realtime:g}x real time"
+        if self.max_seconds_per_image:
+            text += f", <= {self.max_seconds_per_image:g} s per image"
+        if self.resolution:
+            text += f" at {self.resolution[0]}x{self.resolution[1]}"
+        if self.min_chunks_per_minute:
+            text += f", >= {self.min_chunks_per_minute:,.0f} chunks a minute"
+        if self.documents:
+            text += f", {self.documents:,} documents"
+        if self.placement != "cpu":
+            text += f", placement {self.placement}"
+        return text
+
+
+@dataclass(frozen=True)
+class Outcome:
+    requirement: Requirement
+    status: str  # met | not-met | unknown
+    reason: str
+    hints: tuple[str, ...] = ()
+
+
+def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
+    """Reject unknown models, tasks, quantisations and placements with a message naming the closest match."""
+    if requirement.task and requirement.task not in registry.names():
+        raise UsageError(f"unknown task '{requirement.task}' (tasks: {', '.join(registry.names())})")
+    if requirement.model:
+        model = catalog.get(requirement.model)
+        if model is None:
+            close = catalog.closest(requirement.model)
+            hint = f"; did you mean {', '.join(close)}?" if close else "; see `gpuready models`"
+            raise UsageError(f"unknown model '{requirement.model}'{hint}")
+        if requirement.quant and requirement.quant not in model.quants:
+            raise UsageError(f"model '{model.id}' has no quantisation '{requirement.quant}' (it has {', '.join(model.quants)})")
+    task = catalog.get(requirement.model).task if requirement.model else requirement.task
+    for key, wanted_task in SPEED_TASKS.items():
+        if getattr(requirement, key) is not None and task != wanted_task:
+            raise UsageError(f"{FLAG_NAMES[key]} applies to {wanted_task}, not {task or 'a memory requirement'}")
+    if requirement.placement not in PLACEMENT_ORDER:
+        raise UsageError(f"unknown placement '{requirement.placement}' (one of {', '.join(PLACEMENT_ORDER)})")
+    if not (requirement.task or requirement.model or requirement.min_memory_bytes or requirement.min_gpu_memory_bytes):
+        raise UsageError("nothing to check: give --task, --model, --min-memory, --min-gpu-memory or --requirements")
+    return requirement
+
+
+# Which task each speed requirement is measured in, and its flag (for messages).
+SPEED_TASKS = {
+    "min_generation_tokens_per_s": "text-generation",
+    "min_realtime": "speech",
+    "max_seconds_per_image": "image-generation",
+    "resolution": "image-generation",
+    "min_chunks_per_minute": "document-search",
+    "documents": "document-search",
+}
+FLAG_NAMES = {
+    "min_generation_tokens_per_s": "--min-speed",
+    "min_realtime": "--min-realtime",
+    "max_seconds_per_image": "--max-seconds-per-image",
+    "resolution": "--resolution",
+    "min_chunks_per_minute": "--min-chunks-per-minute",
+    "documents": "--documents",
+}
+_FILE_KEYS = {
+    "task": str,
+    "model": str,
+    "quant": str,
+    "context": int,
+    "min_generation_tokens_per_s": (int, float),
+    "placement": str,
+    "min_memory": str,
+    "min_gpu_memory": str,
+    "min_realtime": (int, float),
+    "max_seconds_per_image": (int, float),
+    "resolution": str,
+    "min_chunks_per_minute": (int, float),
+    "documents": int,
+}
+
+
+def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
+    """A requirements file: ``[[require]]`` tables with the keys in ``_FILE_KEYS``."""
+    try:
+        data = read_toml(path)
+    except CatalogError as error:
+        raise UsageError(str(error)) from None
+    tables = data.get("require")
+    if not isinstance(tables, list) or not tables:
+        raise UsageError(f"{path}: expected one or more [[require]] tables")
+    extra = sorted(set(data) - {"require"})
+    if extra:
+        raise UsageError(f"{path}: unknown top-level key '{extra[0]}'")
+    requirements = []
+    for index, table in enumerate(tables):
+        where = f"{path}: require[{index}]"
+        if not isinstance(table, dict):
+            raise UsageError(f"{where}: expected a table")
+        for key, value in table.items():
+            expected = _FILE_KEYS.get(key)
+            if expected is None:
+                raise UsageError(f"{where}: unknown key '{key}' (known: {', '.join(_FILE_KEYS)})")
+            if isinstance(value, bool) or not isinstance(value, expected):
+                raise UsageError(f"{where}: '{key}' has the wrong type ({value!r})")
+        try:
+            requirement = Requirement(
+                task=table.get("task"),
+                model=table.get("model"),
+                quant=table.get("quant"),
+                context_tokens=table.get("context"),
+                min_generation_tokens_per_s=table.get("min_generation_tokens_per_s"),
+                placement=table.get("placement", "cpu"),
+                min_memory_bytes=parse_size(table["min_memory"]) if "min_memory" in table else None,
+                min_gpu_memory_bytes=parse_size(table["min_gpu_memory"]) if "min_gpu_memory" in table else None,
+                min_realtime=_positive(table, "min_realtime"),
+                max_seconds_per_image=_positive(table, "max_seconds_per_image"),
+                resolution=parse_resolution(table["resolution"]) if "resolution" in table else None,
+                min_chunks_per_minute=_positive(table, "min_chunks_per_minute"),
+                documents=parse_documents(table["documents"]) if "documents" in table else None,
+            )
+            requirements.append(validate(requirement, catalog))
+        except UsageError as error:
+            raise UsageError(f"{where}: {error}") from None
+    return requirements
+
+
+def _positive(table: dict, key: str) -> float | None:
+    if key not in table:
+        return None
+    if table[key] <= 0:
+        raise UsageError(f"'{key}' must be positive (got {table[key]!r})")
+    return float(table[key])
+
+
+def _depends_failed(problems: list[Problem], names: tuple[str, ...]) -> Problem | None:
+    return next((p for p in problems if p.severity == "error" and p.probe in names), None)
+
+
+
+
+def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Problem], catalog: Catalog) -> Outcome:
+    """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
+    if requirement.min_memory_bytes is not None or requirement.min_gpu_memory_bytes is not None:
+        return _evaluate_memory(requirement, hardware, problems)
+    options = Options(context_tokens=requirement.context_tokens, quant=requirement.quant, placement=requirement.placement,
+                      documents=requirement.documents, resolution=requirement.resolution)
+    if requirement.model:
+        models = [catalog.get(requirement.model)]
+    else:
+        models = [m for m in catalog.for_task(requirement.task)]
+        if not models:
+            return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
+    failed = _depends_failed(problems, TASK_PROBES)
+    best = None
+    # Best first, so a task requirement reports the strongest model that meets it.
+    for verdict in sorted((registry.judge_model(m, catalog, hardware, options) for m in models), key=rank_key):
+        if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
+            where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
+            reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict)}"
+            return Outcome(requirement, "met", reason)
+        if best is None:
+            best = verdict
+    verdict = best
+    if verdict.level == "unknown" or (failed and verdict.level == "does-not-fit"):
+        cause = f"the {failed.probe} probe failed: {failed.message}" if failed else verdict.reasons[0]
+        return Outcome(requirement, "unknown", f"could not tell: {cause}", (failed.hint,) if failed and failed.hint else ())
+    if verdict.level in RUNNABLE or verdict.level == "too-slow":
+        reason = f"{verdict.model_name}: {speed_text(verdict)}, needs {wanted_text(requirement, verdict)}"
+    else:
+        reason = f"{verdict.model_name}: {verdict.reasons[-1] if verdict.reasons else verdict.level}"
+    if requirement.task and not requirement.model:
+        reason = f"no {requirement.task} model meets it; closest: {reason}"
+    return Outcome(requirement, "not-met", reason, verdict.suggestions)
+
+
+def fast_enough(requirement: Requirement, verdict) -> bool:
+    """Whether a verdict's headline speed meets the requirement's bound in the task's unit."""
+    speed = verdict.speed
+    bounds = (
+        (requirement.min_generation_tokens_per_s, "tokens/s", lambda s, b: s >= b),
+        (requirement.min_realtime, "x realtime", lambda s, b: s >= b),
+        (requirement.max_seconds_per_image, "s/image", lambda s, b: s <= b),
+        (requirement.min_chunks_per_minute, "chunks/s", lambda s, b: s * 60 >= b),
+    )
+    for bound, unit, ok in bounds:
+        if bound is not None and (speed is None or verdict.speed_unit != unit or not ok(speed, bound)):
+            return False
+    return True
+
+
+def speed_text(verdict) -> str:
+    speed, unit = verdict.speed, verdict.speed_unit
+    if speed is None:
+        return "speed unknown"
+    if unit == "tokens/s":
+        return f"about {speed:.1f} tokens/s" if speed < 10 else f"about {speed:.0f} tokens/s"
+    if unit == "x realtime":
+        return f"about {speed:.1f}x real time"
+    if unit == "s/image":
+        return f"about {speed:.1f} s per image"
+    if unit == "chunks/s":
+        return f"about {speed * 60:,.0f} chunks a minute"
+    return f"about {speed:,.0f} {unit}"
+
+
+def wanted_text(requirement: Requirement, verdict) -> str:
+    if requirement.min_realtime:
+        return f"{requirement.min_realtime:g}x real time"
+    if requirement.max_seconds_per_image:
+        return f"at most {requirement.max_seconds_per_image:g} s per image"
+    if requirement.min_chunks_per_minute:
+        return f"{requirement.min_chunks_per_minute:,.0f} chunks a minute"
+    if requirement.min_generation_tokens_per_s or verdict.task == "text-generation":
+        return f"{requirement.min_generation_tokens_per_s or 3:g} tokens/s"
+    return "a usable speed"
+
+
+def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: list[Problem]) -> Outcome:
+    if requirement.min_gpu_memory_bytes is not None:
+        failed = _depends_failed(problems, GPU_PROBES)
+        device = gpu_device(hardware)
+        have = device.usable_memory_bytes if device else 0
+        wanted = requirement.min_gpu_memory_bytes
+        unusable = next((gpu for gpu in hardware.gpus if not gpu.counted), None)
+        if device:
+            what = f"usable GPU memory ({device.name})"
+        elif unusable:
+            what = f"usable GPU memory ({unusable.name} is not usable: {unusable.not_counted_reason})"
+        else:
+            what = "usable GPU memory (no GPU found)"
+        if (device is None or have is None) and failed:
+            return Outcome(requirement, "unknown", f"could not tell: the {failed.probe} probe failed: {failed.message}")
+    else:
+        failed = _depends_failed(problems, ("memory",))
+        have = hardware.memory.usable_bytes
+        wanted = requirement.min_memory_bytes
+        what = "usable system memory"
+        if have is None:
+            cause = f"the memory probe failed: {failed.message}" if failed else "system memory is unknown"
+            return Outcome(requirement, "unknown", f"could not tell: {cause}", (failed.hint,) if failed and failed.hint else ())
+    status = "met" if have and have >= wanted else "not-met"
+    hints = ()
+    if status == "not-met" and requirement.min_gpu_memory_bytes is not None:
+        # A GPU that is there but unusable: pass on the probe's hint (driver, permissions).
+        hints = tuple(p.hint for p in problems if p.probe in GPU_PROBES and p.hint)
+    return Outcome(requirement, status, f"{what} is {fmt_gb(have)}, needs {fmt_gb(wanted)}", hints)
+
+
+def exit_code(outcomes: list[Outcome]) -> ExitCode:
+    statuses = {o.status for o in outcomes}
+    if "not-met" in statuses:
+        return ExitCode.NOT_READY
+    if "unknown" in statuses:
+        return ExitCode.UNKNOWN
+    return ExitCode.READY

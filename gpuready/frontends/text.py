@@ -1,0 +1,263 @@
+"""Plain-text rendering of a Report: the summary printed when stdout is not a terminal."""
+
+from __future__ import annotations
+
+from gpuready.hardware import CPU, GPU, Hardware
+from gpuready.report import Report
+from gpuready.tasks import registry
+from gpuready.tasks.verdict import Verdict
+from gpuready.units import fmt_gb
+
+LEVEL_WORDS = {
+    "runs-well": "runs well",
+    "runs": "runs",
+    "slow": "slow",
+    "too-slow": "too slow",
+    "does-not-fit": "does not fit",
+    "unknown": "unknown",
+}
+STATUS_WORDS = {
+    "ready": "ready",
+    "limited": "limited",
+    "not-possible": "not possible",
+    "unknown": "could not tell",
+    "not-assessed": "not assessed yet",
+}
+
+
+def describe_cores(cpu: CPU) -> str | None:
+    """'16 cores (8P + 8E), 32 threads', or None when the core count is unknown."""
+    if not cpu.physical_cores:
+        return None
+    cores = f"{cpu.physical_cores} cores"
+    if cpu.performance_cores and cpu.efficiency_cores:
+        cores += f" ({cpu.performance_cores}P + {cpu.efficiency_cores}E)"
+    if cpu.logical_cores and cpu.logical_cores != cpu.physical_cores:
+        cores += f", {cpu.logical_cores} threads"
+    return cores
+
+
+def describe_cpu(hardware: Hardware) -> str:
+    cpu = hardware.cpu
+    parts = [cpu.name or "unknown CPU"]
+    cores = describe_cores(cpu)
+    if cores:
+        parts.append(cores)
+    if cpu.features:
+        parts.append(" ".join(cpu.features))
+    return " · ".join(parts)
+
+
+def describe_memory(hardware: Hardware) -> str:
+    memory = hardware.memory
+    if memory.total_bytes is None:
+        return "unknown"
+    text = f"{fmt_gb(memory.total_bytes)} total, {fmt_gb(memory.available_bytes)} available"
+    if memory.limit_bytes is not None:
+        text += f", container limit {fmt_gb(memory.limit_bytes)} ({memory.limit_source})"
+    if hardware.cpu.memory_bandwidth_bytes_per_s:
+        source = hardware.cpu.bandwidth_source
+        text += f" · {hardware.cpu.memory_bandwidth_bytes_per_s / 1e9:.0f} GB/s ({source})"
+    return text
+
+
+def describe_gpu(gpu: GPU) -> str:
+    text = gpu.name
+    if gpu.memory_total_bytes:
+        text += f" · {fmt_gb(gpu.memory_total_bytes)}"
+        usable = gpu.memory_usable_bytes or gpu.memory_free_bytes
+        if usable is not None:
+            text += f" ({fmt_gb(usable)} usable)"
+    if gpu.bandwidth_bytes_per_s:
+        text += f" · {gpu.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({gpu.bandwidth_source})"
+    if gpu.driver_version:
+        text += f" · driver {gpu.driver_version}"
+    if not gpu.counted:
+        text += f" · not used for AI: {gpu.not_counted_reason}"
+    return text
+
+
+def speed_cell(verdict: Verdict) -> str:
+    """The headline speed in its task's unit (tokens/s as a bare number: the column says the unit)."""
+    speed, unit = verdict.speed, verdict.speed_unit
+    if speed is None or verdict.placement is None:
+        return "-"
+    if unit == "tokens/s":
+        return f"{speed:.1f}" if speed < 10 else f"{speed:.0f}"
+    if unit == "s/image":
+        return f"{speed:.1f} s/image" if speed < 100 else f"{speed:.0f} s/image"
+    if unit == "x realtime":
+        return f"{speed:.1f}x" if speed < 100 else f"{speed:.0f}x"
+    if unit == "chunks/s":
+        return f"{speed * 60:,.0f}/min"
+    return f"{speed:,.1f} {unit}" if speed < 10 else f"{speed:,.0f} {unit}"
+
+
+def prompt_cell(verdict: Verdict) -> str:
+    """Prompt tokens/s of a text-generation verdict."""
+    speed = getattr(verdict.estimate, "speed", None)
+    prompt = getattr(speed, "prompt_tokens_per_s", None)
+    return f"{prompt:.0f}" if prompt and verdict.placement else "-"
+
+
+def runtime_cell(verdict: Verdict) -> str:
+    return verdict.runtime or "-"
+
+
+def verdict_row(verdict: Verdict, extra_cells=(speed_cell, runtime_cell)) -> list[str]:
+    """One table row: model, verdict, variant, memory, where, then the task's own cells."""
+    fits = verdict.placement is not None
+    return [
+        verdict.model_name,
+        LEVEL_WORDS[verdict.level],
+        verdict.quant or "-",
+        fmt_gb(verdict.memory_needed_bytes),
+        verdict.placement.upper() if fits else "-",
+        *(cell(verdict) for cell in extra_cells),
+    ]
+
+
+# Per task: the note under the title, the column headers, right-aligned columns, the cells after
+# WHERE. A task not listed here (one added later) gets DEFAULT_COLUMNS.
+ROW_HEADER = ["MODEL", "VERDICT", "VARIANT", "MEMORY", "WHERE"]
+DEFAULT_COLUMNS = (None, [*ROW_HEADER, "SPEED", "RUNTIME"], {3, 5}, (speed_cell, runtime_cell))
+TASK_COLUMNS = {
+    "text-generation": (None, ["MODEL", "VERDICT", "QUANT", "MEMORY", "WHERE", "GEN tok/s", "PROMPT tok/s"], {3, 5, 6},
+                        (speed_cell, prompt_cell)),
+    "image-generation": ("native resolution and step count of each model; change with --resolution",
+                         [*ROW_HEADER, "TIME", "RUNTIME"], {3, 5}, (speed_cell, runtime_cell)),
+    "speech": ("speed as times real time: minutes of audio per minute", [*ROW_HEADER, "REALTIME", "RUNTIME"], {3, 5},
+               (speed_cell, runtime_cell)),
+    "document-search": ("embedding speed in chunks a minute; index of {documents:,} documents x 5 chunks; change with --documents",
+                        DEFAULT_COLUMNS[1], {3, 5}, (speed_cell, runtime_cell)),
+}
+
+
+def table(rows: list[list[str]], header: list[str], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = []
+    for row in [header, *rows]:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return lines
+
+
+def render(report: Report, task: str | None = None) -> str:
+    hardware = report.hardware
+    lines = [f"gpuready {report.gpuready_version}: what this machine can run locally", ""]
+    system = hardware.os or hardware.platform
+    if hardware.in_container:
+        system += " (container)"
+    lines.append(f"System    {system}, {hardware.arch}")
+    lines.append(f"CPU       {describe_cpu(hardware)}")
+    lines.append(f"Memory    {describe_memory(hardware)}")
+    if hardware.gpus:
+        for index, gpu in enumerate(hardware.gpus):
+            lines.append(f"{'GPUs' if index == 0 else '':<10}{describe_gpu(gpu)}")
+    else:
+        lines.append("GPUs      none found")
+    for index, npu in enumerate(hardware.npus):
+        tops = f" · {npu.tops_int8:g} TOPS" if npu.tops_int8 else ""
+        driver = " · driver not loaded" if npu.driver_loaded is False else ""
+        lines.append(f"{'NPUs' if index == 0 else '':<10}{npu.name}{tops}{driver}")
+    if hardware.backends:
+        found = [f"{b.name} {b.version}" if b.version else b.name for b in hardware.backends if b.available]
+        missing = [f"{b.name} unusable" for b in hardware.backends if not b.available]
+        lines.append(f"{'Backends':<10}{' · '.join(found + missing)}")
+    for problem in report.problems:
+        lines.append(f"Problem   [{problem.probe}] {problem.message}")
+        if problem.hint:
+            lines.append(f"          hint: {problem.hint}")
+    for summary in report.tasks:
+        if task and summary.task != task:
+            continue
+        title = registry.title(summary.task)
+        lines += ["", f"{title}: {STATUS_WORDS[summary.status]} — {summary.summary}"]
+        verdicts = [v for v in report.verdicts if v.task == summary.task]
+        if not verdicts:
+            continue
+        note, header, right, cells = TASK_COLUMNS.get(summary.task, DEFAULT_COLUMNS)
+        if summary.task == "text-generation":
+            context = verdicts[0].context_tokens
+            note = f"context {report.options.context_tokens or context:,} tokens; change with --context"
+        if note:
+            from gpuready.tasks.search import DEFAULT_DOCUMENTS
+
+            lines.append(f"  ({note.format(documents=report.options.documents or DEFAULT_DOCUMENTS)})")
+        lines += table([verdict_row(v, cells) for v in verdicts], header, right=right)
+    lines += ["", "Speeds are estimates (+/- and their basis shown in `gpuready estimate MODEL`)."]
+    return "\n".join(lines) + "\n"
+
+
+def render_task_estimate(verdict: Verdict) -> str:
+    """Breakdown for one image, speech or document-search model."""
+    lines = [f"{verdict.model_name} ({verdict.model_id})", ""]
+    lines.append(f"Verdict   {LEVEL_WORDS[verdict.level]}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
+    estimate = verdict.estimate
+    if estimate is not None:
+        lines += [f"Variant   {estimate.quant}, placement {estimate.placement}", "", "Memory"]
+        lines += [f"  {part.label:<34} {fmt_gb(part.bytes):>10}  ({part.where})" for part in estimate.memory.parts]
+        lines.append(f"  {'total':<34} {fmt_gb(estimate.memory.total_bytes):>10}  (available: {fmt_gb(verdict.memory_available_bytes)})")
+        if estimate.speed is not None:
+            lines += ["", f"Speed (+/-{estimate.uncertainty:.0%})", f"  {estimate.speed:,.2f} {estimate.speed_unit}"]
+        lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
+    lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
+    if verdict.suggestions:
+        lines += ["", "What would change it"] + [f"  {s}" for s in verdict.suggestions]
+    if verdict.variants:
+        rows = [[v.quant, LEVEL_WORDS[v.level], fmt_gb(v.memory_needed_bytes), v.placement or "-"] for v in verdict.variants]
+        lines += ["", "Variants"] + table(rows, ["VARIANT", "VERDICT", "MEMORY", "WHERE"], right={2})
+    return "\n".join(lines) + "\n"
+
+
+def render_estimate(verdict: Verdict) -> str:
+    """Full breakdown for one model, as `gpuready estimate` prints it."""
+    if verdict.task != "text-generation":
+        return render_task_estimate(verdict)
+    lines = [f"{verdict.model_name} ({verdict.model_id}) at {verdict.context_tokens:,} tokens of context", ""]
+    lines.append(f"Verdict   {LEVEL_WORDS[verdict.level]}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
+    estimate = verdict.estimate
+    if estimate is not None:
+        memory = estimate.memory
+        placed = verdict.placement is not None
+        lines += [
+            f"Variant   {estimate.quant}"
+            + (f", placement {estimate.placement}" if placed else "")
+            + (f" ({estimate.gpu_fraction:.0%} of layers on GPU)" if placed and estimate.placement == "split" else ""),
+            "",
+            "Memory",
+            f"  weights           {fmt_gb(memory.weights_bytes):>10}",
+            f"  KV cache          {fmt_gb(memory.kv_cache_bytes):>10}",
+            f"  compute buffers   {fmt_gb(memory.compute_bytes):>10}",
+            f"  runtime overhead  {fmt_gb(memory.overhead_bytes):>10}",
+            f"  total             {fmt_gb(memory.total_bytes):>10}   (available: {fmt_gb(verdict.memory_available_bytes)})",
+        ]
+        if estimate.placement == "split":
+            lines.append(f"  on GPU {fmt_gb(estimate.gpu_memory_bytes)}, in system memory {fmt_gb(estimate.system_memory_bytes)}")
+        if estimate.speed and placed:
+            speed = estimate.speed
+            lines += [
+                "",
+                f"Speed (+/-{speed.uncertainty:.0%})",
+                f"  generation        {speed.generation_tokens_per_s:8.1f} tokens/s (empty context)",
+                f"                    {speed.generation_tokens_per_s_full_context:8.1f} tokens/s (context full)",
+                f"  prompt            {speed.prompt_tokens_per_s:8.0f} tokens/s" if speed.prompt_tokens_per_s else "  prompt            unknown",
+            ]
+        lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
+    lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
+    if verdict.suggestions:
+        lines += ["", "What would change it"] + [f"  {s}" for s in verdict.suggestions]
+    if verdict.variants:
+        lines += ["", "Variants"]
+        rows = [
+            [
+                v.quant,
+                LEVEL_WORDS[v.level],
+                fmt_gb(v.memory_needed_bytes),
+                v.placement or "-",
+                f"{v.generation_tokens_per_s:.1f}" if v.generation_tokens_per_s and v.placement else "-",
+            ]
+            for v in verdict.variants
+        ]
+        lines += table(rows, ["QUANT", "VERDICT", "MEMORY", "WHERE", "GEN tok/s"], right={2, 4})
+    return "\n".join(lines) + "\n"

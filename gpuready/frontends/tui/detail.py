@@ -1,0 +1,141 @@
+"""A model's details: the memory breakdown as a bar, the speed and its basis, why, what would change it, every variant.
+
+Drawn from one Verdict of the Report; the app hands it the new Verdict when the Report
+is rebuilt (another context length, a what-if GPU) while it is open.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label, Static
+
+from gpuready.frontends.tui import format as fmt
+from gpuready.frontends.tui.widgets import color
+from gpuready.tasks.verdict import Verdict
+from gpuready.units import fmt_gb
+
+
+class DetailScreen(Screen):
+    """One model: memory breakdown bar, speed and its basis, reasons, what would change it, variants."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("backspace", "app.pop_screen", "Back", show=False)]
+    AUTO_FOCUS = "#detail"
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__()
+        self.verdict = verdict
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="detail"):
+            yield Static(id="detail-body")
+            yield Label("Variants", classes="section")
+            yield DataTable(id="variants", cursor_type="row", zebra_stripes=True)
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.show(self.verdict)
+
+    def on_resize(self) -> None:
+        self.show(self.verdict)
+
+    def show(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        width = self.size.width or 80
+        self.query_one("#detail-body", Static).update(detail_text(self, verdict, max(20, min(60, width - 30)), width - 4))
+        table = self.query_one("#variants", DataTable)
+        table.clear(columns=True)
+        table.add_columns("Variant", "Verdict", "Memory", "Where", fmt.SPEED_HEADINGS.get(verdict.task, "Speed"))
+        for variant in verdict.variants:
+            speed = getattr(variant, "generation_tokens_per_s", None)
+            table.add_row(
+                variant.quant,
+                Text(fmt.level_label(variant.level), style=color(self.app, fmt.LEVEL_STYLES.get(variant.level, "secondary"))),
+                Text(fmt_gb(variant.memory_needed_bytes), justify="right"),
+                fmt.PLACEMENT_WORDS.get(variant.placement, "-") if variant.placement else "-",
+                Text(f"{speed:.1f} tok/s" if speed and variant.placement else "-", justify="right"),
+                key=variant.quant,
+            )
+
+
+def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 76) -> Text:
+    app = screen.app
+
+    def lines(items, style: str = "", bullet: str = "") -> None:
+        for item in items:
+            for wrapped in textwrap.wrap(f"{bullet}{item}", width, initial_indent="  ", subsequent_indent="    ") or ["  "]:
+                text.append(wrapped + "\n", style=style)
+
+    muted = color(app, "foreground-muted")
+    accent = f"bold {color(app, 'accent')}"
+    text = Text()
+    text.append(f"{verdict.model_name}", style="bold")
+    text.append(f"  {verdict.model_id} · {fmt.task_title(verdict.task)}\n", style=muted)
+    text.append(fmt.level_label(verdict.level), style=f"bold {color(app, fmt.LEVEL_STYLES.get(verdict.level, 'secondary'))}")
+    facts = [verdict.quant or "-", fmt.placement_cell(verdict) if verdict.placement else None, f"{verdict.context_tokens:,} tokens of context"]
+    text.append("  " + " · ".join(f for f in facts if f))
+    if verdict.runtime:
+        text.append(f" · {verdict.runtime}")
+    text.append("\n")
+
+    segments = fmt.breakdown_segments(verdict)
+    if segments:
+        text.append("\nMemory\n", style=accent)
+        cells, marker = fmt.scale_segments(segments, verdict.memory_available_bytes, bar_cells)
+        text.append("  ")
+        drawn = 0
+        for segment, count in cells:
+            text.append(segment.glyph * count, style=color(app, segment.style))
+            drawn += count
+        if marker is not None and marker > drawn:
+            text.append(fmt.FREE_GLYPH * (marker - drawn), style=muted)
+        text.append("\n  ")
+        if marker is not None:
+            over = verdict.memory_needed_bytes is not None and verdict.memory_needed_bytes > (verdict.memory_available_bytes or 0)
+            text.append(" " * max(0, marker - 1) + "▲", style=color(app, "error" if over else "success"))
+            text.append(f" available {fmt_gb(verdict.memory_available_bytes)}\n")
+        for segment in segments:
+            text.append(f"  {segment.glyph} ", style=color(app, segment.style))
+            text.append(f"{segment.label:<17}{fmt_gb(segment.size_bytes):>10}\n")
+        text.append(f"    {'total':<17}{fmt_gb(verdict.memory_needed_bytes):>10}\n", style="bold")
+        estimate = verdict.estimate
+        if getattr(estimate, "placement", None) == "split":
+            text.append(f"    on the GPU {fmt_gb(estimate.gpu_memory_bytes)}, in system memory {fmt_gb(estimate.system_memory_bytes)}\n")
+
+    speed = getattr(verdict.estimate, "speed", None)
+    if speed is not None:
+        text.append("\nSpeed", style=accent)
+        uncertainty = getattr(speed, "uncertainty", None)
+        notes = ["if it fitted"] if verdict.placement is None else []
+        if isinstance(uncertainty, float):
+            notes.append(f"±{uncertainty:.0%}")
+        text.append(f" ({', '.join(notes)})\n" if notes else "\n", style=muted)
+        if hasattr(speed, "generation_tokens_per_s"):
+            text.append(f"  generation {speed.generation_tokens_per_s:8.1f} tok/s with an empty context\n")
+            full = getattr(speed, "generation_tokens_per_s_full_context", None)
+            if full:
+                text.append(f"             {full:8.1f} tok/s with the context full\n")
+            prompt = getattr(speed, "prompt_tokens_per_s", None)
+            text.append(f"  prompt     {prompt:8.0f} tok/s\n" if prompt else "  prompt     unknown\n")
+        else:
+            text.append(f"  {fmt.speed_cell(verdict)[0]}\n")
+    basis = getattr(verdict.estimate, "basis", ())
+    if basis:
+        text.append("\nBasis\n", style=accent)
+        lines(basis, muted)
+    if verdict.reasons:
+        text.append("\nWhy\n", style=accent)
+        lines(verdict.reasons)
+    text.append("\nWhat would change it\n", style=accent)
+    if verdict.suggestions:
+        lines(verdict.suggestions, bullet="→ ")
+    else:
+        text.append("  nothing needed: it already runs as well as this machine allows\n" if verdict.level == "runs-well" else "  no change found in the catalogue's variants\n", style=muted)
+    text.append("  (press c to try another context length, w to try another GPU)\n", style=muted)
+    text.rstrip()
+    return text

@@ -1,0 +1,254 @@
+"""Words, symbols, bars and speed units the terminal UI shows: pure functions over Report values.
+
+No Textual here, so these are tested directly. Every verdict shows a symbol and a word,
+never colour alone; the style names are theme variables ($success, $warning, ...) that
+the app resolves, so light and dark themes and NO_COLOR all stay readable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+
+from gpuready.hardware import GPU, Hardware
+from gpuready.tasks import registry
+from gpuready.frontends.text import LEVEL_WORDS, STATUS_WORDS
+from gpuready.tasks.verdict import Verdict
+from gpuready.units import fmt_gb
+
+LEVEL_SYMBOLS = {
+    "runs-well": "✔",
+    "runs": "✓",
+    "slow": "~",
+    "too-slow": "✗",
+    "does-not-fit": "✗",
+    "unknown": "?",
+}
+LEVEL_STYLES = {
+    "runs-well": "success",
+    "runs": "success",
+    "slow": "warning",
+    "too-slow": "error",
+    "does-not-fit": "error",
+    "unknown": "secondary",
+}
+STATUS_SYMBOLS = {"ready": "✔", "limited": "~", "not-possible": "✗", "unknown": "?", "not-assessed": "·"}
+STATUS_STYLES = {
+    "ready": "success",
+    "limited": "warning",
+    "not-possible": "error",
+    "unknown": "secondary",
+    "not-assessed": "secondary",
+}
+PLACEMENT_WORDS = {"gpu": "GPU", "split": "GPU+CPU", "cpu": "CPU"}
+# Short tab titles, so five tabs fit on an 80-column terminal.
+TASK_TABS = {
+    "text-generation": "Text",
+    "image-generation": "Images",
+    "speech": "Speech",
+    "document-search": "Search",
+}
+USED_GLYPH, FREE_GLYPH = "█", "░"
+
+
+def level_word(level: str) -> str:
+    return LEVEL_WORDS.get(level, level.replace("-", " "))
+
+
+def level_label(level: str) -> str:
+    """Symbol and word for a verdict level: '✔ runs well'."""
+    return f"{LEVEL_SYMBOLS.get(level, '?')} {level_word(level)}"
+
+
+def status_label(status: str) -> str:
+    return f"{STATUS_SYMBOLS.get(status, '?')} {STATUS_WORDS.get(status, status.replace('-', ' '))}"
+
+
+def task_title(task: str) -> str:
+    return registry.title(task)
+
+
+def task_tab(task: str) -> str:
+    return TASK_TABS.get(task, task_title(task))
+
+
+# --- the machine in one line ----------------------------------------------------------
+
+_CPU_NOISE = [
+    r"\(R\)",
+    r"\(TM\)",
+    r"\bCPU\b",
+    r"@ ?[\d.]+ ?GHz",
+    r"\b\d+-Core Processor\b",
+    r"\bProcessor\b",
+    r"\bAMD\b",
+    r"\bIntel\b",
+    r"\b\d+(st|nd|rd|th) Gen\b",
+    r"\bwith Radeon Graphics\b",
+]
+
+
+def short_cpu_name(name: str | None) -> str:
+    """'AMD Ryzen 9 7950X 16-Core Processor' -> 'Ryzen 9 7950X'; 'Apple M2' stays."""
+    if not name:
+        return "unknown CPU"
+    text = name
+    for pattern in _CPU_NOISE:
+        text = re.sub(pattern, " ", text, flags=re.IGNORECASE)
+    return " ".join(text.split()) or name
+
+
+def short_gpu_name(name: str) -> str:
+    return re.sub(r"^(NVIDIA|AMD|Intel\(R\)|Intel)\s+(GeForce\s+)?", "", name).strip() or name
+
+
+def gpu_free_bytes(gpu: GPU) -> int | None:
+    return gpu.memory_usable_bytes if gpu.memory_usable_bytes is not None else gpu.memory_free_bytes
+
+
+def _gb(value: int | None) -> str:
+    return "?" if value is None else f"{value / 1024**3:.1f}"
+
+
+def backend_versions(hardware: Hardware) -> list[str]:
+    """Available backends with versions, e.g. 'CUDA 12.8'."""
+    versions = []
+    for backend in hardware.backends:
+        if not backend.available:
+            continue
+        name = backend.name.upper() if len(backend.name) <= 4 else backend.name.capitalize()
+        if backend.version and backend.version.lower().startswith(backend.name.lower()):
+            versions.append(backend.version)  # "Metal 3", not "Metal Metal 3"
+        else:
+            versions.append(name + (f" {backend.version}" if backend.version else ""))
+    return versions
+
+
+def machine_line(hardware: Hardware) -> str:
+    """'Ryzen 9 7950X · 62.5 GB · RTX 4090 24.0 GB (22.8 free) · CUDA 12.8'."""
+    parts = [short_cpu_name(hardware.cpu.name)]
+    parts.append(fmt_gb(hardware.memory.total_bytes) if hardware.memory.total_bytes else "memory unknown")
+    counted = [gpu for gpu in hardware.gpus if gpu.counted]
+    for gpu in counted:
+        text = short_gpu_name(gpu.name)
+        if gpu.memory_total_bytes:
+            text += f" {fmt_gb(gpu.memory_total_bytes)}"
+            free = gpu_free_bytes(gpu)
+            if free is not None and free != gpu.memory_total_bytes:
+                text += f" ({_gb(free)} {'usable' if gpu.kind == 'unified' else 'free'})"
+        parts.append(text)
+    if not counted:
+        parts.append("no usable GPU")
+    for npu in hardware.npus:
+        parts.append(npu.name)
+    parts += backend_versions(hardware)
+    return " · ".join(parts)
+
+
+# --- bars ---------------------------------------------------------------------------
+
+
+def usage_bar(used_bytes: int | None, total_bytes: int | None, width: int) -> tuple[str, str]:
+    """(used part, free part) of a bar ``width`` cells wide; unknown usage gives an all-'?' bar."""
+    if not total_bytes or used_bytes is None:
+        return "", "?" * width
+    used_cells = round(width * min(max(used_bytes, 0), total_bytes) / total_bytes)
+    return USED_GLYPH * used_cells, FREE_GLYPH * (width - used_cells)
+
+
+def usage_text(used_bytes: int | None, free_bytes: int | None, total_bytes: int | None) -> str:
+    if total_bytes is None:
+        return "size unknown"
+    if free_bytes is None:
+        return f"{fmt_gb(total_bytes)} total, free unknown"
+    return f"{_gb(used_bytes)} used · {_gb(free_bytes)} free of {fmt_gb(total_bytes)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    label: str
+    size_bytes: int
+    glyph: str
+    style: str
+
+
+def breakdown_segments(verdict: Verdict) -> list[Segment]:
+    """The memory breakdown of a verdict's estimate as bar segments, each with its own glyph."""
+    memory = getattr(verdict.estimate, "memory", None)
+    if memory is None:
+        return []
+    parts = [
+        ("weights", "weights_bytes", "█", "primary"),
+        ("KV cache", "kv_cache_bytes", "▓", "accent"),
+        ("compute buffers", "compute_bytes", "▒", "warning"),
+        ("runtime overhead", "overhead_bytes", "▚", "secondary"),
+    ]
+    return [Segment(label, getattr(memory, field), glyph, style) for label, field, glyph, style in parts if hasattr(memory, field)]
+
+
+def scale_segments(segments: list[Segment], available_bytes: int | None, width: int) -> tuple[list[tuple[Segment, int]], int | None]:
+    """Cells per segment on a bar of ``width`` cells spanning max(need, available); and the cell where 'available' ends."""
+    need = sum(s.size_bytes for s in segments)
+    span = max(need, available_bytes or 0) or 1
+    cells = [(segment, max(1, round(width * segment.size_bytes / span)) if segment.size_bytes else 0) for segment in segments]
+    marker = None if available_bytes is None else min(width, round(width * available_bytes / span))
+    return cells, marker
+
+
+# --- per-task speed -----------------------------------------------------------------
+
+
+def _text_generation_speed(verdict: Verdict) -> tuple[str, float | None]:
+    speed = getattr(verdict.estimate, "speed", None)
+    if speed is None or verdict.placement is None:
+        return "-", None
+    value = speed.generation_tokens_per_s
+    return (f"{value:.1f} tok/s" if value < 10 else f"{value:.0f} tok/s"), value
+
+
+# How each headline unit (Verdict.speed_unit) reads in a cell, and whether less is faster.
+UNIT_LABELS = {"tokens/s": "tok/s", "x realtime": "× real time", "s/image": "s/image", "chunks/s": "chunks/min"}
+LOWER_IS_FASTER = {"s/image"}
+
+
+def _generic_speed(verdict: Verdict) -> tuple[str, float | None]:
+    """Any task: the verdict's headline speed in its own unit (chunks a minute for embedding)."""
+    value, unit = verdict.speed, verdict.speed_unit
+    if value is None or unit is None or verdict.placement is None:
+        return "-", None
+    shown = value * 60 if unit == "chunks/s" else value
+    text = f"{shown:,.0f}" if shown >= 100 else (f"{shown:.2f}" if shown < 1 else f"{shown:.3g}")
+    key = -float(value) if unit in LOWER_IS_FASTER else float(value)
+    return f"{text} {UNIT_LABELS.get(unit, unit)}", key
+
+
+SPEED_FORMATTERS: dict[str, Callable[[Verdict], tuple[str, float | None]]] = {
+    "text-generation": _text_generation_speed,
+}
+SPEED_HEADINGS = {"text-generation": "Generation", "image-generation": "Per image", "speech": "Speed", "document-search": "Indexing"}
+
+
+def speed_cell(verdict: Verdict) -> tuple[str, float | None]:
+    """The speed in the task's unit, and a key where larger is faster (None when not estimated)."""
+    return SPEED_FORMATTERS.get(verdict.task, _generic_speed)(verdict)
+
+
+def uncertainty_cell(verdict: Verdict) -> str:
+    value = verdict.uncertainty
+    return f"±{value:.0%}" if isinstance(value, (int, float)) and verdict.placement else "-"
+
+
+def memory_cell(verdict: Verdict) -> str:
+    """'18.6 / 56.0 GB': needed vs available where it would run."""
+    return f"{_gb(verdict.memory_needed_bytes)}/{_gb(verdict.memory_available_bytes)} GB"
+
+
+def placement_cell(verdict: Verdict) -> str:
+    if verdict.placement is None:
+        return "-"
+    word = PLACEMENT_WORDS.get(verdict.placement, verdict.placement)
+    fraction = getattr(verdict.estimate, "gpu_fraction", None)
+    if verdict.placement == "split" and isinstance(fraction, float):
+        word += f" {fraction:.0%}"
+    return word

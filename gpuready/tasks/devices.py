@@ -1,0 +1,164 @@
+"""Where a model can run: the best GPU group and the CPU as estimator Devices, from Hardware.
+
+Pure. A group is identical accelerators that llama.cpp can split layers across; MIG
+instances are never pooled, integrated graphics count only when nothing better exists,
+and unified memory is capped by what the system has free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuready.hardware import GPU, Hardware
+
+MIB = 1024**2
+
+# Memory a runtime takes beyond the model's own buffers, per device.
+# CUDA/ROCm: the driver context with lazily loaded kernels, ~300 MB (PyTorch maintainers,
+# https://github.com/pytorch/pytorch/issues/107667; 320 MB measured with PyCUDA in
+# https://github.com/pytorch/pytorch/issues/28394). CPU and Metal: an allowance for the
+# runtime process itself (an assumption, stated as such in every basis).
+RUNTIME_OVERHEAD_BYTES = {
+    "cuda": 350 * MIB,
+    "rocm": 350 * MIB,
+    "vulkan": 300 * MIB,
+    "sycl": 300 * MIB,
+    "metal": 150 * MIB,
+    "cpu": 200 * MIB,
+}
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where (part of) a model runs: a GPU, a group of identical GPUs, unified memory, or the CPU."""
+
+    kind: str  # gpu | cpu
+    name: str
+    backend: str  # cuda | rocm | metal | vulkan | sycl | cpu
+    usable_memory_bytes: int | None
+    bandwidth_bytes_per_s: float | None
+    flops: float | None
+    bandwidth_source: str = "table"  # measured | table | assumed
+    count: int = 1  # identical GPUs splitting the layers
+    unified: bool = False  # shares memory with the CPU (Apple silicon, APUs)
+
+
+
+# Assumed all-core clock: CPUs do not report a sustained frequency without privileges.
+ASSUMED_CPU_CLOCK_HZ = 3.0e9
+
+
+def cpu_flops_per_cycle(features: tuple[str, ...]) -> int:
+    """FP32 FLOPs a core retires per cycle with its widest FMA units (two FMA pipes assumed)."""
+    if "avx512f" in features:
+        return 64  # 2 x 512-bit FMA = 2 x 16 lanes x 2 FLOPs
+    if "avx2" in features and "fma" in features:
+        return 32  # 2 x 256-bit FMA
+    if "sve" in features or "dotprod" in features:
+        return 32  # e.g. Neoverse V1: 2 x 256-bit SVE, or 4 x 128-bit NEON FMA
+    if "neon" in features:
+        return 16
+    return 8
+
+
+def cpu_peak_flops(physical_cores: int | None, features: tuple[str, ...]) -> float | None:
+    if not physical_cores:
+        return None
+    return physical_cores * ASSUMED_CPU_CLOCK_HZ * cpu_flops_per_cycle(features)
+
+
+
+BACKEND_BY_VENDOR = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}
+
+
+def backend_for(gpu: GPU) -> str:
+    """The backend llama.cpp would use for this GPU: what the probe found usable, else the vendor's."""
+    for preferred in ("cuda", "metal", "rocm", "sycl", "vulkan"):
+        if preferred in gpu.backends:
+            return preferred
+    return BACKEND_BY_VENDOR.get(gpu.vendor, "vulkan")
+
+
+def gpu_usable_bytes(gpu: GPU) -> int | None:
+    for value in (gpu.memory_usable_bytes, gpu.memory_free_bytes, gpu.memory_total_bytes):
+        if value:
+            return value
+    return None
+
+
+def gpu_device(hardware: Hardware) -> Device | None:
+    """The best GPU for a model: the group of identical accelerators with the most usable memory."""
+    groups: dict[tuple, list[GPU]] = {}
+    for position, gpu in enumerate(hardware.accelerators):
+        # A CUDA process uses one MIG instance, so instances are never pooled.
+        key = (gpu.name, position) if gpu.mig_profile else (gpu.name,)
+        groups.setdefault(key, []).append(gpu)
+    # Integrated graphics only when nothing better exists: a discrete card (or a unified
+    # system) always wins, and an iGPU's shared memory is never added to system memory.
+    dedicated = {key: gpus for key, gpus in groups.items() if gpus[0].kind != "integrated"}
+    groups = dedicated or groups
+    best: Device | None = None
+    for (name, *_), gpus in groups.items():
+        first = gpus[0]
+        usable = [gpu_usable_bytes(g) for g in gpus]
+        total_usable = sum(u for u in usable if u) if all(usable) else None
+        unified = first.kind in ("unified", "integrated") or first.vendor == "apple"
+        system_free = hardware.memory.usable_bytes
+        if unified and total_usable and system_free is not None:
+            # Unified memory is shared with everything else running: the GPU gets at most
+            # its own limit (e.g. Metal's working set) and at most what is free right now.
+            total_usable = min(total_usable, system_free)
+        label = f"{len(gpus)} x {name}" if len(gpus) > 1 else name
+        device = Device(
+            kind="gpu",
+            name=label,
+            backend=backend_for(first),
+            usable_memory_bytes=total_usable,
+            bandwidth_bytes_per_s=first.bandwidth_bytes_per_s,
+            flops=(first.fp16_flops or 0) * len(gpus) or None,
+            bandwidth_source=_source_kind(first.bandwidth_source),
+            count=len(gpus),
+            unified=unified,
+        )
+        if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
+            best = device
+    return best
+
+
+def memory_word(gpu: Device) -> str:
+    """How a reason names GPU memory: free VRAM, or the unified pool the GPU may use."""
+    if gpu.unified:
+        return "of memory the GPU may use"
+    return f"free VRAM across {gpu.count} GPUs" if gpu.count > 1 else "free VRAM"
+
+
+def _source_kind(source: str | None) -> str:
+    if not source:
+        return "assumed"
+    if source.startswith("table"):
+        return "table"
+    if source == "assumed":
+        return "assumed"
+    return "measured"
+
+
+# On Apple silicon the table's bandwidth is the whole SoC's; the CPU cores alone reach about
+# half of it (AnandTech, "Apple's M1 Pro, M1 Max SoCs Investigated", section "Huge Memory
+# Bandwidth, but not for every Block": the M1 Max's CPU clusters cannot use its 400 GB/s).
+APPLE_CPU_BANDWIDTH_SHARE = 0.5
+
+
+def cpu_device(hardware: Hardware) -> Device:
+    cpu = hardware.cpu
+    bandwidth = cpu.memory_bandwidth_bytes_per_s
+    if bandwidth and hardware.platform == "darwin" and hardware.arch == "arm64":
+        bandwidth = int(bandwidth * APPLE_CPU_BANDWIDTH_SHARE)
+    return Device(
+        kind="cpu",
+        name=cpu.name or "CPU",
+        backend="cpu",
+        usable_memory_bytes=hardware.memory.usable_bytes,
+        bandwidth_bytes_per_s=bandwidth,
+        flops=cpu_peak_flops(cpu.physical_cores, cpu.features),
+        bandwidth_source=_source_kind(cpu.bandwidth_source),
+    )

@@ -1,0 +1,36 @@
+"""Compute-bound encoder passes (Whisper's encoder, embedding models, diffusion denoisers):
+the efficiency fitted on published measurements, and how a device's peak is stated in a basis."""
+
+from __future__ import annotations
+
+from gpuready.tasks import text_estimate
+from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device
+
+# Share of peak FP16 (GPU) or estimated peak FP32 (CPU) throughput that a compute-bound
+# encoder forward pass reaches, per backend. Fitted by benchmarks/score_estimator.py as
+# the median measured/theoretical ratio of the whisper.cpp `bench` encoder rows in
+# benchmarks/validation/speech.toml (whisper.cpp issue #89 and the bench tables quoted
+# there; one 30 s window, encoder only) whose hardware is in the tables: cuda 36 rows
+# (Tesla V100 19, RTX 2060 11, RTX 5090 6), cpu 10 rows (Raspberry Pi 5 8, Core i7-8700 2).
+# Backends without rows of their own scale CUDA's figure by their text-generation prompt
+# efficiency relative to CUDA's (same regime: batches of tokens through dense matrix
+# multiplies), said so in each basis.
+# Embedding models and text to speech use these too (no measurements of their own yet).
+ENCODER_EFFICIENCY = {"cuda": 0.11, "cpu": 0.11}
+
+
+def encoder_efficiency(backend: str) -> tuple[float, str]:
+    """The fitted encoder efficiency; other backends scale CUDA's by their prompt efficiency relative to CUDA's."""
+    if backend in ENCODER_EFFICIENCY:
+        return ENCODER_EFFICIENCY[backend], f"{ENCODER_EFFICIENCY[backend]:.0%} {backend} efficiency (fitted on whisper.cpp encoder benchmarks)"
+    relative = text_estimate.COMPUTE_EFFICIENCY.get(backend, text_estimate.COMPUTE_EFFICIENCY["cpu"]) / text_estimate.COMPUTE_EFFICIENCY["cuda"]
+    value = ENCODER_EFFICIENCY["cuda"] * relative
+    return value, (f"{value:.0%} {backend} efficiency (no encoder benchmark for {backend}: CUDA's fit x {backend}'s "
+                   "text-generation prompt efficiency relative to CUDA's)")
+
+
+
+def device_flops_basis(device: Device) -> str:
+    if device.kind == "cpu":
+        return f"{device.name}: {device.flops / 1e12:.2f} TFLOPS estimated peak (cores x {ASSUMED_CPU_CLOCK_HZ / 1e9:.0f} GHz assumed x FMA width)"
+    return f"{device.name}: {device.flops / 1e12:.1f} TFLOPS FP16 peak"

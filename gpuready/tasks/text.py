@@ -1,0 +1,239 @@
+"""Text generation (LLMs): the catalogue entry, its floors, and the task's hooks for the one judge.
+
+The memory and speed formulas live in ``text_estimate``; this module says which variants
+are worth judging (weight formats a runtime here can load), how a speed is levelled (the
+reading-speed floors, and a prompt that keeps the reader waiting), and what would change
+the answer (a smaller quantisation, a shorter context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from gpuready.catalog.loader import CatalogError, Entry, Quant
+from gpuready.hardware import Hardware
+from gpuready.tasks import judge as one_judge
+from gpuready.tasks import text_estimate as est
+from gpuready.tasks.text_estimate import LanguageModel
+from gpuready.tasks.base import Task, level_at_least
+from gpuready.tasks.devices import Device
+from gpuready.tasks.verdict import LEVELS
+from gpuready.units import fmt_gb
+
+DEFAULT_CONTEXT_TOKENS = 8192
+# Generation speed floors for text generation, tokens/s. Adults read about 238 words a
+# minute silently (Brysbaert 2019, "How many words do we read per minute?", J. Memory and
+# Language 109), about 5 tokens/s at ~1.3 tokens a word: "runs" keeps ahead of a reader,
+# "slow" is usable with patience, below it a model is too slow to use.
+TEXT_GENERATION_FLOORS = {"runs-well": 20.0, "runs": 8.0, "slow": 3.0}
+# A prompt this long that takes longer than PROMPT_PATIENCE_S to read in caps the level at "runs".
+PROMPT_TOKENS_FOR_PATIENCE = 2000
+PROMPT_PATIENCE_S = 30.0
+RUNTIME_BY_BACKEND = {
+    "cuda": "llama.cpp (CUDA)",
+    "rocm": "llama.cpp (ROCm/HIP)",
+    "metal": "llama.cpp (Metal) or MLX",
+    "vulkan": "llama.cpp (Vulkan)",
+    "sycl": "llama.cpp (SYCL) or OpenVINO",
+    "cpu": "llama.cpp (CPU)",
+}
+# Which runtimes load each weight format: GGUF (and gpt-oss's native MXFP4, also published
+# as GGUF) run in llama.cpp on every backend; MLX only on Apple silicon; AWQ and FP8
+# checkpoints in vLLM-class servers on CUDA or ROCm GPUs, whole on the GPU.
+GPU_ONLY_FORMATS = {"mlx": ("metal",), "awq": ("cuda", "rocm"), "fp8": ("cuda", "rocm")}
+FORMAT_RUNTIMES = {"mlx": "MLX", "awq": "vLLM (AWQ)", "fp8": "vLLM (FP8)"}
+# What runs LLMs on each NPU today, outside llama.cpp-class runtimes (catalog/npus.toml runtimes).
+NPU_LLM_RUNTIMES = {
+    "intel": "OpenVINO GenAI runs some exported LLMs on it",
+    "amd": "AMD's Ryzen AI Software runs some ONNX LLMs on it",
+    "qualcomm": "ONNX Runtime with QNN runs some prepared LLMs on it",
+    "apple": "only Core ML models converted for it use it",
+}
+
+
+def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageModel:
+    """One [[models]] entry of text-generation.toml."""
+    params = entry.number("params")
+    active = entry.number("active_params", required=False) or params
+    if active > params:
+        raise CatalogError(f"{entry.where}: 'active_params' must not exceed 'params'")
+    layers = entry.integer("layers")
+    attention_heads = entry.integer("attention_heads")
+    kv_heads = entry.integer("kv_heads")
+    if kv_heads > attention_heads:
+        raise CatalogError(f"{entry.where}: 'kv_heads' must not exceed 'attention_heads'")
+    hidden = entry.integer("hidden_size")
+    head_dim = entry.integer("head_dim", required=False) or hidden // attention_heads
+    model_quants = entry.known_names("quants", quants, "quantisation", sort=True)
+    window_layers = entry.integer("sliding_window_layers", required=False, positive=False) or 0
+    if window_layers > layers:
+        raise CatalogError(f"{entry.where}: 'sliding_window_layers' must not exceed 'layers'")
+    window = entry.integer("sliding_window", required=False)
+    if window_layers and not window:
+        raise CatalogError(f"{entry.where}: 'sliding_window_layers' needs 'sliding_window'")
+    mlx = entry.data.get("mlx", False)
+    if not isinstance(mlx, bool):
+        raise CatalogError(f"{entry.where}: 'mlx' must be true or false")
+    return LanguageModel(
+        params=params,
+        active_params=active,
+        layers=layers,
+        hidden_size=hidden,
+        attention_heads=attention_heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        context_length=entry.integer("context_length"),
+        quants=model_quants,
+        family=entry.text("family", required=False),
+        released=entry.text("released", required=False),
+        vocab_size=entry.integer("vocab_size", required=False),
+        sliding_window=window,
+        sliding_window_layers=window_layers,
+        experts=entry.integer("experts", required=False),
+        experts_per_token=entry.integer("experts_per_token", required=False),
+        gguf_sizes=entry.mapping("gguf_sizes"),
+        gguf_source=entry.text("gguf_source", required=False),
+        mlx=mlx,
+        **entry.card(),
+    )
+
+
+# --- hooks for the one judge -------------------------------------------------------------
+
+
+def context_tokens(model: LanguageModel, options) -> int:
+    """The context judged: the user's (default 8,192 tokens), capped at the model's maximum."""
+    return min(options.context_tokens or DEFAULT_CONTEXT_TOKENS, model.context_length)
+
+
+def format_unsupported(quant: Quant, gpu: Device | None) -> str | None:
+    """Why no runtime here can load this weight format, or None when one can."""
+    backends = GPU_ONLY_FORMATS.get(quant.format)
+    if backends is None or (gpu is not None and gpu.backend in backends):
+        return None
+    return f"{quant.id} weights need {FORMAT_RUNTIMES[quant.format]} on a {' or '.join(backends).upper()} GPU"
+
+
+def variants(model: LanguageModel, catalog, gpu: Device | None, options) -> list[str]:
+    """The user's quantisation, else every one whose weight format a runtime here can load."""
+    if options.quant:
+        return [options.quant]
+    return [q for q in model.quants if not format_unsupported(catalog.quants[q], gpu)] or list(model.quants)
+
+
+def estimate(model: LanguageModel, variant: str, catalog, gpu: Device | None, cpu: Device, options) -> est.Estimate:
+    """The best placement of this quantisation; GPU-only formats are estimated on the GPU alone."""
+    quant = catalog.quants[variant]
+    context = context_tokens(model, options)
+    if quant.format in GPU_ONLY_FORMATS:
+        return est.estimate(model, quant, context, gpu if not format_unsupported(quant, gpu) else None, cpu, 0)
+    return est.estimate(model, quant, context, gpu, cpu, cpu.usable_memory_bytes)
+
+
+def refuse(model: LanguageModel, variant: str, estimate: est.Estimate, gpu: Device | None, catalog) -> str | None:
+    """GPU-only formats (MLX, AWQ, FP8) need their runtime's GPU and all of the model on it."""
+    quant = catalog.quants[variant]
+    if quant.format not in GPU_ONLY_FORMATS:
+        return None
+    unsupported = format_unsupported(quant, gpu)
+    if unsupported or estimate.placement != "gpu":
+        return unsupported or f"{variant} must fit whole in GPU memory: needs {fmt_gb(estimate.memory.total_bytes)}"
+    return None
+
+
+def speed_level(tokens_per_s: float | None) -> str:
+    """Generation tokens/s against the reading-speed floors."""
+    return level_at_least(tokens_per_s, TEXT_GENERATION_FLOORS)
+
+
+def level(model: LanguageModel, estimate: est.Estimate, options) -> tuple[str, list[str]]:
+    """Generation speed against the reading-speed floors; a long wait for the prompt caps it at 'runs'."""
+    generation = estimate.speed.generation_tokens_per_s
+    reasons = []
+    result = speed_level(generation)
+    if result == "too-slow":
+        reasons.append(f"about {generation:.1f} tokens/s: below the {TEXT_GENERATION_FLOORS['slow']:.0f} tokens/s floor of usable")
+    prompt = estimate.speed.prompt_tokens_per_s
+    if prompt and PROMPT_TOKENS_FOR_PATIENCE / prompt > PROMPT_PATIENCE_S and result == "runs-well":
+        result = "runs"
+        reasons.append(
+            f"a {PROMPT_TOKENS_FOR_PATIENCE:,}-token prompt takes about {PROMPT_TOKENS_FOR_PATIENCE / prompt:.0f} s to read before the first word"
+        )
+    return result, reasons
+
+
+def describe(model: LanguageModel, estimate: est.Estimate, options) -> str:
+    speed = estimate.speed
+    if speed.prompt_tokens_per_s:
+        return f"about {speed.generation_tokens_per_s:.0f} tokens/s generation, {speed.prompt_tokens_per_s:.0f} tokens/s prompt"
+    return f"about {speed.generation_tokens_per_s:.0f} tokens/s generation"
+
+
+def runtime(model: LanguageModel, estimate: est.Estimate, gpu: Device | None, catalog) -> str:
+    return FORMAT_RUNTIMES.get(catalog.quants[estimate.quant].format) or RUNTIME_BY_BACKEND.get(
+        gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
+    )
+
+
+def quality(model: LanguageModel, variant: str, catalog) -> tuple[float, str | None]:
+    """Prefer more bits up to 8-bit; 16-bit weights cost twice the memory for no visible gain."""
+    quant = catalog.quants[variant]
+    bits = quant.bits_per_weight
+    return (bits if bits <= 8.6 else 8.6 - bits / 100), quant.quality
+
+
+def suggest(model: LanguageModel, chosen, catalog, gpu: Device | None, cpu: Device, options) -> list[str]:
+    """A shorter context that would reach a better level."""
+    context = context_tokens(model, options)
+    for shorter in (4096, 2048):
+        if shorter < context:
+            judged = one_judge.judge_variant(TASK, model, chosen.variant, catalog, gpu, cpu, replace(options, context_tokens=shorter))
+            if LEVELS.index(judged.level) < LEVELS.index(chosen.level):
+                return [f"--context {shorter} would make it '{judged.level}' ({fmt_gb(judged.estimate.memory.total_bytes)})"]
+    return []
+
+
+def least_memory(model: LanguageModel, chosen, candidates, catalog, cpu: Device, options) -> str:
+    """The memory the smallest quantisation needs at a 2,048-token context."""
+    smallest = min((catalog.quants[q] for q in model.quants), key=lambda q: q.bits_per_weight)
+    context = min(context_tokens(model, options), 2048)
+    need = est.estimate(model, smallest, context, None, cpu, None).memory.total_bytes
+    return f"at least {fmt_gb(need)} of free memory is needed even at {smallest.id} with a 2,048-token context"
+
+
+def notes(model: LanguageModel, hardware: Hardware, gpu: Device | None) -> list[str]:
+    """Why an NPU is listed but not used, and what the usable memory of a Metal GPU means."""
+    found = []
+    if gpu is not None and gpu.backend == "metal" and gpu.unified:
+        found.append(
+            "usable GPU memory is Metal's working-set limit (about 2/3 of unified memory up to 32 GB, "
+            "3/4 above), or iogpu.wired_limit_mb when raised"
+        )
+    for npu in hardware.npus:
+        tops = f", {npu.tops_int8:g} TOPS" if npu.tops_int8 else ""
+        found.append(
+            f"{npu.name}{tops}: not used, llama.cpp-class runtimes have no NPU backend; "
+            + NPU_LLM_RUNTIMES.get(npu.vendor, "no LLM runtime targets it")
+        )
+    return found
+
+
+TASK = Task(
+    name="text-generation",
+    title="Text generation",
+    parse=parse_language_model,
+    variants=variants,
+    estimate=estimate,
+    level=level,
+    describe=describe,
+    runtime=runtime,
+    quality=quality,
+    refuse=refuse,
+    suggest=suggest,
+    notes=notes,
+    context=context_tokens,
+    least_memory=least_memory,
+    placement_first=True,
+    speed_unknown="memory bandwidth unknown: speed not estimated",
+)
