@@ -321,3 +321,20 @@ def test_processor_blocks_without_blank_lines_are_split_on_processor_lines():
     joined = "\n".join(line for line in text.splitlines() if line.strip()) + "\n"
     assert [len(cpu.parse_proc_cpuinfo(t)) for t in (text, joined)] == [4, 4]
     assert cpu.probe(ReplayHost(FIXTURES / "linux-arm-graviton3"))[0].logical_cores == 4
+
+
+@pytest.mark.parametrize("sign", ["version", "WSL_DISTRO_NAME", "WSL_INTEROP", "/usr/lib/wsl"])
+def test_wsl_is_recognised_without_a_microsoft_kernel_release(sign):
+    from gpuready.probes import nvidia
+
+    files = {"/dev/dxg": ""}
+    environment = {}
+    if sign == "version":
+        files["/proc/version"] = "Linux version 5.15.153.1-microsoft-standard-WSL2\n"  # the kernel release of fixture nvidia-wsl2
+    elif sign == "/usr/lib/wsl":
+        files["/usr/lib/wsl/lib/libcuda.so.1"] = ""
+    else:
+        environment[sign] = "Ubuntu" if sign == "WSL_DISTRO_NAME" else "/run/WSL/1_interop"
+    host = FakeHost(files=files, environment=environment, libraries={"nvml": {"error": "NVML_ERROR_LIBRARY_NOT_FOUND"}})
+    assert nvidia.probe(host) == ([], [Problem("nvidia", "a WSL2 GPU (/dev/dxg) but the driver cannot be used: NVML_ERROR_LIBRARY_NOT_FOUND",
+                                               nvidia.WSL_HINT, "warning")])

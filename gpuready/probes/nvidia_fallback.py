@@ -2,7 +2,7 @@
 
 Sources: ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits`` and its error
 messages; ``/sys/bus/pci/devices/*`` (vendor 0x10de, class 03xxxx, uevent DRIVER=);
-``/proc/sys/kernel/osrelease`` and ``/dev/dxg`` (WSL2); ``/proc/device-tree/model`` or
+``/proc/sys/kernel/osrelease``, ``/proc/version``, ``WSL_DISTRO_NAME``/``WSL_INTEROP``, ``/usr/lib/wsl`` and ``/dev/dxg`` (WSL2); ``/proc/device-tree/model`` or
 ``/sys/firmware/devicetree/base/model`` and ``/proc/meminfo`` (Jetson boards, whose GPU
 is not on a PCI bus).
 """
@@ -87,7 +87,10 @@ def smi_error(stdout: str, stderr: str, returncode: int | None) -> str:
 
 
 def _is_wsl(host: Host) -> bool:
-    return "microsoft" in (host.read_text("/proc/sys/kernel/osrelease") or "").lower()
+    """WSL, from the kernel release or version (Microsoft's kernels say so), WSL's own variables, or /usr/lib/wsl."""
+    if any("microsoft" in (host.read_text(path) or "").lower() for path in ("/proc/sys/kernel/osrelease", "/proc/version")):
+        return True
+    return bool(host.env("WSL_DISTRO_NAME") or host.env("WSL_INTEROP")) or host.list_dir("/usr/lib/wsl") is not None
 
 
 def _in_container(host: Host) -> bool:
