@@ -158,7 +158,9 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
             if expected is None:
                 raise UsageError(f"{where}: unknown key '{key}' (known: {', '.join(_FILE_KEYS)})")
             if isinstance(value, bool) or not isinstance(value, expected):
-                raise UsageError(f"{where}: '{key}' has the wrong type ({value!r})")
+                raise UsageError(f"{where}: '{key}' has the wrong type ({_short(value)})")
+            if isinstance(value, (int, float)) and (abs(value) > 2**60 or value != value or abs(value) == float("inf")):
+                raise UsageError(f"{where}: '{key}' must be a finite number below 2^60 (got {_short(value)})")
         try:
             requirement = Requirement(
                 task=table.get("task"),
@@ -179,6 +181,12 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
         except UsageError as error:
             raise UsageError(f"{where}: {error}") from None
     return requirements
+
+
+def _short(value) -> str:
+    """A value quoted in an error, cut short: a 400-digit number must not fill the terminal."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _positive(table: dict, key: str) -> float | None:
