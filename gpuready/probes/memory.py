@@ -35,7 +35,9 @@ def parse_meminfo(text: str) -> dict[str, int]:
             number = int(fields[0])
         except ValueError:
             continue
-        values[key.strip()] = number * 1024 if len(fields) > 1 and fields[1] == "kB" else number
+        number = number * 1024 if len(fields) > 1 and fields[1] == "kB" else number
+        if 0 <= number <= _UNLIMITED:  # a garbled line's 400-digit number is not a size
+            values[key.strip()] = number
     return values
 
 

@@ -19,6 +19,7 @@ import re
 from gpuready.catalog import tables
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
+from gpuready.probes import fields
 from gpuready.probes.memory import parse_meminfo
 from gpuready.probes.nvidia_common import (  # noqa: F401 - also this module's names, as tests and callers use them
     CONTAINER_HINT,
@@ -63,7 +64,9 @@ def cuda_version(value: int | None) -> str | None:
 
 def derived_bandwidth(bus_width_bits: int | None, max_memory_clock_mhz: int | None) -> int | None:
     """Peak memory bandwidth in bytes/s from NVML's bus width and max memory clock."""
-    if not (isinstance(bus_width_bits, int) and isinstance(max_memory_clock_mhz, int)) or bus_width_bits <= 0 or max_memory_clock_mhz <= 0:
+    bus_width_bits, max_memory_clock_mhz = fields.whole(bus_width_bits), fields.whole(max_memory_clock_mhz)
+    # No memory bus is wider than 2^16 bits or clocked above 10^6 MHz: a bigger value is a corrupt readout.
+    if not bus_width_bits or not max_memory_clock_mhz or bus_width_bits > 1 << 16 or max_memory_clock_mhz > 10**6:
         return None
     return bus_width_bits // 8 * max_memory_clock_mhz * 1_000_000 * TRANSFERS_PER_CLOCK
 
@@ -100,10 +103,8 @@ def _memory(device: dict) -> tuple[int | None, int | None]:
     memory = device.get("memory")
     if not isinstance(memory, dict):
         return None, None
-    total, free = memory.get("total"), memory.get("free")
-    total = total if isinstance(total, int) and total > 0 else None
-    free = free if isinstance(free, int) and free >= 0 else None
-    return total, free
+    total, free = fields.whole(memory.get("total")), fields.whole(memory.get("free"))
+    return total or None, free
 
 
 def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[list[Seen], list[Problem]]:

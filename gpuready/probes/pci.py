@@ -110,9 +110,10 @@ def read_int(host: Host, path: str) -> int | None:
     if text is None:
         return None
     try:
-        return int(text.strip())
+        value = int(text.strip())
     except ValueError:
         return None
+    return value if 0 <= value <= 1 << 60 else None  # a sysfs size beyond an exabyte is garbage
 
 
 # Vendors whose PCI devices gpuready reports (GPUs and NPUs: NVIDIA, AMD, Intel, Qualcomm).
