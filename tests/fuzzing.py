@@ -19,6 +19,10 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Hypothesis keeps caches in ./.hypothesis by default: keep the checkout clean (no example database either).
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "gpuready-hypothesis")
 
 from gpuready.catalog.loader import CatalogError
 from gpuready.tasks.registry import load_catalog
