@@ -9,6 +9,7 @@ section and by ``--hardware FILE``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -176,6 +177,11 @@ def to_dict(value) -> dict:
     return convert(value)
 
 
+# No count, size (an exabyte is 2^60 bytes) or rate of a real machine comes near this; a bigger
+# number is a typo or fuzzed input, and would overflow the float arithmetic of the estimates.
+MAX_QUANTITY = 2**60
+
+
 def _check(value, annotation, where: str):
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
@@ -200,14 +206,17 @@ def _check(value, annotation, where: str):
             raise HardwareFormatError(f"{where}: expected true or false")
         return value
     if annotation is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not math.isfinite(value)) \
+                or value != int(value):
             raise HardwareFormatError(f"{where}: expected an integer")
         if value < 0:
             raise HardwareFormatError(f"{where}: must not be negative")
+        if value > MAX_QUANTITY:
+            raise HardwareFormatError(f"{where}: implausibly large (at most 2^60)")
         return int(value)
     if annotation is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise HardwareFormatError(f"{where}: expected a number")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > MAX_QUANTITY or not math.isfinite(value):
+            raise HardwareFormatError(f"{where}: expected a finite number")
         return float(value)
     if annotation is str:
         if not isinstance(value, str):
@@ -224,7 +233,7 @@ def from_dict(cls, data, where: str = "hardware"):
     known = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise HardwareFormatError(f"{where}: unknown key '{unknown[0]}'")
+        raise HardwareFormatError(f"{where}: unknown key {unknown[0]!r}")
     values = {}
     for name, spec in known.items():
         if name not in data:

@@ -17,6 +17,7 @@ import os
 import platform as _platform
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -137,6 +138,28 @@ def _load_readout(name: str) -> Callable[[], dict] | None:
     return getattr(module, attribute)
 
 
+def read_file_text(path: str | os.PathLike) -> str | None:
+    """A file's text, or None when it is missing, a directory, a dangling link, unreadable or a FIFO.
+
+    Opened with O_NONBLOCK, so a FIFO in place of a file cannot hang the run (it changes nothing for
+    regular files), and a FIFO or socket reads as missing.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISDIR(mode):
+            return None
+        with open(descriptor, encoding="utf-8", errors="replace", closefd=False) as handle:
+            return handle.read()
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(descriptor)
+
+
 def _sibling(base: Path, extension: str) -> Path:
     """``base`` plus an extension; slugs contain dots, so Path.with_suffix would cut them."""
     return base.with_name(base.name + extension)
@@ -151,11 +174,7 @@ class LiveHost:
         self._libraries: dict[str, dict | None] = {}
 
     def read_text(self, path: str) -> str | None:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return handle.read()
-        except (OSError, ValueError):
-            return None
+        return read_file_text(path)
 
     def list_dir(self, path: str) -> list[str] | None:
         try:
@@ -166,22 +185,27 @@ class LiveHost:
     def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
         if shutil.which(argv[0]) is None:
             return CommandResult("not_found")
+        posix = os.name == "posix"
         try:
-            completed = subprocess.run(
+            process = subprocess.Popen(
                 list(argv),
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
                 text=True,
                 errors="replace",
-                timeout=timeout,
-                stdin=subprocess.DEVNULL,
+                start_new_session=posix,  # its own process group, so a timeout ends its children too
             )
-        except subprocess.TimeoutExpired:
-            return CommandResult("timeout")
         except FileNotFoundError:
             return CommandResult("not_found")
         except OSError as error:
             return CommandResult("error", stderr=str(error))
-        return CommandResult("ok", completed.returncode, completed.stdout, completed.stderr)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(process, posix)
+            return CommandResult("timeout")
+        return CommandResult("ok", process.returncode, stdout, stderr)
 
     def env(self, name: str) -> str | None:
         if name not in ENV_ALLOWLIST:
@@ -198,6 +222,23 @@ class LiveHost:
         return self._libraries[name]
 
 
+def _kill(process: subprocess.Popen, posix: bool) -> None:
+    """End a command that ran out of time without waiting long on it: one stuck in the kernel cannot die yet."""
+    import signal
+
+    try:
+        if posix:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    except OSError:
+        pass
+    try:
+        process.communicate(timeout=0.1)
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        pass  # left to the interpreter to reap; never block the report on it
+
+
 class MachineError(ValueError):
     """A recorded machine directory is missing or malformed."""
 
@@ -210,7 +251,10 @@ class ReplayHost:
     platform: str = field(init=False)
     arch: str = field(init=False)
     description: str = field(init=False, default="")
+    source: str = field(init=False, default="")
     _env: dict[str, str] = field(init=False, default_factory=dict)
+    # Recorded files that are there but malformed: path (relative to the directory) -> why.
+    faults: dict[str, str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -219,14 +263,17 @@ class ReplayHost:
             raise MachineError(f"{self.directory}: not a recorded machine (no machine.toml)")
         try:
             data = tomllib.loads(manifest.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as error:
             raise MachineError(f"{manifest}: {error}") from None
+        except RecursionError:
+            raise MachineError(f"{manifest}: nested too deeply") from None
         for key in ("platform", "arch"):
             if not isinstance(data.get(key), str):
                 raise MachineError(f"{manifest}: '{key}' must be a string")
         self.platform = normalise_platform(data["platform"])
         self.arch = normalise_arch(data["arch"])
         self.description = str(data.get("description", ""))
+        self.source = str(data.get("source", ""))
         env = data.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise MachineError(f"{manifest}: [env] must map names to strings")
@@ -236,16 +283,24 @@ class ReplayHost:
         return self.directory / "root" / path.lstrip("/")
 
     def read_text(self, path: str) -> str | None:
-        try:
-            return self._path(path).read_text(encoding="utf-8", errors="replace")
-        except (OSError, ValueError):
-            return None
+        return read_file_text(self._path(path))
 
     def list_dir(self, path: str) -> list[str] | None:
         try:
             return sorted(entry.name for entry in self._path(path).iterdir())
         except OSError:
             return None
+
+    def _fault(self, path: Path, why: str) -> None:
+        """Note a malformed recorded file once; the probes see it as unusable, not as a crash."""
+        self.faults.setdefault(str(path.relative_to(self.directory)), why)
+
+    def _recorded(self, path: Path) -> str | None:
+        """A recorded file's text; None (and a fault) when it is there but cannot be read as text."""
+        text = read_file_text(path)
+        if text is None:
+            self._fault(path, "cannot be read (a directory, a FIFO or unreadable)" if path.is_dir() or path.exists() else "cannot be read")
+        return text
 
     def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
         base = self.directory / "commands" / command_slug(argv)
@@ -254,14 +309,24 @@ class ReplayHost:
         stdout_file = _sibling(base, ".txt")
         if not stdout_file.exists():
             return CommandResult("not_found")
+        broken = CommandResult("error", stderr="the recording of this command is malformed")
         rc_file = _sibling(base, ".rc")
-        try:
-            returncode = int(rc_file.read_text().strip()) if rc_file.exists() else 0
-        except ValueError:
-            raise MachineError(f"{rc_file}: not an integer exit code") from None
+        returncode = 0
+        if rc_file.exists():
+            text = self._recorded(rc_file)
+            if text is None:
+                return broken
+            try:
+                returncode = int(text.strip())
+            except ValueError:
+                self._fault(rc_file, f"not an integer exit code ({text.strip()[:40]!r})")
+                return broken
         stderr_file = _sibling(base, ".err")
-        stderr = stderr_file.read_text(errors="replace") if stderr_file.exists() else ""
-        return CommandResult("ok", returncode, stdout_file.read_text(errors="replace"), stderr)
+        stderr = (self._recorded(stderr_file) or "") if stderr_file.exists() else ""
+        stdout = self._recorded(stdout_file)
+        if stdout is None:
+            return broken
+        return CommandResult("ok", returncode, stdout, stderr)
 
     def env(self, name: str) -> str | None:
         if name not in ENV_ALLOWLIST:
@@ -269,15 +334,24 @@ class ReplayHost:
         return self._env.get(name)
 
     def library(self, name: str) -> dict | None:
+        """The recorded readout; a malformed one is a fault and reads as absent."""
         path = self.directory / "libraries" / f"{name}.json"
         if not path.exists():
             return None
+        text = self._recorded(path)
+        if text is None:
+            return None
         try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise MachineError(f"{path}: {error}") from None
+            value = json.loads(text)
+        except ValueError as error:
+            self._fault(path, f"not valid JSON ({error})")
+            return None
+        except RecursionError:
+            self._fault(path, "not valid JSON (nested too deeply)")
+            return None
         if not isinstance(value, dict):
-            raise MachineError(f"{path}: expected a JSON object")
+            self._fault(path, "expected a JSON object")
+            return None
         return value
 
 

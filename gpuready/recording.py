@@ -21,6 +21,8 @@ _UUID = re.compile(
 )
 # Container and cgroup ids (docker: 64 hex digits; others 32) identify a machine's workloads.
 _HEX_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
+# MAC addresses, colon or hyphen separated (Linux sysfs/ip, Windows getmac).
+_MAC = re.compile(r"(?<![0-9A-Fa-f:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:-])")
 _SERIAL_LINE = re.compile(r"(?im)^(\s*(?:serial(?: number)?|board_serial|product_serial)\s*[:=]\s*).+$")
 _SCRUBBED_KEYS = {"uuid", "serial", "serial_number", "board_serial", "hostname", "host_name", "mig_uuid"}
 _SCRUBBED_FILES = {"serial", "serial_number", "product_serial", "board_serial", "unique_id", "hostname"}
@@ -29,9 +31,20 @@ _SCRUBBED_FILES = {"serial", "serial_number", "product_serial", "board_serial", 
 class Scrubber:
     """Replaces UUIDs, serial numbers and the host name, consistently within one recording."""
 
-    def __init__(self, hostname: str | None) -> None:
-        self.hostname = hostname if hostname and len(hostname) >= 3 else None
+    def __init__(self, hostname: str | None, enabled: bool = True) -> None:
+        self.enabled = enabled  # False: `record --include-identifiers`, the user opted in to sharing them
+        self.hostname = hostname.strip() if hostname and hostname.strip() else None
+        # A host name of any length, as a whole word: "pc" is scrubbed, "pci" and "epc1" are not.
+        self._hostname = re.compile(rf"(?<![A-Za-z0-9_.-]){re.escape(self.hostname)}(?![A-Za-z0-9_-])") if self.hostname else None
         self._uuids: dict[str, str] = {}
+        self._macs: dict[str, str] = {}
+
+    def _mac(self, match: re.Match) -> str:
+        original = match.group(0).lower().replace("-", ":")
+        if original not in self._macs:
+            # Locally administered addresses (02:...), numbered in the order they were met.
+            self._macs[original] = "02:00:00:00:" + f"{len(self._macs) + 1:04x}"[:2] + ":" + f"{len(self._macs) + 1:04x}"[2:]
+        return self._macs[original].replace(":", match.group(1))
 
     def _uuid(self, match: re.Match) -> str:
         original = match.group(0).lower()
@@ -48,7 +61,7 @@ class Scrubber:
         return self._uuids[original]
 
     def _field(self, key: str, item):
-        if key.lower() not in _SCRUBBED_KEYS or item is None:
+        if key.lower() not in _SCRUBBED_KEYS or item is None or not self.enabled:
             return self.data(item)
         # A GPU/MIG UUID becomes the same placeholder as in the environment, so that
         # CUDA_VISIBLE_DEVICES=GPU-... still selects the same GPU when the recording is replayed.
@@ -57,11 +70,14 @@ class Scrubber:
         return "REDACTED"
 
     def text(self, value: str) -> str:
+        if not self.enabled:
+            return value
         value = _UUID.sub(self._uuid, value)
         value = _HEX_ID.sub(self._hex_id, value)
+        value = _MAC.sub(self._mac, value)
         value = _SERIAL_LINE.sub(lambda m: m.group(1) + "REDACTED", value)
-        if self.hostname:
-            value = value.replace(self.hostname, "HOSTNAME")
+        if self._hostname:
+            value = self._hostname.sub("HOSTNAME", value)
         return value
 
     def data(self, value):
@@ -77,14 +93,19 @@ class Scrubber:
 class RecordingHost:
     """Wraps another host and writes everything read into a recorded-machine directory."""
 
-    def __init__(self, inner: Host, directory: Path, hostname: str | None = None) -> None:
+    def __init__(self, inner: Host, directory: Path, hostname: str | None = None, scrub: bool = True) -> None:
         self.inner = inner
         self.platform = inner.platform
         self.arch = inner.arch
         self.directory = Path(directory)
-        self.scrubber = Scrubber(hostname if hostname is not None else _platform.node())
+        self.scrubber = Scrubber(hostname if hostname is not None else _platform.node(), enabled=scrub)
         self._env: dict[str, str] = {}
         self.directory.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def faults(self) -> dict[str, str]:
+        """Malformed files of a replayed recording being re-recorded (none on a live machine)."""
+        return getattr(self.inner, "faults", {})
 
     def _root_path(self, path: str) -> Path:
         return self.directory / "root" / self.scrubber.text(path).lstrip("/")
@@ -94,7 +115,8 @@ class RecordingHost:
         if text is not None and "\\" not in path and ".." not in path:
             target = self._root_path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            scrubbed = "REDACTED\n" if os.path.basename(path) in _SCRUBBED_FILES else self.scrubber.text(text)
+            secret = os.path.basename(path) in _SCRUBBED_FILES and self.scrubber.enabled
+            scrubbed = "REDACTED\n" if secret else self.scrubber.text(text)
             target.write_text(scrubbed, encoding="utf-8")
         return text  # the probe sees the real value; only the recording is scrubbed
 
@@ -106,7 +128,7 @@ class RecordingHost:
             for entry in entries:
                 live = os.path.join(path, entry)
                 recorded = target / self.scrubber.text(entry)
-                if os.path.isdir(live):
+                if self.inner.list_dir(live) is not None:  # a directory, on a live machine or in a recording
                     recorded.mkdir(exist_ok=True)
                 elif not recorded.exists():
                     recorded.touch()
@@ -143,13 +165,19 @@ class RecordingHost:
             )
         return value
 
+    def _source(self, version: str) -> str:
+        original = getattr(self.inner, "source", None)
+        if original:  # re-recording a recording keeps where its data came from
+            return f"re-recorded by gpuready {version} (gpuready record --machine) from: {original}"
+        return f"recorded by gpuready {version} (gpuready record)"
+
     def finish(self, description: str, version: str) -> None:
         """Write machine.toml once every probe has run."""
         lines = [
             f'platform = "{self.platform}"',
             f'arch = "{self.arch}"',
             f"description = {json.dumps(description)}",
-            f'source = "recorded by gpuready {version} (gpuready record)"',
+            f"source = {json.dumps(self._source(version))}",
             "",
             "[env]",
         ]

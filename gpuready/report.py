@@ -185,6 +185,8 @@ def load_hardware_json(text: str, where: str) -> Hardware:
         data = json.loads(text)
     except ValueError as error:
         raise HardwareFormatError(f"{where}: not valid JSON: {error}") from None
+    except RecursionError:
+        raise HardwareFormatError(f"{where}: not valid JSON: nested too deeply") from None
     if isinstance(data, dict) and "hardware" in data and "schema_version" in data:
         data = data["hardware"]
     if isinstance(data, dict) and isinstance(data.get("memory"), dict):

@@ -62,9 +62,17 @@ def test_every_nvml_start_error_with_a_gpu_on_the_bus_is_a_warning_with_a_hint(e
     assert problems == [Problem("nvidia", f"1 NVIDIA GPU(s) on the PCI bus but the driver cannot be used: {error}", hint, "warning")]
 
 
-@pytest.mark.parametrize("error", ["NVML_ERROR_LIBRARY_NOT_FOUND", "PYNVML_NOT_INSTALLED", "NVML_ERROR_DRIVER_NOT_LOADED"])
-def test_no_nvidia_gpu_anywhere_means_nothing_to_report(error):
+@pytest.mark.parametrize("error", ["NVML_ERROR_LIBRARY_NOT_FOUND", "PYNVML_NOT_INSTALLED"])
+def test_no_nvidia_library_and_no_gpu_means_nothing_to_report(error):
     assert nvidia.probe(FakeHost(libraries={"nvml": {"error": error}})) == ([], [])
+
+
+@pytest.mark.parametrize("error", ["NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_LIB_RM_VERSION_MISMATCH", "NVML_ERROR_NO_PERMISSION"])
+def test_an_nvml_that_fails_to_start_is_a_problem_even_with_no_pci_files_and_no_nvidia_smi(error):
+    # A container or VM can hide /sys/bus/pci; NVML's own error is then the only sign of the GPU (issue 16).
+    assert nvidia.probe(FakeHost(libraries={"nvml": {"error": error, "detail": "from nvmlInit"}})) == ([], [
+        Problem("nvidia", f"NVML failed ({error} (from nvmlInit)) and no NVIDIA GPU is visible on the PCI bus", nvidia.NVML_HINTS[error], "warning")
+    ])
 
 
 def test_nvidia_smi_version_mismatch_names_the_reboot_fix():
@@ -110,14 +118,16 @@ def test_a_field_nvml_does_not_support_is_left_unknown_and_the_table_fills_bandw
     device = {k: v for k, v in RTX_4090.items() if k not in ("memory_bus_width_bits", "max_memory_clock_mhz")}
     device["errors"] = {"memory_bus_width_bits": "NVML_ERROR_NOT_SUPPORTED", "max_memory_clock_mhz": "NVML_ERROR_NOT_SUPPORTED"}
     gpus, problems = nvidia.probe(FakeHost(libraries={"nvml": READOUT | {"devices": [device]}}))
-    assert (gpus, problems) == ([gpu_4090(bandwidth_bytes_per_s=1_008_000_000_000, bandwidth_source="table:rtx-4090")], [])
+    assert (gpus, problems) == ([gpu_4090(bandwidth_bytes_per_s=1_008_000_000_000, bandwidth_source="table:rtx-4090")], [
+        Problem("nvidia", "NVML could not answer every question about NVIDIA GeForce RTX 4090: nvmlDeviceGetMemoryBusWidth: "
+                "NVML_ERROR_NOT_SUPPORTED, nvmlDeviceGetMaxClockInfo: NVML_ERROR_NOT_SUPPORTED", nvidia.FAILED_CALL_HINT, "info")])
 
 
 def test_a_memory_size_nvml_cannot_read_on_a_discrete_card_is_a_warning():
     device = {k: v for k, v in RTX_4090.items() if k != "memory"} | {"errors": {"memory": "NVML_ERROR_GPU_IS_LOST"}}
     gpus, problems = nvidia.probe(FakeHost(libraries={"nvml": READOUT | {"devices": [device]}}))
     assert gpus == [gpu_4090(memory_total_bytes=None, memory_free_bytes=None, memory_usable_bytes=None)]
-    assert problems == [Problem("nvidia", "NVML reports no memory size for NVIDIA GeForce RTX 4090 (NVML_ERROR_GPU_IS_LOST)",
+    assert problems == [Problem("nvidia", "NVML reports no memory size for NVIDIA GeForce RTX 4090 (nvmlDeviceGetMemoryInfo: NVML_ERROR_GPU_IS_LOST)",
                                 "Verdicts use the GPU table's memory size, if the GPU is listed there.", "warning")]
 
 
@@ -125,7 +135,7 @@ def test_a_device_nvml_cannot_open_is_skipped_with_a_warning():
     readout = READOUT | {"devices": [{"index": 0, "errors": {"handle": "NVML_ERROR_GPU_IS_LOST"}}, RTX_4090 | {"index": 1}]}
     gpus, problems = nvidia.probe(FakeHost(libraries={"nvml": readout}))
     assert gpus == [gpu_4090(index=1)]
-    assert problems == [Problem("nvidia", "NVML could not read GPU 0: handle: NVML_ERROR_GPU_IS_LOST",
+    assert problems == [Problem("nvidia", "NVML could not read GPU 0: nvmlDeviceGetHandleByIndex: NVML_ERROR_GPU_IS_LOST",
                                 "Run `nvidia-smi -q` to see whether the driver can talk to this GPU.", "warning")]
 
 
@@ -251,7 +261,7 @@ def fake_pynvml(init_error=None, memory_v2_error=None, bus_width_error=None, mig
 def test_the_readout_turns_a_failed_nvml_start_into_data(monkeypatch):
     module, _ = fake_pynvml(init_error=9)
     monkeypatch.setitem(sys.modules, "pynvml", module)
-    assert nvml_readout.read() == {"error": "NVML_ERROR_DRIVER_NOT_LOADED", "detail": "9"}
+    assert nvml_readout.read() == {"error": "NVML_ERROR_DRIVER_NOT_LOADED", "detail": "9", "call": "nvmlInit"}
 
 
 def test_the_readout_falls_back_to_memory_info_v1_and_records_unsupported_fields(monkeypatch):

@@ -9,6 +9,8 @@ by id: ``$GPUREADY_CATALOG_DIR``, else ``$XDG_CONFIG_HOME/gpuready/catalog`` (Li
 
 from __future__ import annotations
 
+import math
+
 import os
 import re
 import sys
@@ -20,6 +22,10 @@ from typing import Any
 from gpuready.tomlcompat import tomllib
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+# No count, size or rate in a catalogue comes near this; a bigger number is a typo and would overflow float arithmetic.
+LARGEST = 2**60
 
 
 class CatalogError(ValueError):
@@ -61,7 +67,10 @@ class Entry:
         self.where = where
 
     def _fail(self, key: str, expected: str) -> CatalogError:
-        return CatalogError(f"{self.where}: '{key}' {expected} (got {self.data.get(key)!r})")
+        shown = repr(self.data.get(key))
+        if len(shown) > 80:  # a 400-digit number or a long string: the message stays readable
+            shown = shown[:77] + "..."
+        return CatalogError(f"{self.where}: '{key}' {expected} (got {shown})")
 
     def has(self, key: str) -> bool:
         return key in self.data
@@ -84,6 +93,8 @@ class Entry:
         value = self.data[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self._fail(key, "must be a number")
+        if abs(value) > LARGEST or (isinstance(value, float) and not math.isfinite(value)):
+            raise self._fail(key, "must be a finite number below 2^60")
         if (positive and value <= 0) or value < minimum:
             raise self._fail(key, "must be positive" if positive else f"must be at least {minimum}")
         return float(value)
@@ -94,7 +105,7 @@ class Entry:
                 raise CatalogError(f"{self.where}: missing '{key}'")
             return None
         value = self.data[key]
-        if isinstance(value, bool) or not isinstance(value, int) or (positive and value <= 0) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, int) or (positive and value <= 0) or value < 0 or value > LARGEST:
             raise self._fail(key, "must be a positive integer" if positive else "must be a non-negative integer")
         return value
 
@@ -129,7 +140,7 @@ class Entry:
         if key not in self.data:
             return ()
         value = self.data[key]
-        if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in value):
+        if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= LARGEST for v in value):
             raise self._fail(key, "must be a list of positive numbers")
         return tuple(float(v) for v in value)
 
@@ -193,8 +204,10 @@ def read_toml(path: Path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise CatalogError(f"{path}: not valid TOML: {error}") from None
+    except RecursionError:
+        raise CatalogError(f"{path}: not valid TOML: nested too deeply") from None
     except OSError as error:
-        raise CatalogError(f"{path}: cannot read: {error.strerror}") from None
+        raise CatalogError(f"{path}: cannot read: {error.strerror or error}") from None
 
 
 def _tables(data: dict, key: str, path: Path) -> list:

@@ -172,6 +172,7 @@ def npu_table(directory: Path | None = None) -> tuple[NPUSpec, ...]:
 _NOISE = re.compile(r"\b(nvidia|amd|ati|intel\(r\)|intel|apple|geforce|radeon|graphics|gpu|the|series|corporation)\b")
 
 
+@functools.lru_cache(maxsize=8192)  # the table's names are normalised on every match: once is enough
 def normalise_gpu_name(name: str) -> str:
     """Lowercase, vendor words and punctuation dropped, digits and letters split: 'RTX4090' -> 'rtx 4090'."""
     text = name.lower().replace("(tm)", "").replace("(r)", "")

@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     record = commands.add_parser("record", help="record this machine into DIR (scrubbed), for bug reports and tests")
     record.add_argument("directory", metavar="DIR")
     record.add_argument("--description", help="a one-line description for machine.toml")
+    record.add_argument("--machine", metavar="DIR", default=argparse.SUPPRESS,
+                        help="re-record a recorded machine instead of this one (to scrub it, or move it to a new format)")
+    record.add_argument("--include-identifiers", action="store_true",
+                        help="keep serial numbers, UUIDs, MAC addresses and the host name (scrubbed by default)")
 
     from gpuready.exports.arguments import add_commands
 

@@ -200,7 +200,10 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
             if expected is None:
                 errors.append(f"{where}: unknown key '{key}'")
             elif isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
-                errors.append(f"{where}: '{key}' has the wrong type ({value!r})")
+                errors.append(f"{where}: '{key}' has the wrong type ({_short(value)})")
+            elif isinstance(value, (int, float)) and not isinstance(value, bool) and (
+                    abs(value) > 2**60 or value != value or abs(value) == float("inf")):
+                errors.append(f"{where}: '{key}' must be a finite number below 2^60 (got {_short(value)})")
     if errors:
         if any("unknown key" in error for error in errors):
             errors.append(f"(known keys: {', '.join(_FILE_KEYS)})")
@@ -246,6 +249,12 @@ def _whole(table: dict, key: str) -> int | None:
     if key in table and table[key] <= 0:
         raise UsageError(f"'{key}' must be a positive whole number (got {table[key]!r})")
     return table.get(key)
+
+
+def _short(value) -> str:
+    """A value quoted in an error, cut short: a 400-digit number must not fill the terminal."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _positive(table: dict, key: str) -> float | None:

@@ -293,7 +293,7 @@ def cmd_schema(args) -> int:
 
 
 def cmd_record(args) -> int:
-    from gpuready.host import LiveHost
+    from gpuready.host import host_from_environment
     from gpuready.probes import probe_hardware
     from gpuready.recording import RecordingHost
     from gpuready.units import fmt_gb
@@ -303,9 +303,10 @@ def cmd_record(args) -> int:
         raise UsageError(f"{directory}: exists and is not a directory; give a new directory")
     if directory.exists() and any(directory.iterdir()):
         raise UsageError(f"{directory}: exists and is not empty; give a new directory")
-    host = RecordingHost(LiveHost(), directory)
+    # --machine re-records a recording; --include-identifiers keeps serials, UUIDs, MACs and the host name.
+    host = RecordingHost(host_from_environment(args.machine), directory, scrub=not args.include_identifiers)
     hardware, problems = probe_hardware(host)
-    description = args.description or ", ".join(
+    description = args.description or getattr(host.inner, "description", None) or ", ".join(
         part
         for part in (
             hardware.cpu.name,
@@ -317,7 +318,10 @@ def cmd_record(args) -> int:
     host.finish(description, __version__)
     files = sum(1 for p in directory.rglob("*") if p.is_file())
     sys.stdout.write(f"recorded {files} files into {directory}\n")
-    sys.stderr.write("Look through it before you share it: serial numbers, UUIDs and the host name were replaced.\n")
+    if args.include_identifiers:
+        sys.stderr.write("It holds serial numbers, UUIDs, MAC addresses and the host name (--include-identifiers): share it with care.\n")
+    else:
+        sys.stderr.write("Look through it before you share it: serial numbers, UUIDs, MAC addresses and the host name were replaced.\n")
     for problem in problems:
         sys.stderr.write(f"problem: [{problem.probe}] {problem.message}\n")
     return ExitCode.READY
@@ -395,6 +399,11 @@ COMMANDS = {
 }
 
 
+def one_line(message: str) -> str:
+    """An error message as one line: a key or value quoted from a user's file may hold newlines or control characters."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from gpuready.catalog.loader import CatalogError
     from gpuready.hardware import HardwareFormatError
@@ -412,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"gpuready: note: {assumed}\n")
         return int(COMMANDS[args.command](args))
     except (UsageError, CatalogError, HardwareFormatError, MachineError, WhatIfError) as error:
-        sys.stderr.write(f"gpuready: error: {error}\n")
+        sys.stderr.write(f"gpuready: error: {one_line(str(error))}\n")
         return ExitCode.USAGE
     except BrokenPipeError:
         return ExitCode.READY

@@ -29,6 +29,8 @@ KEPT_ARRAY_LENGTH = 4096  # longer arrays (tokenizer vocabularies, merges) are s
 # Hard caps far above any real file (vocabularies hold ~260k tokens, merges ~500k, the largest
 # models ~2k tensors a file), so a corrupt count inside a large file cannot loop for minutes.
 MAX_COUNT = 1 << 24
+# GGUF spec (ggml/docs/gguf.md, "gguf_string_t key"): a key is at most 65535 bytes long.
+MAX_KEY_BYTES = 65_535
 MAX_STRING_BYTES = 64 << 20
 _CHUNK = 1 << 20
 
@@ -221,10 +223,10 @@ class _Cursor:
         self.buffer, self.pos = b"", 0
         self.stream.seek(self.base)
 
-    def string(self, what: str, keep: bool = True) -> str | None:
+    def string(self, what: str, keep: bool = True, limit: int | None = None) -> str | None:
         length = self.unpack(_U64, f"length of {what}")
-        if length > MAX_STRING_BYTES:
-            raise GGUFError(f"corrupt header: {what} claims {length:,} bytes")
+        if length > (limit or MAX_STRING_BYTES):
+            raise GGUFError(f"corrupt header: {what} claims {length:,} bytes" + (f" (the format allows {limit:,})" if limit else ""))
         self.need(length, what)
         raw = self.buffer[self.pos : self.pos + length] if keep else b""
         self.pos += length
@@ -290,6 +292,12 @@ def _value(cursor: _Cursor, value_type: int, key: str, depth: int = 0) -> Any:
     return tuple(_value(cursor, element_type, key, depth + 1) for _ in range(length))
 
 
+def _shown(key: str) -> str:
+    """A metadata key as errors quote it: printable, and short (a corrupt file's key can be 64 KiB of junk)."""
+    text = "".join(c if c.isprintable() else "?" for c in key[:200])
+    return text if len(text) <= 80 and len(key) <= 200 else text[:77] + "..."
+
+
 def _version(cursor: _Cursor) -> int:
     version = cursor.unpack(_U32, "version")
     if version in SUPPORTED_VERSIONS:
@@ -303,19 +311,20 @@ def _version(cursor: _Cursor) -> int:
 
 def _tensor_info(cursor: _Cursor, index: int) -> TensorInfo:
     name = cursor.string(f"name of tensor {index}")
-    n_dims = cursor.unpack(_U32, f"tensor '{name}' dimension count")
+    shown = _shown(name)
+    n_dims = cursor.unpack(_U32, f"tensor '{shown}' dimension count")
     if not 1 <= n_dims <= MAX_DIMS:
-        raise GGUFError(f"corrupt header: tensor '{name}' has {n_dims} dimensions (1 to {MAX_DIMS} allowed)")
-    shape = tuple(cursor.unpack(_U64, f"tensor '{name}' shape") for _ in range(n_dims))
+        raise GGUFError(f"corrupt header: tensor '{shown}' has {n_dims} dimensions (1 to {MAX_DIMS} allowed)")
+    shape = tuple(cursor.unpack(_U64, f"tensor '{shown}' shape") for _ in range(n_dims))
     if math.prod(shape) >= 1 << 63:
-        raise GGUFError(f"corrupt header: tensor '{name}' has an impossible shape {shape}")
-    ggml_type = cursor.unpack(_U32, f"tensor '{name}' type")
+        raise GGUFError(f"corrupt header: tensor '{shown}' has an impossible shape {shape}")
+    ggml_type = cursor.unpack(_U32, f"tensor '{shown}' type")
     if ggml_type not in GGML_TYPES:
-        raise GGUFError(f"tensor '{name}' has ggml type {ggml_type}, which this reader does not know (removed or newer than it)")
+        raise GGUFError(f"tensor '{shown}' has ggml type {ggml_type}, which this reader does not know (removed or newer than it)")
     block = GGML_TYPES[ggml_type].block_size
     if shape[0] % block:
-        raise GGUFError(f"corrupt header: tensor '{name}' row of {shape[0]} is not a whole number of {block}-element blocks")
-    offset = cursor.unpack(_U64, f"tensor '{name}' offset")
+        raise GGUFError(f"corrupt header: tensor '{shown}' row of {shape[0]} is not a whole number of {block}-element blocks")
+    offset = cursor.unpack(_U64, f"tensor '{shown}' offset")
     return TensorInfo(name=name, shape=shape, ggml_type=ggml_type, offset=offset)
 
 
@@ -332,8 +341,8 @@ def read_header(stream: BinaryIO, file_size: int | None = None) -> GGUFHeader:
     kv_count = cursor.count("metadata count", _U64, _MIN_KV_BYTES)
     metadata: dict[str, Any] = {}
     for index in range(kv_count):
-        key = cursor.string(f"metadata key {index}")
-        metadata[key] = _value(cursor, cursor.unpack(_U32, f"metadata '{key}' type"), key)
+        key = cursor.string(f"metadata key {index}", limit=MAX_KEY_BYTES)
+        metadata[key] = _value(cursor, cursor.unpack(_U32, f"metadata '{_shown(key)}' type"), _shown(key))
     tensors = tuple(_tensor_info(cursor, index) for index in range(tensor_count))
     alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
     if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
@@ -343,7 +352,7 @@ def read_header(stream: BinaryIO, file_size: int | None = None) -> GGUFHeader:
         end = data_offset + tensor.offset + tensor.n_bytes
         if file_size is not None and end > file_size:
             raise GGUFError(
-                f"truncated: tensor '{tensor.name}' ends at byte {end:,} but the file has {file_size:,} bytes (incomplete download?)"
+                f"truncated: tensor '{_shown(tensor.name)}' ends at byte {end:,} but the file has {file_size:,} bytes (incomplete download?)"
             )
     return GGUFHeader(version=version, metadata=metadata, tensors=tensors, data_offset=data_offset, file_size=file_size)
 

@@ -67,8 +67,21 @@ def _whole(config: dict, key: str, model_type: str, default: int | None = None, 
             raise HFConfigError(f"missing '{key}', which a {model_type} config needs")
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise HFConfigError(f"'{key}' must be a positive whole number (got {value!r})")
+        raise HFConfigError(f"'{key}' must be a positive whole number (got {_shown(value)})")
+    if value > MAX_FIELD:
+        raise HFConfigError(f"'{key}' is implausibly large ({_shown(value)}; at most {MAX_FIELD:,})")
     return value
+
+
+# No real model's count (vocabulary, context, hidden size, layers, experts) comes near 2^31;
+# a bigger one is a typo or a fuzzed file, and would overflow the float parameter count.
+MAX_FIELD = 2**31 - 1
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message, cut short: a huge integer or a long string must stay one line."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"an integer of {len(str(abs(value)))} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def text_config(config: dict) -> tuple[dict, str]:
@@ -110,7 +123,12 @@ def _window_layers(config: dict, model_type: str, arch: Arch, layers: int) -> tu
 def _moe_layers(config: dict, layers: int) -> int:
     """Layers whose MLP is a mixture of experts (Qwen3-MoE can keep some dense)."""
     step = config.get("decoder_sparse_step", 1) or 1
-    dense = set(config.get("mlp_only_layers") or [])
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 < step <= MAX_FIELD:
+        raise HFConfigError(f"'decoder_sparse_step' must be a positive whole number (got {_shown(step)})")
+    listed = config.get("mlp_only_layers") or []
+    if not isinstance(listed, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in listed):
+        raise HFConfigError(f"'mlp_only_layers' must be a list of layer numbers (got {_shown(listed)})")
+    dense = set(listed)
     return sum(1 for i in range(layers) if i not in dense and (i + 1) % step == 0)
 
 
@@ -194,6 +212,8 @@ def read_config(path: Path) -> dict[str, Any]:
         raise HFConfigError(f"{path}: cannot read: {error.strerror or error}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise HFConfigError(f"{path}: not valid JSON: {error}") from None
+    except RecursionError:
+        raise HFConfigError(f"{path}: not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise HFConfigError(f"{path}: config.json must hold a JSON object")
     return data

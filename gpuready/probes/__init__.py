@@ -31,6 +31,15 @@ def run_probe(name: str, function: Callable[[Host], tuple[T, list[Problem]]], ho
     return value
 
 
+RECORDING_HINT = "The recorded machine is damaged: record it again with `gpuready record DIR`, or restore this file."
+
+
+def recording_problems(host: Host) -> list[Problem]:
+    """One Problem per malformed file of a replayed recording, however many probes read it."""
+    faults = getattr(host, "faults", None) or {}
+    return [Problem("recording", f"recorded file {path}: {why}", RECORDING_HINT, "error") for path, why in sorted(faults.items())]
+
+
 # The GPU probes' names, as their Problems carry them: verdicts and the preflight treat a
 # failure of any of them as "could not tell".
 GPU_PROBES = ("nvidia", "amd", "intel", "windows-gpu", "apple")
@@ -64,6 +73,9 @@ def probe_hardware(host: Host, python: str | None = None, torch: bool = False) -
     from gpuready.probes import cpu, memory, system
     from gpuready.catalog.tables import enrich
 
+    from gpuready.probes.commands import BudgetedHost, always_run, timeout_problems
+
+    host = BudgetedHost(host, prefetch=always_run(host.platform))
     problems: list[Problem] = []
     cpu_value = run_probe("cpu", cpu.probe, host, problems, CPU(name=None, arch=host.arch))
     memory_value = run_probe("memory", memory.probe, host, problems, Memory(total_bytes=None, available_bytes=None))
@@ -82,7 +94,13 @@ def probe_hardware(host: Host, python: str | None = None, torch: bool = False) -
         gpus = list(backends_probe.assign(tuple(gpus), tuple(backends), host))
     except Exception as error:  # noqa: BLE001 - assigning backends must not lose the GPUs
         problems.append(Problem("backends", f"could not match backends to GPUs: {type(error).__name__}: {error}", REPORT_HINT, "error"))
+    if host.platform == "linux":
+        from gpuready.probes import pci
+
+        run_probe("pci", lambda h: (None, pci.unreadable_devices(h)), host, problems, None)
     os_name, in_container = run_probe("system", system.probe, host, problems, (None, False))
+    problems.extend(recording_problems(host))
+    problems.extend(timeout_problems(host, problems))
     hardware = Hardware(
         platform=host.platform,
         arch=host.arch,

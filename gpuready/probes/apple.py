@@ -78,14 +78,16 @@ def parse_chip(brand: str | None) -> tuple[str, str | None] | None:
     return (match.group(1), match.group(2)) if match else None
 
 
-def parse_displays(text: str) -> list[dict]:
-    """The GPU entries of `system_profiler SPDisplaysDataType -json`."""
+def parse_displays(text: str) -> list[dict] | None:
+    """The GPU entries of `system_profiler SPDisplaysDataType -json`; None when it is not that JSON."""
     try:
         data = json.loads(text)
-    except ValueError:
-        return []
+    except (ValueError, RecursionError):
+        return None
     entries = data.get("SPDisplaysDataType") if isinstance(data, dict) else None
-    return [entry for entry in entries or [] if isinstance(entry, dict)]
+    if not isinstance(entries, list):
+        return None
+    return [entry for entry in entries if isinstance(entry, dict)]
 
 
 def metal_family(entry: dict) -> str | None:
@@ -331,6 +333,9 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
     problems += found
     if gpu is not None:
         return [gpu], problems
+    if entries is None:
+        problems.append(Problem("apple", "system_profiler SPDisplaysDataType gave no answer, so this Mac's GPUs are unknown",
+                                "Run `system_profiler SPDisplaysDataType` by hand to see what it says.", "warning"))
     return intel_mac_gpus(entries or []), problems
 
 

@@ -30,6 +30,7 @@ from gpuready.host import Host
 from gpuready.probes import apple, macos, pyinfo
 
 PYINFO_TIMEOUT_S = 5.0
+VULKANINFO_ARGV = ("vulkaninfo", "--summary")
 TORCH_TIMEOUT_S = 30.0
 
 # First ROCm release whose Linux support matrix lists each gfx target (AMD, "System
@@ -204,7 +205,7 @@ def vulkan_backend(host: Host) -> tuple[Backend | None, list[dict[str, str]]]:
 
 
 def _vulkan(host: Host) -> tuple[Backend | None, list[dict[str, str]]]:
-    result = host.run(("vulkaninfo", "--summary"), timeout=5.0)
+    result = host.run(VULKANINFO_ARGV, timeout=5.0)
     if result.status == "not_found":
         return None, []
     if result.status != "ok" or result.returncode != 0:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from gpuready.hardware import CPU, Problem
 from gpuready.host import Host
-from gpuready.probes import macos
+from gpuready.probes import fields, macos
 from gpuready.probes.failure import ProbeFailure
 
 # x86 /proc/cpuinfo flags -> the names gpuready reports.
@@ -103,6 +103,9 @@ def parse_proc_cpuinfo(text: str) -> list[dict[str, str]]:
             continue
         key, sep, value = line.partition(":")
         if sep:
+            if key.strip() == "processor" and "processor" in current:
+                blocks.append(current)  # no blank line between blocks (some ARM kernels): a processor line starts one
+                current = {}
             current[key.strip()] = value.strip()
     if current:
         blocks.append(current)
@@ -118,6 +121,28 @@ def _int(value: str | None) -> int | None:
         return None
 
 
+def logical_count(host: Host, processors: list[dict[str, str]]) -> tuple[int, str]:
+    """Logical CPUs and the source that won: the kernel's online list, else cpuinfo's blocks or its ``siblings`` x packages.
+
+    A /proc/cpuinfo with one block (or blocks the kernel printed without blank lines) must not
+    make a 96-core Xeon a 1-core machine; the largest credible count wins.
+    """
+    blocks = len(processors)
+    for path in ("/sys/devices/system/cpu/online", "/sys/devices/system/cpu/present"):
+        text = host.read_text(path)
+        try:
+            listed = parse_cpu_list(text) if text and text.strip() else 0
+        except ValueError:
+            listed = 0
+        if 0 < listed <= 65536:  # the kernel's own list wins over cpuinfo's per-package "siblings"
+            return (listed, path) if listed > blocks else (blocks, "/proc/cpuinfo")
+    siblings = _int(processors[0].get("siblings"))
+    packages = len({b.get("physical id") for b in processors if "physical id" in b}) or 1
+    if siblings and 0 < siblings * packages <= 65536 and siblings * packages > blocks:
+        return siblings * packages, "/proc/cpuinfo siblings"
+    return blocks, "/proc/cpuinfo"
+
+
 def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
     text = host.read_text("/proc/cpuinfo")
     if text is None:
@@ -128,8 +153,11 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
         raise ProbeFailure("/proc/cpuinfo lists no processors", "The file looks garbled; please report it with `gpuready record`.")
     globals_ = {k: v for b in blocks if "processor" not in b for k, v in b.items()}
     first = processors[0]
-    logical = len(processors)
     problems: list[Problem] = []
+    logical, counted_by = logical_count(host, processors)
+    if counted_by != "/proc/cpuinfo":
+        problems.append(Problem("cpu", f"/proc/cpuinfo lists {len(processors)} processor(s) but {counted_by} counts {logical}; "
+                                f"using {counted_by}", severity="info"))
 
     if arch == "x86_64":
         name = first.get("model name")
@@ -138,6 +166,11 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
         features = sorted({X86_FEATURES[f] for f in flags if f in X86_FEATURES})
         cores = {(b.get("physical id"), b.get("core id")) for b in processors if "core id" in b}
         physical = len(cores) if cores else None
+        # "cpu cores" is per package: it still counts every core when cpuinfo holds fewer blocks than CPUs.
+        per_package = _int(first.get("cpu cores"))
+        packages = len({b.get("physical id") for b in processors if "physical id" in b}) or 1
+        if per_package and per_package * packages > (physical or 0) and logical > len(processors):
+            physical = min(per_package * packages, logical)
     else:
         features_raw = set((first.get("Features") or globals_.get("Features") or "").split())
         features = sorted({ARM_FEATURES[f] for f in features_raw if f in ARM_FEATURES})
@@ -154,8 +187,8 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
         sys_vendor = (host.read_text("/sys/devices/virtual/dmi/id/sys_vendor") or "").strip()
         if sys_vendor == "Amazon EC2" and len(parts) == 1 and parts[0] in GRAVITON:
             name = f"{GRAVITON[parts[0]]} ({parts[0]})"
-        board = (host.read_text("/sys/firmware/devicetree/base/model") or "").strip("\x00 \n")
-        model_line = globals_.get("Model") or first.get("Model")
+        board = fields.label(host.read_text("/sys/firmware/devicetree/base/model")) or ""
+        model_line = fields.label(globals_.get("Model") or first.get("Model"))
         board = board or model_line or ""
         if board:
             name = f"{board} ({name})" if name else board
@@ -172,6 +205,7 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
             performance = p_threads // 2 if smt else p_threads
         except ValueError:
             problems.append(Problem("cpu", "could not parse the hybrid core lists in /sys/devices/cpu_core", severity="info"))
+    name = fields.label(name)
     if not name:
         problems.append(Problem("cpu", "the CPU model name is not in /proc/cpuinfo", severity="info"))
     cpu = CPU(
@@ -230,20 +264,22 @@ def darwin_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
 
 
 def windows_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
-    readout = host.library("windows")
-    if not readout or "cpu" not in readout:
-        error = (readout or {}).get("error")
-        raise ProbeFailure(f"could not read the Windows CPU information{': ' + error if error else ''}", None)
-    info = readout["cpu"]
-    features = sorted(name for name, present in (info.get("features") or {}).items() if present)
+    readout = fields.mapping(host.library("windows"))
+    info = readout.get("cpu")
+    if not isinstance(info, dict):
+        error = fields.text(readout.get("error"))
+        raise ProbeFailure(f"could not read the Windows CPU information{': ' + error if error else ''}",
+                           "gpuready reads the CPU from the registry and psutil; run `gpuready record DIR` and attach it to an issue.")
+    features = sorted(name for name, present in fields.mapping(info.get("features")).items() if present is True)
+    vendor = fields.text(info.get("vendor"))
     cpu = CPU(
-        name=(info.get("name") or "").strip() or None,
+        name=(fields.text(info.get("name")) or "").strip() or None,
         arch=arch,
-        vendor={"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(info.get("vendor") or "", info.get("vendor")),
-        physical_cores=info.get("physical_cores"),
-        logical_cores=info.get("logical_cores"),
-        performance_cores=info.get("performance_cores"),
-        efficiency_cores=info.get("efficiency_cores"),
+        vendor={"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(vendor or "", vendor),
+        physical_cores=fields.whole(info.get("physical_cores")) or None,
+        logical_cores=fields.whole(info.get("logical_cores")) or None,
+        performance_cores=fields.whole(info.get("performance_cores")),
+        efficiency_cores=fields.whole(info.get("efficiency_cores")),
         features=tuple(features),
         source="windows",
     )

@@ -37,6 +37,7 @@ SYSCTL_KEYS = (
     "iogpu.wired_limit_mb",
 )
 SYSCTL_ARGV = ("sysctl", *SYSCTL_KEYS)
+VM_STAT_ARGV = ("vm_stat",)
 
 _cache: weakref.WeakKeyDictionary[object, dict[str, str]] = weakref.WeakKeyDictionary()
 

@@ -16,7 +16,7 @@ import posixpath
 
 from gpuready.hardware import Memory, Problem
 from gpuready.host import Host
-from gpuready.probes import macos
+from gpuready.probes import fields, macos
 from gpuready.probes.failure import ProbeFailure
 
 # cgroup v1 reports "no limit" as a huge page-aligned number (PAGE_COUNTER_MAX * page size).
@@ -35,7 +35,9 @@ def parse_meminfo(text: str) -> dict[str, int]:
             number = int(fields[0])
         except ValueError:
             continue
-        values[key.strip()] = number * 1024 if len(fields) > 1 and fields[1] == "kB" else number
+        number = number * 1024 if len(fields) > 1 and fields[1] == "kB" else number
+        if 0 <= number <= _UNLIMITED:  # a garbled line's 400-digit number is not a size
+            values[key.strip()] = number
     return values
 
 
@@ -117,12 +119,17 @@ def cgroup_limit(host: Host) -> tuple[int | None, int | None, str | None]:
 
 def linux_memory(host: Host) -> tuple[Memory, list[Problem]]:
     text = host.read_text("/proc/meminfo")
-    if text is None:
-        raise ProbeFailure("cannot read /proc/meminfo", "Is /proc mounted? gpuready needs it to size system memory.")
-    info = parse_meminfo(text)
+    info = parse_meminfo(text or "")
     total = info.get("MemTotal")
     if not total:
-        raise ProbeFailure("/proc/meminfo has no MemTotal", "The file looks garbled; please report it with `gpuready record`.")
+        # Report the cgroup limit even so: a readable 4 GiB container limit is a fact of its own.
+        message, hint = (("cannot read /proc/meminfo", "Is /proc mounted? gpuready needs it to size system memory.") if text is None else
+                         ("/proc/meminfo has no MemTotal", "The file looks garbled; please report it with `gpuready record`."))
+        limit, usage, limit_source = cgroup_limit(host)
+        if limit is None:
+            raise ProbeFailure(message, hint)
+        return (Memory(total_bytes=None, available_bytes=None, limit_bytes=limit, limit_usage_bytes=usage, limit_source=limit_source,
+                       source="cgroup"), [Problem("memory", f"{message}; only the container limit is known", hint, "error")])
     problems: list[Problem] = []
     available = info.get("MemAvailable")
     if available is None:  # kernels before 3.14
@@ -171,7 +178,7 @@ def darwin_memory(host: Host) -> tuple[Memory, list[Problem]]:
         raise ProbeFailure("sysctl hw.memsize is missing", "gpuready reads memory size with `sysctl hw.memsize`.") from None
     problems = []
     available = None
-    result = host.run(("vm_stat",), timeout=5.0)
+    result = host.run(macos.VM_STAT_ARGV, timeout=5.0)
     if result.ok:
         pages = macos.parse_vm_stat(result.stdout)
         available = darwin_available_bytes(pages, total, int(values.get("hw.pagesize", "16384")))
@@ -183,19 +190,16 @@ def darwin_memory(host: Host) -> tuple[Memory, list[Problem]]:
 
 
 def windows_memory(host: Host) -> tuple[Memory, list[Problem]]:
-    readout = host.library("windows") or {}
-    info = readout.get("memory")
-    if not info or not info.get("total_bytes"):
-        error = readout.get("error")
-        raise ProbeFailure(f"could not read Windows memory status{': ' + error if error else ''}")
-    return (
-        Memory(
-            total_bytes=int(info["total_bytes"]),
-            available_bytes=info.get("available_bytes"),
-            source="windows",
-        ),
-        [],
-    )
+    readout = fields.mapping(host.library("windows"))
+    info = fields.mapping(readout.get("memory"))
+    total = fields.whole(info.get("total_bytes"))
+    if not total:
+        error = fields.text(readout.get("error"))
+        raise ProbeFailure(f"could not read Windows memory status{': ' + error if error else ''}", WINDOWS_HINT)
+    return Memory(total_bytes=total, available_bytes=fields.whole(info.get("available_bytes")), source="windows"), []
+
+
+WINDOWS_HINT = "gpuready reads memory with GlobalMemoryStatusEx; run `gpuready record DIR` and attach it to an issue."
 
 
 def probe(host: Host) -> tuple[Memory, list[Problem]]:

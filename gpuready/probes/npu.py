@@ -125,9 +125,13 @@ def linux_npus(host: Host) -> tuple[list[NPU], list[Problem]]:
     npus: list[NPU] = []
     problems: list[Problem] = []
     cpu_name = _cpu_name(host) if any(v == 0x1022 for v, *_ in found.values()) else None
-    for vendor, device, revision, driver in found.values():
+    for slot, (vendor, device, revision, driver) in found.items():
         row = table_row(vendor, device, revision, cpu_name)
         if row is None:
+            if any(f"{vendor:04x}:{device:04x}" in r.pci_ids for r in npu_table()):
+                # Seen, but which generation it is needs the revision (e.g. AMD 1022:17f0): never drop it silently.
+                problems.append(Problem("npu", f"the NPU {vendor:04x}:{device:04x} at {slot} has an unreadable revision file, so which NPU it is is unknown",
+                                        "Check `lspci -nn -s " + slot + "`; a sysfs file that reads garbage points at a kernel or driver fault.", "warning"))
             continue
         loaded = driver == row.linux_driver
         npus.append(
@@ -164,7 +168,11 @@ def parse_compute_accelerators(readout: dict | None) -> tuple[list[NPU], list[Pr
     """NPUs from the Windows readout's ``compute_accelerators`` (format in the module docstring)."""
     npus: list[NPU] = []
     problems: list[Problem] = []
-    for device in (readout or {}).get("compute_accelerators") or []:
+    listed = (readout or {}).get("compute_accelerators")
+    if readout is not None and "compute_accelerators" in readout and not isinstance(listed, list):  # absent: an older recording
+        problems.append(Problem("npu", "the Windows readout has no list of compute accelerators, so NPUs are unknown",
+                                "Run `gpuready record DIR` and attach it to an issue.", "warning"))
+    for device in listed if isinstance(listed, list) else []:
         if not isinstance(device, dict):
             continue
         name = str(device.get("name") or "").strip()

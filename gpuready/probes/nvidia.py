@@ -19,9 +19,21 @@ import re
 from gpuready.catalog import tables
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
+from gpuready.probes import fields
 from gpuready.probes.memory import parse_meminfo
+from gpuready.probes.nvidia_common import (  # noqa: F401 - also this module's names, as tests and callers use them
+    CONTAINER_HINT,
+    MIB,
+    NVML_HINTS,
+    SMI_ARGV,
+    SMI_FIELDS,
+    UNIFIED_NAMES,
+    WSL_HINT,
+    WSL_LIBRARY_HINT,
+    Seen,
+    pci_id,
+)
 
-MIB = 1024**2
 
 # nvmlDeviceArchitecture_t values (nvml.h, NVML_DEVICE_ARCH_*).
 ARCHITECTURES = {
@@ -34,37 +46,10 @@ ARCHITECTURES = {
 # A100 40GB's 5120-bit HBM2 at 1215 MHz gives its specified 1555 GB/s.
 TRANSFERS_PER_CLOCK = 2
 
-# Names of NVIDIA systems whose GPU shares the CPU's memory (NVML reports no framebuffer
-# on GB10: https://github.com/XuehaiPan/nvitop/pull/208, fixture nvidia-gb10-dgx-spark).
-UNIFIED_NAMES = re.compile(r"\b(GB10|Orin|Thor|Xavier|Tegra)\b|nvgpu", re.IGNORECASE)
 # A100 and H100 split into 7 compute slices; a "3g" profile holds 3 of them (NVIDIA MIG
 # User Guide, "Supported MIG Profiles": https://docs.nvidia.com/datacenter/tesla/mig-user-guide/).
 MIG_COMPUTE_SLICES = 7
 _MIG_PROFILE = re.compile(r"\bMIG\s+(\d+g\.\d+gb)", re.IGNORECASE)
-
-SMI_FIELDS = ("index", "name", "memory.total", "memory.free", "driver_version", "pci.device_id")
-SMI_ARGV = ("nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits")
-
-# NVML errors that mean "the driver is there but not usable now", with what to do.
-NVML_HINTS = {
-    "NVML_ERROR_DRIVER_NOT_LOADED": "The NVIDIA kernel driver is not loaded: install the driver (or run `sudo modprobe nvidia`) and reboot.",
-    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": "The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot.",
-    "NVML_ERROR_NO_PERMISSION": "This user may not open /dev/nvidia*: check the device permissions (or the container's GPU access).",
-    "NVML_ERROR_LIBRARY_NOT_FOUND": "libnvidia-ml.so was not found: install the NVIDIA driver's user-space libraries.",
-    "PYNVML_NOT_INSTALLED": "Install nvidia-ml-py (`pip install nvidia-ml-py`) for exact free-memory figures.",
-}
-CONTAINER_HINT = (
-    "This looks like a container without GPU access: start it with `--gpus all` (Docker with the NVIDIA "
-    "Container Toolkit) or the equivalent device options of your runtime."
-)
-WSL_HINT = (
-    "On WSL2 the GPU driver lives in Windows: install or update the NVIDIA Windows driver, and do not install "
-    "a Linux driver inside WSL (it has no libnvidia-ml under /usr/lib/wsl/lib yet)."
-)
-WSL_LIBRARY_HINT = (
-    "libnvidia-ml.so.1 is in /usr/lib/wsl/lib but could not be loaded: make sure /usr/lib/wsl/lib is on the "
-    "library path (`sudo ldconfig`, or LD_LIBRARY_PATH) and that no Linux NVIDIA driver shadows it."
-)
 
 
 # --- pure parsing -------------------------------------------------------------------
@@ -77,13 +62,6 @@ def cuda_version(value: int | None) -> str | None:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
-def pci_id(pci_device_id: int | None) -> str | None:
-    """NVML's combined id 0x268410DE -> "10de:2684"."""
-    if not isinstance(pci_device_id, int) or pci_device_id <= 0:
-        return None
-    return f"{pci_device_id & 0xFFFF:04x}:{pci_device_id >> 16:04x}"
-
-
 def power_limit_w(milliwatts) -> float | None:
     """NVML's enforced power limit (milliwatts) in watts; None when not reported."""
     if isinstance(milliwatts, bool) or not isinstance(milliwatts, int) or milliwatts <= 0:
@@ -93,7 +71,9 @@ def power_limit_w(milliwatts) -> float | None:
 
 def derived_bandwidth(bus_width_bits: int | None, max_memory_clock_mhz: int | None) -> int | None:
     """Peak memory bandwidth in bytes/s from NVML's bus width and max memory clock."""
-    if not (isinstance(bus_width_bits, int) and isinstance(max_memory_clock_mhz, int)) or bus_width_bits <= 0 or max_memory_clock_mhz <= 0:
+    bus_width_bits, max_memory_clock_mhz = fields.whole(bus_width_bits), fields.whole(max_memory_clock_mhz)
+    # No memory bus is wider than 2^16 bits or clocked above 10^6 MHz: a bigger value is a corrupt readout.
+    if not bus_width_bits or not max_memory_clock_mhz or bus_width_bits > 1 << 16 or max_memory_clock_mhz > 10**6:
         return None
     return bus_width_bits // 8 * max_memory_clock_mhz * 1_000_000 * TRANSFERS_PER_CLOCK
 
@@ -130,25 +110,17 @@ def _memory(device: dict) -> tuple[int | None, int | None]:
     memory = device.get("memory")
     if not isinstance(memory, dict):
         return None, None
-    total, free = memory.get("total"), memory.get("free")
-    total = total if isinstance(total, int) and total > 0 else None
-    free = free if isinstance(free, int) and free >= 0 else None
-    return total, free
-
-
-@dataclasses.dataclass(frozen=True)
-class Seen:
-    """A GPU with the UUIDs that decide CUDA_VISIBLE_DEVICES matches (never reported)."""
-
-    gpu: GPU
-    uuid: str | None = None
-    parent_uuid: str | None = None
+    total, free = fields.whole(memory.get("total")), fields.whole(memory.get("free"))
+    return total or None, free
 
 
 def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[list[Seen], list[Problem]]:
     """GPUs from an NVML readout; MIG instances become GPUs of their own, memory per instance."""
     gpus: list[Seen] = []
     problems: list[Problem] = []
+    system_errors = _failed_calls(readout.get("errors") if isinstance(readout.get("errors"), dict) else {})
+    if system_errors:
+        problems.append(Problem("nvidia", f"NVML could not answer: {system_errors}", FAILED_CALL_HINT, "info"))
     driver_version = readout.get("driver_version") if isinstance(readout.get("driver_version"), str) else None
     cuda = cuda_version(readout.get("cuda_driver_version"))
     for position, device in enumerate(readout.get("devices") or []):
@@ -158,9 +130,10 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
         index = device.get("index") if isinstance(device.get("index"), int) else position
         name = device.get("name") if isinstance(device.get("name"), str) else None
         if name is None:
-            problems.append(Problem("nvidia", f"NVML could not read GPU {index}: {', '.join(f'{k}: {v}' for k, v in errors.items()) or 'no name'}",
+            problems.append(Problem("nvidia", f"NVML could not read GPU {index}: {_failed_calls(errors) or 'no name'}",
                                     "Run `nvidia-smi -q` to see whether the driver can talk to this GPU.", "warning"))
             continue
+
         total, free = _memory(device)
         kind = "discrete"
         usable = free
@@ -198,31 +171,65 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
         if note:
             problems.append(Problem("nvidia", note, severity="info"))
         if total is None:
-            problems.append(Problem("nvidia", f"NVML reports no memory size for {name} ({errors.get('memory', 'no value')})",
+            problems.append(Problem("nvidia", f"NVML reports no memory size for {name} ({'nvmlDeviceGetMemoryInfo: ' + str(errors['memory']) if 'memory' in errors else 'no value'})",
                                     "Verdicts use the GPU table's memory size, if the GPU is listed there.", "warning"))
+        # A memory size NVML cannot read has the warning above; every other failed call is named here.
+        failed = _failed_calls({k: v for k, v in errors.items() if not (k == "memory" and total is None)})
+        if failed:
+            problems.append(Problem("nvidia", f"NVML could not answer every question about {name}: {failed}", FAILED_CALL_HINT, "info"))
         mig_mode = device.get("mig_mode")
         if isinstance(mig_mode, list) and mig_mode and mig_mode[0] == 1:
-            gpus.extend(_mig_gpus(gpu, device, device.get("uuid")))
+            found, unread = _mig_gpus(gpu, device, device.get("uuid"))
+            gpus.extend(found)
+            if unread:
+                problems.append(Problem("nvidia", f"NVML could not read every MIG instance of {name}: {unread}",
+                                        "Run `nvidia-smi -L` to list the MIG instances the driver sees.", "warning"))
         else:
             gpus.append(Seen(gpu, _text(device.get("uuid"))))
     return gpus, problems
+
+
+FAILED_CALL_HINT = ("What NVML could not say comes from the GPU table where it lists this GPU, or stays unknown; "
+                    "`nvidia-smi -q` shows what the driver itself reports.")
+
+
+def _failed_calls(errors: dict) -> str:
+    """'nvmlDeviceGetMemoryBusWidth: NVML_ERROR_NOT_SUPPORTED, ...' for a device's failed fields.
+
+    A GPU without MIG answers nvmlDeviceGetMigMode with NOT_SUPPORTED: that is an answer, not a failure.
+    """
+    from gpuready.readouts.nvml import CALLS
+
+    calls: dict[str, str] = {}
+    for field, error in errors.items():
+        if field == "mig_mode" and error == "NVML_ERROR_NOT_SUPPORTED":
+            continue
+        calls.setdefault(CALLS.get(str(field), str(field)), str(error))
+    return ", ".join(f"{call}: {error}" for call, error in calls.items())
 
 
 def _text(value) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> list[Seen]:
+def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> tuple[list[Seen], str]:
     """One GPU per MIG instance, with the instance's memory and its share of the bandwidth.
 
     Each memory slice of a MIG instance carries the same share of the GPU's memory
     bandwidth as of its memory (NVIDIA MIG User Guide, "Terminology": memory slice =
     1/8 of the memory, with proportional bandwidth; https://docs.nvidia.com/datacenter/tesla/mig-user-guide/).
     """
-    instances = [m for m in device.get("mig_devices") or [] if isinstance(m, dict) and isinstance(m.get("name"), str)]
+    listed = [m for m in device.get("mig_devices") or [] if isinstance(m, dict)]
+    instances = [m for m in listed if isinstance(m.get("name"), str)]
+    unread = "; ".join(
+        f"{m['name'] if isinstance(m.get('name'), str) else 'an instance'}: {calls or 'no name'}"
+        for m in listed
+        if (calls := _failed_calls(m.get("errors") if isinstance(m.get("errors"), dict) else {})) or not isinstance(m.get("name"), str)
+    )
     if not instances:
-        reason = "MIG mode is on but no MIG instance exists, so CUDA cannot use this GPU"
-        return [Seen(dataclasses.replace(parent, counted=False, not_counted_reason=reason), _text(parent_uuid))]
+        reason = ("MIG mode is on but NVML could not list its instances" if unread else
+                  "MIG mode is on but no MIG instance exists, so CUDA cannot use this GPU")
+        return [Seen(dataclasses.replace(parent, counted=False, not_counted_reason=reason), _text(parent_uuid))], unread
     spec = tables.match_gpu(parent)
     gpus = []
     for instance in instances:
@@ -246,7 +253,7 @@ def _mig_gpus(parent: GPU, device: dict, parent_uuid: str | None) -> list[Seen]:
             flops_source=f"table:{spec.id} x {slices}/{MIG_COMPUTE_SLICES} MIG compute slices" if flops else None,
         )
         gpus.append(Seen(gpu, _text(instance.get("uuid")), _text(parent_uuid)))
-    return gpus
+    return gpus, unread
 
 
 def apply_visibility(
@@ -298,7 +305,10 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         gpus, problems = parse_nvml(readout, meminfo)
     else:
         if isinstance(readout, dict):
-            error, detail = str(readout.get("error") or "no devices"), readout.get("detail")
+            # A readout with neither an error nor a device list did not come from readouts.nvml: say so.
+            error, detail = str(readout.get("error") or "NVML_READOUT_MALFORMED"), readout.get("detail")
+            call = readout.get("call")
+            detail = f"{call}: {detail}" if isinstance(call, str) and detail else (call if isinstance(call, str) else detail)
         from gpuready.probes import nvidia_fallback as fallback
 
         result = host.run(SMI_ARGV, timeout=10.0)
@@ -312,7 +322,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             if result.status == "ok" and error in ("not_found", "PYNVML_NOT_INSTALLED", "NVML_ERROR_LIBRARY_NOT_FOUND"):
                 said = fallback.smi_error(result.stdout, result.stderr, result.returncode)
                 error = said if said.startswith("NVML_") or error == "not_found" else error
-            return fallback.unusable(host, error, detail)
+            return fallback.unusable(host, error, detail, started=isinstance(readout, dict) and readout.get("call") not in (None, "nvmlInit"))
     visible, visibility = apply_visibility(
         gpus, host.env("CUDA_VISIBLE_DEVICES"), host.env("NVIDIA_VISIBLE_DEVICES"), host.env("CUDA_DEVICE_ORDER")
     )

@@ -2,7 +2,7 @@
 
 Sources: ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits`` and its error
 messages; ``/sys/bus/pci/devices/*`` (vendor 0x10de, class 03xxxx, uevent DRIVER=);
-``/proc/sys/kernel/osrelease`` and ``/dev/dxg`` (WSL2); ``/proc/device-tree/model`` or
+``/proc/sys/kernel/osrelease``, ``/proc/version``, ``WSL_DISTRO_NAME``/``WSL_INTEROP``, ``/usr/lib/wsl`` and ``/dev/dxg`` (WSL2); ``/proc/device-tree/model`` or
 ``/sys/firmware/devicetree/base/model`` and ``/proc/meminfo`` (Jetson boards, whose GPU
 is not on a PCI bus).
 """
@@ -15,9 +15,9 @@ import re
 from gpuready.catalog import tables
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
-from gpuready.probes import pci
+from gpuready.probes import fields, pci
 from gpuready.probes.memory import parse_meminfo
-from gpuready.probes.nvidia import (
+from gpuready.probes.nvidia_common import (
     CONTAINER_HINT,
     MIB,
     NVML_HINTS,
@@ -28,6 +28,9 @@ from gpuready.probes.nvidia import (
     Seen,
     pci_id,
 )
+
+# What the NVML readout and nvidia-smi say on a machine with no NVIDIA driver at all.
+NOTHING_NVIDIA = ("not_found", "PYNVML_NOT_INSTALLED", "NVML_ERROR_LIBRARY_NOT_FOUND", "no devices")
 
 DEVICE_TREE_MODELS = ("/proc/device-tree/model", "/sys/firmware/devicetree/base/model")
 
@@ -84,7 +87,10 @@ def smi_error(stdout: str, stderr: str, returncode: int | None) -> str:
 
 
 def _is_wsl(host: Host) -> bool:
-    return "microsoft" in (host.read_text("/proc/sys/kernel/osrelease") or "").lower()
+    """WSL, from the kernel release or version (Microsoft's kernels say so), WSL's own variables, or /usr/lib/wsl."""
+    if any("microsoft" in (host.read_text(path) or "").lower() for path in ("/proc/sys/kernel/osrelease", "/proc/version")):
+        return True
+    return bool(host.env("WSL_DISTRO_NAME") or host.env("WSL_INTEROP")) or host.list_dir("/usr/lib/wsl") is not None
 
 
 def _in_container(host: Host) -> bool:
@@ -95,7 +101,7 @@ def jetson(host: Host) -> GPU | None:
     """A Jetson board's integrated GPU, named from the device-tree model ("NVIDIA Jetson AGX Orin Developer Kit")."""
     if host.arch != "arm64":
         return None
-    model = next((text.strip("\x00 \n") for path in DEVICE_TREE_MODELS if (text := host.read_text(path))), "")
+    model = next((fields.label(text) or "" for path in DEVICE_TREE_MODELS if (text := host.read_text(path))), "")
     if "jetson" not in model.lower():
         return None
     name = re.sub(r"\s*Developer Kit.*$", "", model, flags=re.IGNORECASE).strip()
@@ -108,16 +114,20 @@ def jetson(host: Host) -> GPU | None:
     return dataclasses.replace(gpu, bandwidth_bytes_per_s=value, bandwidth_source=source)
 
 
-def unusable(host: Host, error: str, detail: str | None) -> tuple[list[GPU], list[Problem]]:
-    """NVML and nvidia-smi both failed: is there an NVIDIA GPU at all?"""
+def unusable(host: Host, error: str, detail: str | None, started: bool = False) -> tuple[list[GPU], list[Problem]]:
+    """NVML and nvidia-smi both failed: is there an NVIDIA GPU at all? (``started``: NVML itself started, then failed.)"""
     board = jetson(host)
     if board is not None:
         return [board], [Problem("nvidia", f"NVML is not available on this Jetson ({error}); memory is read from /proc/meminfo", severity="info")]
     devices = pci.display_devices(host, "nvidia") if host.platform == "linux" else []
     wsl = host.platform == "linux" and _is_wsl(host) and "dxg" in (host.list_dir("/dev") or [])
-    if not devices and not wsl:
-        return [], []  # no NVIDIA GPU: nothing to say
     hint = NVML_HINTS.get(error, "Run `nvidia-smi` to see what the driver says.")
+    if not devices and not wsl:
+        if error in NOTHING_NVIDIA and not started:
+            return [], []  # no NVIDIA library and no NVIDIA GPU: nothing to say
+        # NVML is installed and failed: a broken driver, or a container or VM that hides the PCI bus.
+        why = f"{error}{f' ({detail})' if detail else ''}"
+        return [], [Problem("nvidia", f"NVML failed ({why}) and no NVIDIA GPU is visible on the PCI bus", hint, "warning")]
     drivers = {d.driver for d in devices}
     if devices and drivers == {"nouveau"}:
         hint = "The open-source nouveau driver is bound to the GPU; CUDA needs NVIDIA's driver. Install it and reboot."

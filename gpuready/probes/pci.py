@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuready.hardware import Problem
 from gpuready.host import Host
 
 VENDOR_IDS = {"nvidia": "10de", "amd": "1002", "intel": "8086"}
@@ -51,13 +52,19 @@ def parse_uevent(text: str | None) -> dict[str, str]:
     return values
 
 
+def sysfs_hex(text: str | None, digits: int = 4) -> str | None:
+    """A sysfs id file ('0x10de\n'): exactly ``digits`` hex digits after 0x, else None (a truncated '0x1' is not vendor 0001)."""
+    value = parse_hex(text, digits)
+    return value if value is not None and len(text.strip().lower().removeprefix("0x")) == digits else None
+
+
 def _device(host: Host, directory: str, address: str) -> PCIDevice | None:
-    vendor = parse_hex(host.read_text(f"{directory}/vendor"))
-    device = parse_hex(host.read_text(f"{directory}/device"))
+    vendor = sysfs_hex(host.read_text(f"{directory}/vendor"))
+    device = sysfs_hex(host.read_text(f"{directory}/device"))
     if vendor is None or device is None:
         return None
     uevent = parse_uevent(host.read_text(f"{directory}/uevent"))
-    class_code = parse_hex(host.read_text(f"{directory}/class"), 6) or parse_hex(uevent.get("PCI_CLASS"), 6)
+    class_code = sysfs_hex(host.read_text(f"{directory}/class"), 6) or parse_hex(uevent.get("PCI_CLASS"), 6)
     return PCIDevice(
         address=uevent.get("PCI_SLOT_NAME", address),
         vendor_id=vendor,
@@ -74,7 +81,7 @@ def display_devices(host: Host, vendor: str) -> list[PCIDevice]:
     found = []
     for address in host.list_dir("/sys/bus/pci/devices") or []:
         directory = f"/sys/bus/pci/devices/{address}"
-        if parse_hex(host.read_text(f"{directory}/vendor")) != wanted:
+        if sysfs_hex(host.read_text(f"{directory}/vendor")) != wanted:
             continue
         device = _device(host, directory, address)
         if device and (device.class_code or "").startswith("03"):
@@ -103,6 +110,49 @@ def read_int(host: Host, path: str) -> int | None:
     if text is None:
         return None
     try:
-        return int(text.strip())
+        value = int(text.strip())
     except ValueError:
         return None
+    return value if 0 <= value <= 1 << 60 else None  # a sysfs size beyond an exabyte is garbage
+
+
+# Vendors whose PCI devices gpuready reports (GPUs and NPUs: NVIDIA, AMD, Intel, Qualcomm).
+ACCELERATOR_VENDORS = {"10de", "1002", "1022", "8086", "17cb"}
+# PCI classes of GPUs and NPUs: display (03), processing accelerator (12), signal processing (1180, AMD XDNA).
+_ACCELERATOR_CLASSES = ("03", "12", "1180")
+
+
+def _garbled(text: str | None, uevent: bool = False, digits: int = 4) -> bool:
+    """A file that is there but does not read as what sysfs puts in it."""
+    if text is None:
+        return False
+    if uevent:
+        lines = [line for line in text.splitlines() if line.strip()]
+        return not lines or any("=" not in line for line in lines)
+    return sysfs_hex(text, digits) is None
+
+
+def unreadable_devices(host: Host) -> list[Problem]:
+    """A warning naming each garbled sysfs file of a device that may be a GPU or NPU, which the vendor probes then cannot see."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    directories = [(f"/sys/bus/pci/devices/{a}", a) for a in host.list_dir("/sys/bus/pci/devices") or []]
+    directories += [(f"/sys/class/{kind}/{name}/device", name) for kind in ("drm", "accel")
+                    for name in host.list_dir(f"/sys/class/{kind}") or [] if _CARD.match(name) or name.startswith("accel")]
+    for directory, address in directories:
+        texts = {name: host.read_text(f"{directory}/{name}") for name in ("vendor", "device", "class", "uevent")}
+        uevent = parse_uevent(texts["uevent"])
+        address = uevent.get("PCI_SLOT_NAME", address)
+        bad = [name for name in ("vendor", "device", "class") if _garbled(texts[name], digits=6 if name == "class" else 4)] + (["uevent"] if _garbled(texts["uevent"], True) else [])
+        if not bad or address in seen:
+            continue
+        vendor = sysfs_hex(texts["vendor"])
+        class_code = sysfs_hex(texts["class"], 6) or parse_hex(uevent.get("PCI_CLASS"), 6)
+        if (vendor and vendor not in ACCELERATOR_VENDORS) or (class_code and not class_code.startswith(_ACCELERATOR_CLASSES)):
+            continue  # readable enough to tell it is not a GPU or NPU
+        seen.add(address)
+        files = ", ".join(f"{directory}/{name}" for name in bad)
+        problems.append(Problem("pci", f"{files}: unreadable (garbled); the device at {address} may be a GPU or NPU missing from this report",
+                                "Compare with `lspci -nn`; a sysfs file that reads garbage points at a kernel, driver or virtualisation fault.",
+                                "warning"))
+    return problems

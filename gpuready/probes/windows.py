@@ -12,6 +12,7 @@ import re
 
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
+from gpuready.probes import fields
 from gpuready.probes.intel import PRE_GEN12, PRE_GEN12_REASON
 
 VENDORS = {"10de": "nvidia", "1002": "amd", "8086": "intel", "5143": "qualcomm"}
@@ -49,7 +50,7 @@ def parse_adapter(adapter: dict, available_bytes: int | None) -> tuple[GPU | Non
         return None, []
     problems = []
     integrated = bool(_INTEGRATED.search(name))
-    qw, dword = adapter.get("qw_memory_size"), adapter.get("memory_size")
+    qw, dword = fields.whole(adapter.get("qw_memory_size")), fields.whole(adapter.get("memory_size"))  # None when absurd
     total = None
     if not integrated:
         if isinstance(qw, int) and qw > 0:
@@ -101,7 +102,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
     nvml = host.library("nvml") if isinstance(host.library("nvml"), dict) else {}
     nvml_works = not nvml.get("error") and bool(nvml.get("devices"))
     memory = readout.get("memory") if isinstance(readout.get("memory"), dict) else {}
-    available = memory.get("available_bytes") if isinstance(memory.get("available_bytes"), int) else None
+    available = fields.whole(memory.get("available_bytes"))
     gpus, problems = [], []
     for adapter in adapters:
         if not isinstance(adapter, dict):

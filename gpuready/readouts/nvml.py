@@ -19,6 +19,20 @@ from __future__ import annotations
 from typing import Any, Callable
 
 
+# The NVML function behind each field of the readout, so that a Problem can name the call that failed.
+CALLS = {
+    "index": "nvmlDeviceGetIndex", "name": "nvmlDeviceGetName", "uuid": "nvmlDeviceGetUUID",
+    "pci_bus_id": "nvmlDeviceGetPciInfo", "pci_device_id": "nvmlDeviceGetPciInfo", "memory": "nvmlDeviceGetMemoryInfo",
+    "compute_capability": "nvmlDeviceGetCudaComputeCapability", "architecture": "nvmlDeviceGetArchitecture",
+    "memory_bus_width_bits": "nvmlDeviceGetMemoryBusWidth", "max_memory_clock_mhz": "nvmlDeviceGetMaxClockInfo",
+    "mig_mode": "nvmlDeviceGetMigMode", "handle": "nvmlDeviceGetHandleByIndex", "count": "nvmlDeviceGetMaxMigDeviceCount",
+    "mig_handle": "nvmlDeviceGetMigDeviceHandleByIndex",
+    "gpu_instance_id": "nvmlDeviceGetGpuInstanceId", "compute_instance_id": "nvmlDeviceGetComputeInstanceId",
+    "driver_version": "nvmlSystemGetDriverVersion", "cuda_driver_version": "nvmlSystemGetCudaDriverVersion_v2",
+    "nvml_version": "nvmlSystemGetNVMLVersion",
+}
+
+
 def _error_name(error: Exception) -> str:
     """NVMLError_NotSupported(value 3) -> "NVML_ERROR_NOT_SUPPORTED"."""
     import pynvml
@@ -90,7 +104,9 @@ def _mig_devices(pynvml, handle) -> list[dict]:
     for index in range(count):
         try:
             mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, index)
-        except pynvml.NVMLError:
+        except pynvml.NVMLError as error:
+            if getattr(error, "value", None) != getattr(pynvml, "NVML_ERROR_NOT_FOUND", 6):
+                devices.append({"index": index, "errors": {"mig_handle": _error_name(error)}})
             continue  # NOT_FOUND: this slot holds no MIG device
         entry = {"index": index}
         entry.update(
@@ -119,9 +135,9 @@ def read() -> dict:
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as error:
-        return {"error": _error_name(error), "detail": str(error)}
+        return {"error": _error_name(error), "detail": str(error), "call": "nvmlInit"}
     except Exception as error:  # noqa: BLE001 - e.g. OSError loading a broken libnvidia-ml
-        return {"error": "NVML_INIT_FAILED", "detail": f"{type(error).__name__}: {error}"}
+        return {"error": "NVML_INIT_FAILED", "detail": f"{type(error).__name__}: {error}", "call": "nvmlInit"}
     try:
         readout = _fields(
             pynvml,
@@ -135,7 +151,7 @@ def read() -> dict:
         try:
             count = pynvml.nvmlDeviceGetCount()
         except pynvml.NVMLError as error:
-            readout["error"] = _error_name(error)
+            readout["error"], readout["call"] = _error_name(error), "nvmlDeviceGetCount"
             return readout
         devices = []
         for index in range(count):

@@ -1,0 +1,41 @@
+"""Typed reads of plain-dict readouts (NVML, amdsmi, Windows): a value of the wrong type reads as unknown.
+
+Readouts come from native libraries or from a recording a user sent, so any field may be
+missing, null or of another type; probes take values through these instead of trusting them.
+"""
+
+from __future__ import annotations
+
+# A count or size above this is not from a real machine (an exabyte is 2^60 bytes).
+LARGEST = 2**60
+
+
+def mapping(value) -> dict:
+    """``value`` when it is a dict, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def whole(value) -> int | None:
+    """A non-negative integer no larger than :data:`LARGEST`, else None (booleans are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= LARGEST:
+        return None
+    return value
+
+
+def text(value) -> str | None:
+    """A string, else None."""
+    return value if isinstance(value, str) else None
+
+
+def label(value: str | None, limit: int = 120) -> str | None:
+    """A name read from a file or a tool, fit to show: its first line, printable characters only, at most ``limit`` long.
+
+    A device-tree model or a cpuinfo line that reads 10 MB of junk must not become a 10 MB CPU name.
+    """
+    if not isinstance(value, str):
+        return None
+    line = value.strip("\x00 \t\r\n").split("\n", 1)[0]
+    cleaned = "".join(c for c in line[: limit * 4] if c.isprintable()).strip()
+    if len(cleaned) > limit:
+        cleaned = cleaned[: limit - 1].rstrip() + "…"
+    return cleaned or None

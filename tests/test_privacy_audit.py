@@ -1,0 +1,88 @@
+"""Privacy audit (issue 11): reports and recordings of every fixture machine and of the live test machine
+carry no serial numbers, UUIDs, MAC addresses, host names, user names or home paths, unless
+`record --include-identifiers` opts in."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import platform
+import re
+from pathlib import Path
+
+import pytest
+
+from gpuready.frontends.cli import main
+from gpuready.host import LiveHost, ReplayHost
+from gpuready.probes import probe_hardware
+from gpuready.recording import RecordingHost
+
+FIXTURES = Path(__file__).parent / "fixtures" / "machines"
+MACHINES = sorted(p.name for p in FIXTURES.iterdir() if (p / "machine.toml").exists())
+
+UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+PLACEHOLDER_UUID = re.compile(r"^00000000-0000-0000-0000-\d{12}$")
+MAC = re.compile(r"(?<![0-9A-Fa-f:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:-])")
+SERIAL = re.compile(r"(?im)^\s*(?:serial(?: number)?|board_serial|product_serial)\s*[:=]\s*(?!REDACTED)\S+")
+
+
+def identifiers(text: str, names: tuple[str, ...] = ()) -> list[str]:
+    """Every identifier in ``text``: real UUIDs (not placeholders), MACs (not 02:00:00:00:... placeholders), serials, given names as whole words."""
+    found = [m.group(0) for m in UUID.finditer(text) if not PLACEHOLDER_UUID.match(m.group(0))]
+    found += [m.group(0) for m in MAC.finditer(text) if not m.group(0).lower().replace("-", ":").startswith("02:00:00:00:")]
+    found += [m.group(0).strip() for m in SERIAL.finditer(text)]
+    for name in names:
+        found += re.findall(rf"(?<![A-Za-z0-9_.-]){re.escape(name)}(?![A-Za-z0-9_-])", text)
+    return found
+
+
+def outputs(capsys, machine: str, directory: Path) -> dict[str, str]:
+    """The JSON report, the text report and every file of a recording of ``machine`` ("live" for this machine)."""
+    argv = [] if machine == "live" else ["--machine", machine]
+    texts = {}
+    for name, command in (("report.json", ["report", "--json"]), ("report.txt", ["report"])):
+        assert main([*command, *argv]) == 0
+        texts[name] = capsys.readouterr().out
+    assert main(["record", *argv, str(directory)]) == 0
+    capsys.readouterr()
+    texts |= {str(p.relative_to(directory)): p.read_text(errors="replace") for p in sorted(directory.rglob("*")) if p.is_file()}
+    return texts
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_a_fixture_machines_reports_and_re_recording_hold_no_identifiers(capsys, tmp_path, machine):
+    found = {name: identifiers(text) for name, text in outputs(capsys, str(FIXTURES / machine), tmp_path / "again").items()}
+    assert {name: ids for name, ids in found.items() if ids} == {}
+
+
+def _personal_names() -> tuple[str, ...]:
+    names = [platform.node(), str(Path.home())]
+    user = getpass.getuser()
+    if user != "root":  # "root" is also /etc/group's first group and a word in paths: not personal
+        names.append(user)
+    return tuple(n for n in names if n and n != "/")
+
+
+def test_the_live_machines_reports_and_recording_hold_no_identifiers(capsys, tmp_path):
+    found = {name: identifiers(text, _personal_names()) for name, text in outputs(capsys, "live", tmp_path / "live").items()}
+    assert {name: ids for name, ids in found.items() if ids} == {}
+
+
+def test_include_identifiers_keeps_them_in_a_recording(tmp_path):
+    machine = tmp_path / "machine"
+    (machine / "root" / "etc").mkdir(parents=True)
+    (machine / "machine.toml").write_text('platform = "linux"\narch = "x86_64"\n')
+    (machine / "libraries").mkdir()
+    uuid = "GPU-3f1c2a4e-8b7d-4c21-9e5f-0a1b2c3d4e5f"
+    (machine / "libraries" / "nvml.json").write_text(json.dumps({"devices": [{"index": 0, "name": "NVIDIA GeForce RTX 4090", "uuid": uuid}]}))
+    for scrub, expected in ((True, "GPU-00000000-0000-0000-0000-000000000001"), (False, uuid)):
+        target = tmp_path / f"scrub-{scrub}"
+        probe_hardware(RecordingHost(ReplayHost(machine), target, hostname="pc", scrub=scrub))
+        assert json.loads((target / "libraries" / "nvml.json").read_text())["devices"][0]["uuid"] == expected
+
+
+def test_record_include_identifiers_is_a_flag_of_record(capsys, tmp_path):
+    assert main(["record", "--include-identifiers", "--machine", str(FIXTURES / "nvidia-rtx4090"), str(tmp_path / "r")]) == 0
+    assert "--include-identifiers" in capsys.readouterr().err
+    assert os.path.exists(tmp_path / "r" / "machine.toml")
