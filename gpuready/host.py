@@ -79,7 +79,7 @@ class Host(Protocol):
         """An environment variable from :data:`ENV_ALLOWLIST`, or None."""
 
     def library(self, name: str) -> dict | None:
-        """A native library's readout (nvml, amdsmi, windows, python) as a plain dict, or None."""
+        """A native library's readout (nvml, amdsmi, windows, python, psutil) as a plain dict, or None."""
 
 
 def normalise_arch(machine: str) -> str:
@@ -121,6 +121,7 @@ _READOUTS: dict[str, str] = {
     "amdsmi": "gpuready.readouts.amdsmi:read",
     "windows": "gpuready.readouts.windows:read",
     "python": "gpuready.probes.pyinfo:read",
+    "psutil": "gpuready.readouts.psutil_counts:read",
 }
 
 

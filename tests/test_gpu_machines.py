@@ -29,6 +29,9 @@ EXPECTED_GPUS = {
     "amd-strix-halo": (
         GPU('amd', 'AMD Radeon 8060S Graphics', kind='unified', index=0, memory_total_bytes=107374182400, memory_free_bytes=107001114624, memory_usable_bytes=107001114624, bandwidth_bytes_per_s=256000000000, bandwidth_source='table:radeon-8060s', fp16_flops=29700000000000.0, flops_source='table:radeon-8060s', architecture='RDNA 3.5', gfx_target='gfx1151', driver='amdgpu', pci_id='1002:1586', table_id='radeon-8060s', backends=('rocm', 'vulkan'), source='sysfs+kfd'),
     ),
+    "amd-strix-halo-96g-carveout": (
+        GPU('amd', 'AMD Radeon 8060S Graphics', kind='unified', index=0, memory_total_bytes=136341458944, memory_free_bytes=130497196032, memory_usable_bytes=130497196032, bandwidth_bytes_per_s=256000000000, bandwidth_source='table:radeon-8060s', fp16_flops=29700000000000.0, flops_source='table:radeon-8060s', architecture='RDNA 3.5', gfx_target='gfx1151', driver='amdgpu', pci_id='1002:1586', table_id='radeon-8060s', backends=('rocm', 'vulkan'), source='sysfs+kfd'),
+    ),
     "intel-arc-a770-uhd770": (
         GPU('intel', 'Intel UHD Graphics 770', kind='integrated', memory_usable_bytes=28672000000, driver='i915', pci_id='8086:a780', backends=('sycl', 'vulkan'), source='sysfs'),
         GPU('intel', 'Intel Arc A770', memory_total_bytes=17179869184, memory_usable_bytes=17179869184, bandwidth_bytes_per_s=560000000000, bandwidth_source='table:arc-a770-16gb', fp16_flops=39300000000000.0, flops_source='table:arc-a770-16gb', architecture='Xe-HPG (Alchemist)', driver='xe', pci_id='8086:56a0', table_id='arc-a770-16gb', backends=('sycl', 'vulkan'), source='sysfs'),

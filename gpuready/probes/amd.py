@@ -20,6 +20,7 @@ import dataclasses
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
 from gpuready.probes import pci
+from gpuready.probes.apu_memory import shared_pool
 from gpuready.probes.memory import parse_meminfo
 
 AMDGPU_IDS_PATHS = ("/usr/share/libdrm/amdgpu.ids", "/opt/amdgpu/share/libdrm/amdgpu.ids")
@@ -220,14 +221,11 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         kind = "unified" if target in UNIFIED_TARGETS else ("integrated" if apu else "discrete")
         total, free = vram_total, vram_free
         if apu and gtt_total is not None:
-            # amdgpu places an APU's buffers in the carve-out (VRAM) or in GTT (system RAM)
-            # interchangeably, so both count (https://github.com/Syllo/nvtop/pull/428); GTT
-            # can never hold more than the system has free.
-            gtt_free = gtt_total - (gtt_used or 0)
-            if meminfo.get("MemAvailable") is not None:
-                gtt_free = min(gtt_free, meminfo["MemAvailable"])
-            total = (vram_total or 0) + gtt_total
-            free = (vram_free or 0) + max(0, gtt_free)
+            # Carve-out plus GTT, GTT capped by what the OS has and can still give (apu_memory).
+            pool = shared_pool(vram_total, vram_used, gtt_total, gtt_used, meminfo.get("MemTotal"), meminfo.get("MemAvailable"))
+            total, free = pool.total_bytes, pool.free_bytes
+            if pool.capped:
+                problems.append(Problem("amd", f"{name}: shared memory {pool.basis}", severity="info"))
         backends = (("rocm",) if node else ()) + ("vulkan",)
         if apu and gtt_total and vram_total and gtt_total > 2 * vram_total and node:
             # ROCm has reported only part of the GTT pool on Strix Halo

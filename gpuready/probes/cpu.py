@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from gpuready.hardware import CPU, Problem
 from gpuready.host import Host
-from gpuready.probes import fields, macos
+from gpuready.probes import cpu_counts, fields, macos
 from gpuready.probes.failure import ProbeFailure
 
 # x86 /proc/cpuinfo flags -> the names gpuready reports.
@@ -194,6 +194,10 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
             name = f"{board} ({name})" if name else board
         physical = logical  # ARM cores have no SMT in the parts above
 
+    counts = cpu_counts.cross_check(logical, physical, counted_by, host.library("psutil"))
+    logical, physical = counts.logical, counts.physical
+    problems.extend(counts.problems)
+
     performance = efficiency = None
     core_list = host.read_text("/sys/devices/cpu_core/cpus")
     atom_list = host.read_text("/sys/devices/cpu_atom/cpus")
@@ -217,7 +221,7 @@ def linux_cpu(host: Host, arch: str) -> tuple[CPU, list[Problem]]:
         performance_cores=performance,
         efficiency_cores=efficiency,
         features=tuple(features),
-        source="proc_cpuinfo",
+        source="proc_cpuinfo" if counts.source is None else f"proc_cpuinfo; counts: {counts.source}",
     )
     return cpu, problems
 

@@ -1,0 +1,64 @@
+"""An AMD APU's shared memory: carve-out plus GTT, GTT capped by what the OS has and can give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuready.hardware import Problem
+from gpuready.host import ReplayHost
+from gpuready.probes import amd
+from gpuready.probes.apu_memory import SharedPool, shared_pool
+
+MACHINES = Path(__file__).parent / "fixtures" / "machines"
+GIB = 1024**3
+
+
+def test_a_96_gib_carve_out_does_not_count_gtt_beyond_the_memory_the_os_has():
+    # 96 GiB carve-out (103079215104) + 108000 MiB GTT (113246208000) would claim 201.5 GiB;
+    # the OS has MemTotal 32482660 kB and MemAvailable 26775372 kB.
+    gpus, problems = amd.probe(ReplayHost(MACHINES / "amd-strix-halo-96g-carveout"))
+    assert [(g.memory_total_bytes, g.memory_free_bytes, g.memory_usable_bytes) for g in gpus] == [
+        (103079215104 + 32482660 * 1024, 103079215104 + 26775372 * 1024, 103079215104 + 26775372 * 1024),
+    ]
+    assert problems == [Problem(
+        "amd",
+        "AMD Radeon 8060S Graphics: shared memory total 127.0 GiB = carve-out 96.0 GiB + GTT 105.5 GiB capped by MemTotal 31.0 GiB;"
+        " free 121.5 GiB = carve-out free 96.0 GiB + GTT free 105.5 GiB capped by MemAvailable 25.5 GiB",
+        None,
+        "info",
+    )]
+
+
+def test_a_small_carve_out_with_gtt_inside_system_memory_is_not_capped():
+    # Existing amd-strix-halo fixture: 4 GiB carve-out, 96 GiB GTT, far more available memory.
+    gpus, problems = amd.probe(ReplayHost(MACHINES / "amd-strix-halo"))
+    assert (gpus[0].memory_total_bytes, gpus[0].memory_free_bytes) == (
+        4294967296 + 103079215104,
+        (4294967296 - 312823808) + (103079215104 - 60243968),
+    )
+    assert [p.message for p in problems if "shared memory total" in p.message] == []
+
+
+def test_gtt_free_is_capped_by_memavailable_and_gtt_total_by_memtotal():
+    # Hand-computed: 8 GiB carve-out with 1 GiB used; 100 GiB GTT with 2 GiB used;
+    # the OS has 24 GiB, of which 20 GiB is available.
+    pool = shared_pool(8 * GIB, 1 * GIB, 100 * GIB, 2 * GIB, 24 * GIB, 20 * GIB)
+    assert pool == SharedPool(
+        total_bytes=(8 + 24) * GIB,
+        free_bytes=(7 + 20) * GIB,
+        capped=True,
+        basis="total 32.0 GiB = carve-out 8.0 GiB + GTT 100.0 GiB capped by MemTotal 24.0 GiB;"
+        " free 27.0 GiB = carve-out free 7.0 GiB + GTT free 98.0 GiB capped by MemAvailable 20.0 GiB",
+    )
+
+
+def test_gtt_within_system_memory_counts_whole_and_without_meminfo_too():
+    within = shared_pool(512 * 1024**2, 0, 16 * GIB, 1 * GIB, 30 * GIB, 20 * GIB)
+    assert (within.total_bytes, within.free_bytes, within.capped) == (16 * GIB + 512 * 1024**2, 15 * GIB + 512 * 1024**2, False)
+    unknown = shared_pool(None, None, 16 * GIB, None, None, None)
+    assert (unknown.total_bytes, unknown.free_bytes, unknown.capped) == (16 * GIB, 16 * GIB, False)
+
+
+def test_usage_above_the_total_never_makes_memory_negative():
+    pool = shared_pool(1 * GIB, 2 * GIB, 4 * GIB, 5 * GIB, 8 * GIB, 8 * GIB)
+    assert (pool.total_bytes, pool.free_bytes) == (5 * GIB, 0)
