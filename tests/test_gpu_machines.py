@@ -48,11 +48,18 @@ EXPECTED_GPUS = {
         GPU('nvidia', 'NVIDIA A100-SXM4-40GB MIG 3g.20gb', index=0, memory_total_bytes=21072183296, memory_free_bytes=21058551808, memory_usable_bytes=21058551808, bandwidth_bytes_per_s=771001065719, bandwidth_source='nvml x MIG memory share', fp16_flops=133714285714285.72, flops_source='table:a100-40gb x 3/7 MIG compute slices', architecture='Ampere', compute_capability='8.0', driver='nvidia', driver_version='535.161.08', pci_id='10de:20b0', cuda_version='12.2', mig_profile='3g.20gb', backends=('cuda',), source='nvml'),
         GPU('nvidia', 'NVIDIA A100-SXM4-40GB MIG 1g.5gb', index=0, memory_total_bytes=5100273664, memory_free_bytes=5093982208, memory_usable_bytes=5093982208, bandwidth_bytes_per_s=186611722912, bandwidth_source='nvml x MIG memory share', fp16_flops=44571428571428.57, flops_source='table:a100-40gb x 1/7 MIG compute slices', architecture='Ampere', compute_capability='8.0', driver='nvidia', driver_version='535.161.08', pci_id='10de:20b0', cuda_version='12.2', mig_profile='1g.5gb', backends=('cuda',), source='nvml'),
     ),
+    "nvidia-a100-mig-nvidia-smi": (
+        GPU('nvidia', 'NVIDIA A100 80GB PCIe MIG 3g.40gb', index=0, memory_total_bytes=40000000000, bandwidth_bytes_per_s=901054590940, bandwidth_source='table:a100-pcie-80gb x MIG memory share', fp16_flops=133714285714285.72, flops_source='table:a100-pcie-80gb x 3/7 MIG compute slices', driver='nvidia', driver_version='530.30.02', pci_id='10de:20b5', mig_profile='3g.40gb', backends=('cuda',), source='nvidia-smi -L'),
+        GPU('nvidia', 'NVIDIA A100 80GB PCIe MIG 3g.40gb', index=0, memory_total_bytes=40000000000, bandwidth_bytes_per_s=901054590940, bandwidth_source='table:a100-pcie-80gb x MIG memory share', fp16_flops=133714285714285.72, flops_source='table:a100-pcie-80gb x 3/7 MIG compute slices', driver='nvidia', driver_version='530.30.02', pci_id='10de:20b5', mig_profile='3g.40gb', backends=('cuda',), source='nvidia-smi -L'),
+    ),
     "nvidia-driver-not-loaded": (
         GPU('nvidia', 'NVIDIA GPU 10de:2684', pci_id='10de:2684', counted=False, not_counted_reason='the NVIDIA driver is not usable: NVML_ERROR_DRIVER_NOT_LOADED', source='sysfs'),
     ),
     "nvidia-gb10-dgx-spark": (
         GPU('nvidia', 'NVIDIA GB10', kind='unified', index=0, memory_total_bytes=130663165952, memory_free_bytes=121411960832, memory_usable_bytes=121411960832, bandwidth_bytes_per_s=273000000000, bandwidth_source='table:gb10', fp16_flops=125000000000000.0, flops_source='table:gb10', architecture='Blackwell', compute_capability='12.1', driver='nvidia', driver_version='580.173.02', cuda_version='13.0', table_id='gb10', backends=('cuda',), source='nvml+proc_meminfo'),
+    ),
+    "nvidia-gb10-nvidia-smi": (
+        GPU('nvidia', 'NVIDIA GB10', kind='unified', index=0, memory_total_bytes=130663165952, memory_free_bytes=121411960832, memory_usable_bytes=121411960832, bandwidth_bytes_per_s=273000000000, bandwidth_source='table:gb10', fp16_flops=125000000000000.0, flops_source='table:gb10', architecture='Blackwell', driver='nvidia', driver_version='580.95.05', table_id='gb10', backends=('cuda',), source='nvidia-smi+proc_meminfo'),
     ),
     "nvidia-rtx4090": (
         GPU('nvidia', 'NVIDIA GeForce RTX 4090', index=0, memory_total_bytes=25756172288, memory_free_bytes=24066916352, memory_usable_bytes=24066916352, bandwidth_bytes_per_s=1008096000000, bandwidth_source='nvml', fp16_flops=165200000000000.0, flops_source='table:rtx-4090', architecture='Ada Lovelace', compute_capability='8.9', driver='nvidia', driver_version='550.54.14', pci_id='10de:2684', cuda_version='12.4', table_id='rtx-4090', backends=('cuda',), source='nvml'),
