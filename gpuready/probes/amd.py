@@ -208,7 +208,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         if access is False:
             problems.append(Problem("amd", "this user may not open /dev/kfd or the GPU render nodes", RENDER_HINT, "warning"))
     gpus = []
-    smi_vram, smi_why = None, ""  # rocm-smi, asked only when sysfs lacks a card's VRAM size
+    smi_vram, smi_said = None, ""  # rocm-smi or amd-smi, asked only when sysfs lacks a card's VRAM size
     for position, (_, device) in enumerate(cards):
         key = location_id(device.address)
         index, node = by_location.get(key, (None, None)) if key else (None, None)
@@ -217,8 +217,8 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         vram_used = pci.read_int(host, f"{device.sysfs}/mem_info_vram_used")
         from_smi = False
         if vram_total is None:
-            if smi_vram is None and not smi_why:
-                smi_vram, smi_why = amd_tools.rocm_smi_vram(host, len(cards))
+            if smi_vram is None and not smi_said:
+                smi_vram, smi_said = amd_tools.tool_vram(host, len(cards))  # smi_said: the tool, or what failed
             if smi_vram and smi_vram[position][0] is not None:
                 (vram_total, vram_used), from_smi = smi_vram[position], True
         gtt_total = pci.read_int(host, f"{device.sysfs}/mem_info_gtt_total")
@@ -255,10 +255,10 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             driver=device.driver,
             pci_id=device.pci_id,
             backends=backends,
-            source=("sysfs+kfd" if node else "sysfs") + ("+rocm-smi" if from_smi else ""),
+            source=("sysfs+kfd" if node else "sysfs") + (f"+{smi_said}" if from_smi else ""),
         )
         if total is None:
-            problems.append(Problem("amd", f"{name}: cannot read its VRAM size ({device.sysfs}/mem_info_vram_total is missing; {smi_why or 'rocm-smi gave no figure'})",
+            problems.append(Problem("amd", f"{name}: cannot read its VRAM size ({device.sysfs}/mem_info_vram_total is missing; {smi_said if not smi_vram else smi_said + ' gave no figure for it'})",
                                     "Verdicts use the GPU table's memory size where it lists this GPU; `rocm-smi --showmeminfo vram` shows what ROCm sees.", "warning"))
         if access is False:
             gpu = dataclasses.replace(gpu, counted=False, not_counted_reason="this user may not open /dev/kfd or /dev/dri/renderD* (not in the render group)")
