@@ -64,9 +64,6 @@ EXPECTED_GPUS = {
     "nvidia-gb10-dgx-spark": (
         GPU('nvidia', 'NVIDIA GB10', kind='unified', index=0, memory_total_bytes=130663165952, memory_free_bytes=121411960832, memory_usable_bytes=121411960832, bandwidth_bytes_per_s=273000000000, bandwidth_source='table:gb10', fp16_flops=125000000000000.0, flops_source='table:gb10', architecture='Blackwell', compute_capability='12.1', driver='nvidia', driver_version='580.173.02', cuda_version='13.0', table_id='gb10', backends=('cuda',), source='nvml+proc_meminfo'),
     ),
-    "nvidia-gb10-nvidia-smi": (
-        GPU('nvidia', 'NVIDIA GB10', kind='unified', index=0, memory_total_bytes=130663165952, memory_free_bytes=121411960832, memory_usable_bytes=121411960832, bandwidth_bytes_per_s=273000000000, bandwidth_source='table:gb10', fp16_flops=125000000000000.0, flops_source='table:gb10', architecture='Blackwell', driver='nvidia', driver_version='580.95.05', table_id='gb10', backends=('cuda',), source='nvidia-smi+proc_meminfo'),
-    ),
     "nvidia-rtx4090": (
         GPU('nvidia', 'NVIDIA GeForce RTX 4090', index=0, memory_total_bytes=25756172288, memory_free_bytes=24066916352, memory_usable_bytes=24066916352, bandwidth_bytes_per_s=1008096000000, bandwidth_source='nvml', fp16_flops=165200000000000.0, flops_source='table:rtx-4090', architecture='Ada Lovelace', compute_capability='8.9', driver='nvidia', driver_version='550.54.14', pci_id='10de:2684', cuda_version='12.4', table_id='rtx-4090', backends=('cuda',), source='nvml'),
     ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpu_fakes import FakeHost
+from gpu_fakes import FakeHost, pci_files
 
 from gpuready.hardware import Problem
 from gpuready.host import CommandResult, ReplayHost
@@ -66,8 +66,8 @@ def test_a_gpu_row_that_cannot_be_read_is_a_warning_naming_the_row():
 
 def test_the_l4t_release_is_read_from_nv_tegra_release():
     line = "# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64, DATE: Tue Aug  1 19:57:35 UTC 2023\n"
-    assert [more.parse_l4t(t) for t in (line, "# R36 (release), REVISION: 4.3, GCID: 1, BOARD: generic", "garbage", "")] == [
-        "R35.4.1", "R36.4.3", None, None]
+    assert [more.parse_l4t(t) for t in (line, "# R36 (release), REVISION: 2.0, GCID: 35084178, BOARD: generic, EABI: aarch64, DATE: Tue Dec 19 05:55:03 UTC 2023", "garbage", "")] == [
+        "R35.4.1", "R36.2.0", None, None]
 
 
 def test_without_nvml_a_mig_gpu_is_judged_as_its_instances_listed_by_nvidia_smi():
@@ -89,9 +89,16 @@ def test_a_mig_uuid_from_nvidia_smi_list_selects_that_instance_for_cuda():
 
 
 def test_without_nvml_a_gb10_takes_its_memory_from_proc_meminfo_when_nvidia_smi_says_n_a():
-    gpus, _ = nvidia.probe(ReplayHost(MACHINES / "nvidia-gb10-nvidia-smi"))
+    # The row NVIDIA's DGX Spark known-issues page shows (quoted in https://github.com/unslothai/unsloth/pull/10703),
+    # and the DGX Spark's /proc/meminfo from fixture nvidia-gb10-dgx-spark.
+    meminfo = (MACHINES / "nvidia-gb10-dgx-spark" / "root" / "proc" / "meminfo").read_text()
+    smi = CommandResult("ok", 0, "0, NVIDIA GB10, [N/A], [N/A], 580.95.05, [N/A]\n", "")
+    listed = CommandResult("ok", 0, "GPU 0: NVIDIA GB10 (UUID: GPU-00000000-0000-0000-0000-000000000001)\n", "")
+    host = FakeHost(arch="arm64", files={"/proc/meminfo": meminfo}, commands={nvidia.SMI_ARGV: smi, more.LIST_ARGV: listed}, libraries=NO_PYNVML)
+    gpus, problems = nvidia.probe(host)
     assert [(g.name, g.kind, g.memory_total_bytes, g.memory_usable_bytes, g.driver_version, g.source) for g in gpus] == [
         ("NVIDIA GB10", "unified", 127600748 * 1024, 118566368 * 1024, "580.95.05", "nvidia-smi+proc_meminfo")]
+    assert [p.severity for p in problems] == ["info"]
 
 
 def test_a_jetson_without_nvml_or_nvidia_smi_reports_its_l4t_release():
@@ -100,7 +107,26 @@ def test_a_jetson_without_nvml_or_nvidia_smi_reports_its_l4t_release():
     assert [p.severity for p in problems] == ["info"]
 
 
-def test_a_missing_nvidia_smi_list_leaves_the_csv_gpus_as_they_are():
+def test_a_failing_nvidia_smi_list_leaves_the_csv_gpus_whole_and_says_mig_instances_go_unseen():
     smi = CommandResult("ok", 0, "0, NVIDIA GeForce RTX 4090, 24564, 23012, 550.54.14, 0x268410DE\n", "")
-    gpus, _ = nvidia.probe(FakeHost(commands={nvidia.SMI_ARGV: smi}, libraries=NO_PYNVML))
+    failed = CommandResult("ok", 255, "", "Unable to determine the device handle\n")
+    gpus, problems = nvidia.probe(FakeHost(commands={nvidia.SMI_ARGV: smi, more.LIST_ARGV: failed}, libraries=NO_PYNVML))
     assert [(g.name, g.memory_total_bytes, g.mig_profile) for g in gpus] == [("NVIDIA GeForce RTX 4090", 24564 * MIB, None)]
+    assert problems[0] == Problem("nvidia", "`nvidia-smi -L` failed (ok, exit code 255): MIG instances, if any, are not seen and each GPU is judged whole",
+                                  "Run `nvidia-smi -L` to see the MIG instances the driver lists.", "info")
+
+
+def test_nvidia_smi_exiting_0_with_no_readable_row_falls_back_to_the_pci_bus():
+    files = pci_files("0000:01:00.0", "0x10de", "0x2684", driver="nvidia")
+    garbage = CommandResult("ok", 0, "0, NVIDIA GeForce RTX 4090\n", "")
+    gpus, problems = nvidia.probe(FakeHost(files=files, commands={nvidia.SMI_ARGV: garbage}, libraries=NO_PYNVML))
+    assert [(g.name, g.counted) for g in gpus] == [("NVIDIA GPU 10de:2684", False)]
+    assert [p.severity for p in problems] == ["warning", "warning"]
+    assert "nvidia-smi printed no GPU row gpuready could read" in problems[0].message
+    assert "'0, NVIDIA GeForce RTX 4090'" in problems[1].message
+
+
+def test_a_jetson_whose_device_tree_model_is_unreadable_is_still_found_from_nv_tegra_release():
+    host = FakeHost(arch="arm64", files={"/proc/device-tree/model": "\x00\x00", "/etc/nv_tegra_release": "# R36 (release), REVISION: 2.0, GCID: 35084178, BOARD: generic, EABI: aarch64, DATE: Tue Dec 19 05:55:03 UTC 2023\n"})
+    gpus, _ = nvidia.probe(host)
+    assert [(g.name, g.kind, g.driver_version) for g in gpus] == [("NVIDIA Jetson", "unified", "L4T R36.2.0")]

@@ -334,13 +334,15 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             detail = f"{call}: {detail}" if isinstance(call, str) and detail else (call if isinstance(call, str) else detail)
         from gpuready.probes import nvidia_fallback as fallback
 
-        result = host.run(SMI_ARGV, timeout=10.0)
-        if result.ok:
-            from gpuready.probes import nvidia_smi_more as more
+        from gpuready.probes import nvidia_smi_more as more
 
-            gpus = more.with_meminfo(fallback.parse_smi_csv(result.stdout), parse_meminfo(host.read_text("/proc/meminfo") or ""))
-            gpus, problems = _listed_migs(gpus, more.read_list(host))
-            problems += more.csv_problems(result.stdout)
+        result = host.run(SMI_ARGV, timeout=10.0)
+        parsed = fallback.parse_smi_csv(result.stdout) if result.ok else []
+        if parsed:
+            gpus = more.with_meminfo(parsed, parse_meminfo(host.read_text("/proc/meminfo") or ""))
+            listed, list_problems = more.read_list(host, len(gpus))
+            gpus, problems = _listed_migs(gpus, listed)
+            problems += list_problems + more.csv_problems(result.stdout)
             if error not in ("not_found", "PYNVML_NOT_INSTALLED"):
                 problems.append(Problem("nvidia", f"NVML failed ({error}); read the GPUs with nvidia-smi instead", NVML_HINTS.get(error), "info"))
             elif gpus:
@@ -349,7 +351,10 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             if result.status == "ok" and error in ("not_found", "PYNVML_NOT_INSTALLED", "NVML_ERROR_LIBRARY_NOT_FOUND"):
                 said = fallback.smi_error(result.stdout, result.stderr, result.returncode)
                 error = said if said.startswith("NVML_") or error == "not_found" else error
-            return fallback.unusable(host, error, detail, started=isinstance(readout, dict) and readout.get("call") not in (None, "nvmlInit"))
+            if result.ok:  # exit code 0 but not one GPU row it could read
+                detail = detail or "nvidia-smi printed no GPU row gpuready could read"
+            gpus, problems = fallback.unusable(host, error, detail, started=isinstance(readout, dict) and readout.get("call") not in (None, "nvmlInit"))
+            return gpus, problems + (more.csv_problems(result.stdout) if result.ok else [])
     visible, visibility = apply_visibility(
         gpus, host.env("CUDA_VISIBLE_DEVICES"), host.env("NVIDIA_VISIBLE_DEVICES"), host.env("CUDA_DEVICE_ORDER")
     )

@@ -102,14 +102,17 @@ def jetson(host: Host) -> GPU | None:
     if host.arch != "arm64":
         return None
     model = next((fields.label(text) or "" for path in DEVICE_TREE_MODELS if (text := host.read_text(path))), "")
+    release = l4t_version(host)
     if "jetson" not in model.lower():
-        return None
+        if release is None:
+            return None
+        model = "NVIDIA Jetson"  # /etc/nv_tegra_release marks a Jetson even when the device-tree model is unreadable
     name = re.sub(r"\s*Developer Kit.*$", "", model, flags=re.IGNORECASE).strip()
     name = name if name.upper().startswith("NVIDIA") else f"NVIDIA {name}"
     meminfo = parse_meminfo(host.read_text("/proc/meminfo") or "")
     gpu = GPU(vendor="nvidia", name=name, kind="unified", memory_total_bytes=meminfo.get("MemTotal"),
               memory_free_bytes=meminfo.get("MemAvailable"), memory_usable_bytes=meminfo.get("MemAvailable"),
-              driver="nvgpu", driver_version=l4t_version(host), backends=("cuda",), source="devicetree+proc_meminfo")
+              driver="nvgpu", driver_version=release, backends=("cuda",), source="devicetree+proc_meminfo")
     value, source, _ = tables.reconcile_bandwidth(gpu, None, "")
     return dataclasses.replace(gpu, bandwidth_bytes_per_s=value, bandwidth_source=source)
 

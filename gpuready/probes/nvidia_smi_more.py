@@ -103,10 +103,17 @@ def with_meminfo(seen: list[Seen], meminfo: dict[str, int]) -> list[Seen]:
     return result
 
 
-def read_list(host: Host) -> list[Listed]:
-    """``nvidia-smi -L``, or nothing when it is missing or fails (the CSV already said what there is)."""
+def read_list(host: Host, expected: int) -> tuple[list[Listed], list[Problem]]:
+    """``nvidia-smi -L``; when it fails or lists fewer than the ``expected`` GPUs the CSV showed, an info Problem:
+    any MIG instances on those GPUs go unseen, and each such GPU is judged whole."""
     result = host.run(LIST_ARGV, timeout=10.0)
-    return parse_list(result.stdout) if result.ok else []
+    listed = parse_list(result.stdout) if result.ok else []
+    if len(listed) >= expected:
+        return listed, []
+    why = (f"failed ({result.status}, exit code {result.returncode})" if not result.ok
+           else f"listed {len(listed)} of the {expected} GPU(s) the CSV query showed")
+    return listed, [Problem("nvidia", f"`nvidia-smi -L` {why}: MIG instances, if any, are not seen and each GPU is judged whole",
+                            "Run `nvidia-smi -L` to see the MIG instances the driver lists.", "info")]
 
 
 def csv_problems(text: str) -> list[Problem]:
