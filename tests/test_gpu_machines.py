@@ -23,6 +23,12 @@ EXPECTED_GPUS = {
         GPU('amd', 'AMD Radeon 780M Graphics', kind='integrated', index=1, memory_total_bytes=17072533504, memory_free_bytes=16931278848, memory_usable_bytes=16931278848, bandwidth_bytes_per_s=120000000000, bandwidth_source='table:radeon-780m', fp16_flops=16600000000000.002, flops_source='table:radeon-780m', architecture='RDNA 3', gfx_target='gfx1103', driver='amdgpu', pci_id='1002:15bf', table_id='radeon-780m', backends=('rocm', 'vulkan'), source='sysfs+kfd'),
         GPU('amd', 'AMD Radeon RX 7900 XTX', index=0, memory_total_bytes=25753026560, memory_free_bytes=24570679296, memory_usable_bytes=24570679296, bandwidth_bytes_per_s=960000000000, bandwidth_source='table:rx-7900-xtx', fp16_flops=122800000000000.0, flops_source='table:rx-7900-xtx', architecture='RDNA 3', gfx_target='gfx1100', driver='amdgpu', pci_id='1002:744c', table_id='rx-7900-xtx', backends=('rocm', 'vulkan'), source='sysfs+kfd'),
     ),
+    "amd-rx7900xt-amd-smi": (
+        GPU('amd', 'AMD Radeon RX 7900 XT', index=0, memory_total_bytes=21458059264, memory_free_bytes=21430796288, memory_usable_bytes=21430796288, bandwidth_bytes_per_s=800000000000, bandwidth_source='table:rx-7900-xt', fp16_flops=103000000000000.0, flops_source='table:rx-7900-xt', architecture='RDNA 3', gfx_target='gfx1100', driver='amdgpu', pci_id='1002:744c', table_id='rx-7900-xt', backends=('rocm', 'vulkan'), source='sysfs+kfd+amd-smi'),
+    ),
+    "amd-rx7900xt-rocm-smi": (
+        GPU('amd', 'AMD Radeon RX 7900 XT', index=0, memory_total_bytes=21458059264, memory_free_bytes=21430202368, memory_usable_bytes=21430202368, bandwidth_bytes_per_s=800000000000, bandwidth_source='table:rx-7900-xt', fp16_flops=103000000000000.0, flops_source='table:rx-7900-xt', architecture='RDNA 3', gfx_target='gfx1100', driver='amdgpu', pci_id='1002:744c', table_id='rx-7900-xt', backends=('rocm', 'vulkan'), source='sysfs+kfd+rocm-smi'),
+    ),
     "amd-rx7900xtx": (
         GPU('amd', 'AMD Radeon RX 7900 XTX', index=0, memory_total_bytes=25753026560, memory_free_bytes=24570679296, memory_usable_bytes=24570679296, bandwidth_bytes_per_s=960000000000, bandwidth_source='table:rx-7900-xtx', fp16_flops=122800000000000.0, flops_source='table:rx-7900-xtx', architecture='RDNA 3', gfx_target='gfx1100', driver='amdgpu', pci_id='1002:744c', table_id='rx-7900-xtx', backends=('rocm', 'vulkan'), source='sysfs+kfd'),
     ),
@@ -50,6 +56,10 @@ EXPECTED_GPUS = {
     "nvidia-a100-mig": (
         GPU('nvidia', 'NVIDIA A100-SXM4-40GB MIG 3g.20gb', index=0, memory_total_bytes=21072183296, memory_free_bytes=21058551808, memory_usable_bytes=21058551808, bandwidth_bytes_per_s=771001065719, bandwidth_source='nvml x MIG memory share', fp16_flops=133714285714285.72, flops_source='table:a100-40gb x 3/7 MIG compute slices', architecture='Ampere', compute_capability='8.0', driver='nvidia', driver_version='535.161.08', pci_id='10de:20b0', cuda_version='12.2', mig_profile='3g.20gb', backends=('cuda',), source='nvml'),
         GPU('nvidia', 'NVIDIA A100-SXM4-40GB MIG 1g.5gb', index=0, memory_total_bytes=5100273664, memory_free_bytes=5093982208, memory_usable_bytes=5093982208, bandwidth_bytes_per_s=186611722912, bandwidth_source='nvml x MIG memory share', fp16_flops=44571428571428.57, flops_source='table:a100-40gb x 1/7 MIG compute slices', architecture='Ampere', compute_capability='8.0', driver='nvidia', driver_version='535.161.08', pci_id='10de:20b0', cuda_version='12.2', mig_profile='1g.5gb', backends=('cuda',), source='nvml'),
+    ),
+    "nvidia-a100-mig-nvidia-smi": (
+        GPU('nvidia', 'NVIDIA A100 80GB PCIe MIG 3g.40gb', index=0, memory_total_bytes=40000000000, bandwidth_bytes_per_s=901054590940, bandwidth_source='table:a100-pcie-80gb x MIG memory share', fp16_flops=133714285714285.72, flops_source='table:a100-pcie-80gb x 3/7 MIG compute slices', driver='nvidia', driver_version='530.30.02', pci_id='10de:20b5', mig_profile='3g.40gb', backends=('cuda',), source='nvidia-smi -L'),
+        GPU('nvidia', 'NVIDIA A100 80GB PCIe MIG 3g.40gb', index=0, memory_total_bytes=40000000000, bandwidth_bytes_per_s=901054590940, bandwidth_source='table:a100-pcie-80gb x MIG memory share', fp16_flops=133714285714285.72, flops_source='table:a100-pcie-80gb x 3/7 MIG compute slices', driver='nvidia', driver_version='530.30.02', pci_id='10de:20b5', mig_profile='3g.40gb', backends=('cuda',), source='nvidia-smi -L'),
     ),
     "nvidia-driver-not-loaded": (
         GPU('nvidia', 'NVIDIA GPU 10de:2684', pci_id='10de:2684', counted=False, not_counted_reason='the NVIDIA driver is not usable: NVML_ERROR_DRIVER_NOT_LOADED', source='sysfs'),

@@ -98,7 +98,8 @@ def test_wsl2_without_a_usable_nvml_points_at_the_windows_driver():
 
 def test_nvidia_smi_stands_in_when_pynvml_is_missing():
     smi = CommandResult("ok", 0, "0, NVIDIA GeForce RTX 4090, 24564, 23012, 550.54.14, 0x268410DE\n", "")
-    host = FakeHost(commands={nvidia.SMI_ARGV: smi}, libraries={"nvml": {"error": "PYNVML_NOT_INSTALLED"}})
+    listed = CommandResult("ok", 0, "GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-00000000-0000-0000-0000-000000000001)\n", "")
+    host = FakeHost(commands={nvidia.SMI_ARGV: smi, ("nvidia-smi", "-L"): listed}, libraries={"nvml": {"error": "PYNVML_NOT_INSTALLED"}})
     gpus, problems = nvidia.probe(host)
     assert gpus == [
         GPU(vendor="nvidia", name="NVIDIA GeForce RTX 4090", index=0, memory_total_bytes=24564 * MIB, memory_free_bytes=23012 * MIB,

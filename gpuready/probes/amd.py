@@ -8,6 +8,8 @@ Sources:
   ``simd_count``, ``location_id``, ``domain``): which cards ROCm can drive;
 * ``/usr/share/libdrm/amdgpu.ids`` (marketing names by device and revision), and the
   optional ``amdsmi`` readout for cards it does not know;
+* ``rocm-smi --showmeminfo vram --json`` when sysfs has no ``mem_info_vram_total``
+  (:mod:`gpuready.probes.amd_tools`);
 * ``/proc/meminfo`` (an APU's shared pool cannot exceed free system memory);
 * ``/dev``, ``/proc/self/status``, ``/etc/group``: may this user open /dev/kfd?
 * environment: ``HSA_OVERRIDE_GFX_VERSION``, ``ROCR_VISIBLE_DEVICES``, ``HIP_VISIBLE_DEVICES``.
@@ -19,7 +21,7 @@ import dataclasses
 
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
-from gpuready.probes import pci
+from gpuready.probes import amd_tools, pci
 from gpuready.probes.apu_memory import shared_pool
 from gpuready.probes.memory import parse_meminfo
 
@@ -207,12 +209,19 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         if access is False:
             problems.append(Problem("amd", "this user may not open /dev/kfd or the GPU render nodes", RENDER_HINT, "warning"))
     gpus = []
-    for _, device in cards:
+    smi_vram, smi_said = None, ""  # rocm-smi or amd-smi, asked only when sysfs lacks a card's VRAM size
+    for position, (_, device) in enumerate(cards):
         key = location_id(device.address)
         index, node = by_location.get(key, (None, None)) if key else (None, None)
         target = gfx_target(node.get("gfx_target_version")) if node else None
         vram_total = pci.read_int(host, f"{device.sysfs}/mem_info_vram_total")
         vram_used = pci.read_int(host, f"{device.sysfs}/mem_info_vram_used")
+        from_smi = False
+        if vram_total is None:
+            if smi_vram is None and not smi_said:
+                smi_vram, smi_said = amd_tools.tool_vram(host, len(cards))  # smi_said: the tool, or what failed
+            if smi_vram and smi_vram[position][0] is not None:
+                (vram_total, vram_used), from_smi = smi_vram[position], True
         gtt_total = pci.read_int(host, f"{device.sysfs}/mem_info_gtt_total")
         gtt_used = pci.read_int(host, f"{device.sysfs}/mem_info_gtt_used")
         vram_free = vram_total - vram_used if vram_total is not None and vram_used is not None else None
@@ -244,8 +253,11 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             driver=device.driver,
             pci_id=device.pci_id,
             backends=backends,
-            source="sysfs+kfd" if node else "sysfs",
+            source=("sysfs+kfd" if node else "sysfs") + (f"+{smi_said}" if from_smi else ""),
         )
+        if total is None:
+            problems.append(Problem("amd", f"{name}: cannot read its VRAM size ({device.sysfs}/mem_info_vram_total is missing; {smi_said if not smi_vram else smi_said + ' gave no figure for it'})",
+                                    "Verdicts use the GPU table's memory size where it lists this GPU; `rocm-smi --showmeminfo vram` shows what ROCm sees.", "warning"))
         if access is False:
             gpu = dataclasses.replace(gpu, counted=False, not_counted_reason="this user may not open /dev/kfd or /dev/dri/renderD* (not in the render group)")
         elif not _visible(visible, index):

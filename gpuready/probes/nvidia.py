@@ -2,7 +2,8 @@
 
 Sources, in order:
 * the ``nvml`` readout (:mod:`gpuready.readouts.nvml`, the one place pynvml is called);
-* ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits`` when NVML is unusable;
+* ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits`` and ``nvidia-smi -L`` (MIG
+  instances) when NVML is unusable (see :mod:`gpuready.probes.nvidia_smi_more`);
 * ``/sys/bus/pci/devices/*/{vendor,device,class,uevent}`` to tell "no NVIDIA GPU" from
   "an NVIDIA GPU whose driver is not working", ``/dev/dxg`` for WSL2 and the device-tree
   model for Jetson boards (see :mod:`gpuready.probes.nvidia_fallback`);
@@ -293,6 +294,28 @@ def apply_visibility(
     return result, problems
 
 
+def _listed_migs(gpus: list[Seen], listed) -> tuple[list[Seen], list[Problem]]:
+    """Each GPU that ``nvidia-smi -L`` shows with MIG instances becomes those instances (memory from the profile name)."""
+    by_index = {entry.index: entry for entry in listed if entry.migs}
+    result: list[Seen] = []
+    problems: list[Problem] = []
+    for seen in gpus:
+        entry = by_index.get(seen.gpu.index)
+        if entry is None:
+            result.append(seen)
+            continue
+        from gpuready.probes import nvidia_smi_more as more
+
+        parent = dataclasses.replace(seen.gpu, source="nvidia-smi")
+        migs, _ = _mig_gpus(parent, {"mig_devices": more.mig_devices(entry)}, entry.uuid)
+        result.extend(dataclasses.replace(m, gpu=dataclasses.replace(m.gpu, source="nvidia-smi -L")) for m in migs)
+        named = ", ".join(sorted({profile for profile, _, _ in entry.migs}))
+        problems.append(Problem("nvidia", f"{seen.gpu.name} is split into {len(migs)} MIG instance(s) ({named}); without NVML each "
+                                "instance's memory is the size its profile names (3g.40gb: 40 GB) and its free memory is unknown",
+                                "Install nvidia-ml-py (`pip install nvidia-ml-py`) for each instance's exact memory.", "info"))
+    return result, problems
+
+
 def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
     """NVIDIA GPUs with total and free memory; a Problem with a hint when the driver is present but unusable."""
     if host.platform == "darwin":
@@ -311,18 +334,27 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             detail = f"{call}: {detail}" if isinstance(call, str) and detail else (call if isinstance(call, str) else detail)
         from gpuready.probes import nvidia_fallback as fallback
 
+        from gpuready.probes import nvidia_smi_more as more
+
         result = host.run(SMI_ARGV, timeout=10.0)
-        if result.ok:
-            gpus = fallback.parse_smi_csv(result.stdout)
+        parsed = fallback.parse_smi_csv(result.stdout) if result.ok else []
+        if parsed:
+            gpus = more.with_meminfo(parsed, parse_meminfo(host.read_text("/proc/meminfo") or ""))
+            listed, list_problems = more.read_list(host, len(gpus))
+            gpus, problems = _listed_migs(gpus, listed)
+            problems += list_problems + more.csv_problems(result.stdout)
             if error not in ("not_found", "PYNVML_NOT_INSTALLED"):
                 problems.append(Problem("nvidia", f"NVML failed ({error}); read the GPUs with nvidia-smi instead", NVML_HINTS.get(error), "info"))
             elif gpus:
-                problems.append(Problem("nvidia", "NVML is not available; read the GPUs with nvidia-smi (no bandwidth or MIG details)", NVML_HINTS["PYNVML_NOT_INSTALLED"], "info"))
+                problems.append(Problem("nvidia", "NVML is not available; read the GPUs with nvidia-smi (no bandwidth, and no exact memory per MIG instance)", NVML_HINTS["PYNVML_NOT_INSTALLED"], "info"))
         else:
             if result.status == "ok" and error in ("not_found", "PYNVML_NOT_INSTALLED", "NVML_ERROR_LIBRARY_NOT_FOUND"):
                 said = fallback.smi_error(result.stdout, result.stderr, result.returncode)
                 error = said if said.startswith("NVML_") or error == "not_found" else error
-            return fallback.unusable(host, error, detail, started=isinstance(readout, dict) and readout.get("call") not in (None, "nvmlInit"))
+            if result.ok:  # exit code 0 but not one GPU row it could read
+                detail = detail or "nvidia-smi printed no GPU row gpuready could read"
+            gpus, problems = fallback.unusable(host, error, detail, started=isinstance(readout, dict) and readout.get("call") not in (None, "nvmlInit"))
+            return gpus, problems + (more.csv_problems(result.stdout) if result.ok else [])
     visible, visibility = apply_visibility(
         gpus, host.env("CUDA_VISIBLE_DEVICES"), host.env("NVIDIA_VISIBLE_DEVICES"), host.env("CUDA_DEVICE_ORDER")
     )

@@ -3,8 +3,8 @@
 Sources: ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits`` and its error
 messages; ``/sys/bus/pci/devices/*`` (vendor 0x10de, class 03xxxx, uevent DRIVER=);
 ``/proc/sys/kernel/osrelease``, ``/proc/version``, ``WSL_DISTRO_NAME``/``WSL_INTEROP``, ``/usr/lib/wsl`` and ``/dev/dxg`` (WSL2); ``/proc/device-tree/model`` or
-``/sys/firmware/devicetree/base/model`` and ``/proc/meminfo`` (Jetson boards, whose GPU
-is not on a PCI bus).
+``/sys/firmware/devicetree/base/model``, ``/proc/meminfo`` and ``/etc/nv_tegra_release``
+(Jetson boards, whose GPU is not on a PCI bus).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
 from gpuready.probes import fields, pci
 from gpuready.probes.memory import parse_meminfo
+from gpuready.probes.nvidia_smi_more import l4t_version, split_row
 from gpuready.probes.nvidia_common import (
     CONTAINER_HINT,
     MIB,
@@ -39,15 +40,14 @@ def parse_smi_csv(text: str) -> list[Seen]:
     """GPUs from ``nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits``."""
     gpus = []
     for line in text.splitlines():
-        cells = [cell.strip() for cell in line.split(",")]
-        if len(cells) != len(SMI_FIELDS):
+        values = split_row(line)  # a name with commas joined back, "[N/A]" cells empty
+        if values is None:
             continue
-        values = dict(zip(SMI_FIELDS, cells))
 
         def mib(key: str) -> int | None:
             try:
                 return int(float(values[key])) * MIB
-            except ValueError:  # "[N/A]", "[Not Supported]"
+            except ValueError:  # "[N/A]", "[Not Supported]" (read as "")
                 return None
 
         try:
@@ -57,7 +57,7 @@ def parse_smi_csv(text: str) -> list[Seen]:
         device_id = values["pci.device_id"]
         gpu = GPU(
             vendor="nvidia",
-            name=values["name"],
+            name=values["name"] or f"NVIDIA GPU {index}",
             kind="unified" if UNIFIED_NAMES.search(values["name"]) else "discrete",
             index=index,
             memory_total_bytes=mib("memory.total"),
@@ -102,14 +102,17 @@ def jetson(host: Host) -> GPU | None:
     if host.arch != "arm64":
         return None
     model = next((fields.label(text) or "" for path in DEVICE_TREE_MODELS if (text := host.read_text(path))), "")
+    release = l4t_version(host)
     if "jetson" not in model.lower():
-        return None
+        if release is None:
+            return None
+        model = "NVIDIA Jetson"  # /etc/nv_tegra_release marks a Jetson even when the device-tree model is unreadable
     name = re.sub(r"\s*Developer Kit.*$", "", model, flags=re.IGNORECASE).strip()
     name = name if name.upper().startswith("NVIDIA") else f"NVIDIA {name}"
     meminfo = parse_meminfo(host.read_text("/proc/meminfo") or "")
     gpu = GPU(vendor="nvidia", name=name, kind="unified", memory_total_bytes=meminfo.get("MemTotal"),
               memory_free_bytes=meminfo.get("MemAvailable"), memory_usable_bytes=meminfo.get("MemAvailable"),
-              driver="nvgpu", backends=("cuda",), source="devicetree+proc_meminfo")
+              driver="nvgpu", driver_version=release, backends=("cuda",), source="devicetree+proc_meminfo")
     value, source, _ = tables.reconcile_bandwidth(gpu, None, "")
     return dataclasses.replace(gpu, bandwidth_bytes_per_s=value, bandwidth_source=source)
 
