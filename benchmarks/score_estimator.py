@@ -77,6 +77,11 @@ CPU_SPECS = {
 # Ollama, LM Studio and llama.cpp releases run), so fork rows are scored and shown but kept
 # out of the CPU fit.
 FORKS = ("ik_llama.cpp", "llamafile")
+# GeForce RTX cards: catalog/gpus.toml lists NVIDIA's FP16 tensor rate with FP32 accumulate, half
+# the FP16-accumulate rate on GeForce (NVIDIA's Turing, Ampere and Ada whitepapers); llama.cpp's
+# prompt kernels (FP16-compute cuBLAS, int8 MMQ, FP16-accumulate Vulkan cooperative matrices) run
+# at the full rate. The prompt fit tries this factor as a term (PROMPT_GEFORCE_RATE).
+GEFORCE_FULL_RATE = 2.0
 MEMORY = re.compile(r"^(?:LP)?DDR\d[A-Z]?-(\d{3,5}) (\d+)ch$")
 
 # Base models the text-generation rows measure that are not in the catalogue, from each
@@ -274,7 +279,8 @@ def text_generation(catalog, out: list[str]) -> None:
         else:
             prompt_rows.append(speedfit.PromptRow(backend, family, implied, device_key(row, device), source_key(row),
                                                   2 * model.active_params / device.flops, 2 * model.active_params / 1e12,
-                                                  f"{model.id} {quant_id}"))
+                                                  f"{model.id} {quant_id}",
+                                                  GEFORCE_FULL_RATE if est.is_geforce_rtx(device) else 1.0, model.is_moe))
         if backend == "cpu":
             cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
                                    row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",
@@ -472,7 +478,7 @@ def constants_text() -> str:
             tables["LAYER_SECONDS"][key] = f"{fitted:.1f}e-6"
         elif name == "PROMPT_SECONDS_PER_TFLOP (milliseconds)":
             tables["PROMPT_SECONDS_PER_TFLOP"][key] = f"{fitted:.2f}e-3"
-        elif name == "MOE_LAYER_FACTOR":
+        elif name in ("MOE_LAYER_FACTOR", "PROMPT_GEFORCE_RATE", "PROMPT_MOE_FACTOR"):
             tables[name] = f"{fitted:.2f}"
         elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY", "UNPACK_OPS_PER_WEIGHT",
                       "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND"):

@@ -47,6 +47,7 @@ class GenRow:
     moe: bool = False  # mixture of experts: routing adds kernels (router, top-k, gathered matmuls) per layer
     variant: str = ""  # model and quant: pairs a prompt row with its generation row for time to first token
     weight_s: float = 0.0  # active weights / peak FLOPS: seconds per unpacking op per weight (0: FLOPS unknown)
+    rate: float = 1.0  # prompt rows: the matrix rate the kernels can use, in multiples of the table FLOPS
 
 
 def klass(row: GenRow, hbm: bool) -> str:
@@ -73,6 +74,8 @@ class PromptRow:
     ideal_s: float = 0.0  # 2 x active params / peak FLOPS
     tflop: float = 0.0  # 2 x active params / 1e12: the work of one token, in TFLOP
     variant: str = ""  # model and quant
+    rate: float = 1.0  # the matrix rate the kernels can use, in multiples of the table FLOPS (2 on GeForce RTX)
+    moe: bool = False  # mixture of experts
 
 
 @dataclass(frozen=True)

@@ -117,29 +117,44 @@ MOE_LAYER_FACTOR = 1.00
 # matrix products): in the validation rows an H100 reads a 7B prompt no faster than an
 # RTX 4090. Fitted like generation (benchmarks/score_estimator.py), every efficiency capped at
 # 1 (the table's peak). COMPUTE_EFFICIENCY above stays the backend scale the image and speech
-# estimators use.
+# estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
+# neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 1.00,
-    "cuda": 1.00,
-    "metal": 0.64,
-    "rocm": 0.55,
+    "cpu": 0.97,
+    "cuda": 0.40,
+    "metal": 0.77,
+    "rocm": 0.61,
     "sycl": 1.00,
-    "vulkan": 0.77,
+    "vulkan": 0.54,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 149.01e-3,
-    "cuda": 6.89e-3,
+    "cpu": 0.00e-3,
+    "cuda": 0.00e-3,
     "metal": 0.00e-3,
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
     "vulkan": 0.00e-3,
 }
+# The matrix rate llama.cpp's prompt kernels reach on a GeForce RTX card, in multiples of the
+# FLOPS catalog/gpus.toml lists for it. That table gives GeForce cards NVIDIA's FP16 tensor rate
+# with FP32 accumulate, which GeForce runs at half the FP16-accumulate rate (NVIDIA's Turing, Ampere
+# and Ada whitepapers); workstation and data-centre cards list their full rate. llama.cpp's matrix
+# kernels do not use the half rate: cuBLAS GEMMs at default precision compute in FP16
+# (ggml-cuda, ggml_cuda_op_mul_mat_cublas, CUBLAS_COMPUTE_16F on Volta and newer), the quantised
+# MMQ kernels use int8 tensor cores, and Vulkan's cooperative-matrix kernels accumulate in FP16.
+# So a GeForce card gets this factor (2.0) and every other card 1.0; 1.0 when the fit drops the
+# term (benchmarks/ACCURACY.md, "Which terms stay").
+PROMPT_GEFORCE_RATE = 2.00
+# A mixture-of-experts model's software ceiling (the PROMPT_SECONDS_PER_TFLOP term) in multiples of a
+# dense model's: each expert multiplies only its share of the batch, and the router and gather run
+# between the products (ggml_mul_mat_id). 1.0 when the fit drops the term.
+PROMPT_MOE_FACTOR = 1.00
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.00,
+    "float": 0.89,
     "k-quant": 1.00,
-    "legacy": 1.00,
-    "mxfp4": 1.00,
+    "legacy": 0.72,
+    "mxfp4": 0.47,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
@@ -347,12 +362,24 @@ def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant
     return bytes_read / (device.bandwidth_bytes_per_s * efficiency) + fixed
 
 
+def is_geforce_rtx(device: Device) -> bool:
+    """A GeForce RTX card: tensor cores whose FP32-accumulate rate (the table's FLOPS) is half the FP16-accumulate rate."""
+    return device.kind == "gpu" and "GeForce RTX" in device.name
+
+
+def matrix_rate(device: Device) -> float:
+    """How many times its table FLOPS llama.cpp's prompt kernels can use: PROMPT_GEFORCE_RATE on a GeForce RTX card, else 1."""
+    return PROMPT_GEFORCE_RATE if is_geforce_rtx(device) else 1.0
+
+
 def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant") -> float:
     """Compute time at the backend's efficiency plus the backend's per-TFLOP software ceiling."""
     work = 2 * model.active_params
     efficiency = PROMPT_EFFICIENCY.get(device.backend, PROMPT_EFFICIENCY["cpu"])
     efficiency *= PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
-    return work / (device.flops * efficiency) + work / 1e12 * PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0)
+    flops = device.flops * matrix_rate(device)
+    ceiling = PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0) * (PROMPT_MOE_FACTOR if model.is_moe else 1.0)
+    return work / (flops * efficiency) + work / 1e12 * ceiling
 
 
 def speed_band(backends: list[str], sources: list[str], measured_spreads: tuple[float, ...] = ()) -> float:
@@ -483,7 +510,9 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
         if device.flops:
             lines.append(
-                f"prompt: {device.flops / 1e12:.1f} TFLOPS peak x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
+                f"prompt: {device.flops / 1e12:.1f} TFLOPS peak"
+                + (f" x {matrix_rate(device):.0f} (GeForce FP16-accumulate rate)" if matrix_rate(device) != 1.0 else "")
+                + f" x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
                 f", plus {PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0) * 1e3:.1f} ms a TFLOP (software ceiling){guess}"
             )
     return tuple(lines)
