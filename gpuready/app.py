@@ -155,6 +155,7 @@ def check_task(task: str | None) -> None:
 def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Hardware, list[Problem]] | None = None) -> Report:
     """The whole answer for one request: every model of the catalogue judged on the hardware."""
     catalog = catalog or load_catalog(request.catalog_dir)
+    everything = catalog  # --with names any model, whatever --quant narrows the judged ones to
     options = request.options
     if options.quant:
         known = set(catalog.quants) | {variant for model in catalog.models.values() for variant in model.quants}
@@ -167,8 +168,8 @@ def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Har
     if options.with_models:
         from gpuready.tasks.together import reserve
 
-        check_models(options.with_models, catalog, "--with")
-        resident = reserve(loaded.hardware, catalog, options.with_models, options)
+        check_models(options.with_models, everything, "--with")
+        resident = reserve(loaded.hardware, everything, options.with_models, options)
         result = build_report(loaded.hardware, loaded.problems, catalog, options, resident.hardware, resident.verdicts)
     else:
         result = build_report(loaded.hardware, loaded.problems, catalog, options)

@@ -283,3 +283,14 @@ def test_a_gpu_whose_driver_is_unusable_is_named_with_the_reason_not_called_miss
     assert code == 1
     assert "no GPU found" not in out and "is not usable: the NVIDIA driver is not usable" in out
     assert "hint: The NVIDIA kernel driver is not loaded" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["--resolution", "768x512", "--documents", "50000", "--context", "4096", "--placement", "split"],
+    ["--users", "4", "--with", "whisper-small", "--quant", "Q4_K_M"],
+    ["--method", "qlora", "--sequence", "1024", "--micro-batch", "2", "--lora-rank", "8", "--no-checkpointing"],
+])
+def test_a_report_with_every_setting_given_matches_the_schema(capsys, argv):
+    code, out, err = run(capsys, "report", "--json", "--machine", str(FIXTURES / "nvidia-rtx4090"), *argv)
+    assert code == 0, err
+    jsonschema.validate(json.loads(out), SCHEMA)

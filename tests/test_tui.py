@@ -605,3 +605,11 @@ def test_a_numeric_option_added_by_another_task_appears_in_the_settings_dialog()
     labels, options = run(scenario())
     assert "Image resolution (pixels a side, e.g. 1024)" in labels
     assert options == FutureOptions(image_resolution_px=1024)
+
+
+def test_the_settings_dialog_offers_whole_numbers_only_not_the_image_resolution_tuple():
+    from gpuready.frontends.tui.screens import numeric_settings
+
+    names = numeric_settings(Options())
+    assert "resolution" not in names and "quant" not in names and "checkpointing" not in names
+    assert {"context_tokens", "documents", "users"} <= set(names)

@@ -41,9 +41,14 @@ PLACEMENT_CHOICES = (
 
 
 def numeric_settings(options: Options) -> list[str]:
-    """Names of the Options fields that hold a number (int or None)."""
+    """Names of the Options fields that hold a whole number (int or None; not a (width, height) tuple)."""
     hints = typing.get_type_hints(type(options))
-    return [f.name for f in dataclasses.fields(options) if "int" in str(hints[f.name]) and f.name != "quant"]
+    return [f.name for f in dataclasses.fields(options) if _whole_number(hints[f.name])]
+
+
+def _whole_number(hint) -> bool:
+    options = typing.get_args(hint) or (hint,)
+    return int in options and all(option in (int, type(None)) for option in options)
 
 
 HELP = """\
