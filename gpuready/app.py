@@ -165,11 +165,8 @@ def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Har
     loaded = Loaded(*hardware) if hardware else load(request)
     if loaded.applied is not None:
         options = replace(options, measured_speeds=loaded.measured_speeds)
-    if options.with_models:
-        from gpuready.tasks.together import reserve
-
-        check_models(options.with_models, everything, "--with")
-        resident = reserve(loaded.hardware, everything, options.with_models, options)
+    resident = with_models(loaded.hardware, everything, options)
+    if resident is not None:
         result = build_report(loaded.hardware, loaded.problems, catalog, options, resident.hardware, resident.verdicts)
     else:
         result = build_report(loaded.hardware, loaded.problems, catalog, options)
@@ -180,13 +177,24 @@ def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Har
     return result
 
 
-def check_models(model_ids, catalog: Catalog, flag: str) -> None:
-    """Model ids the user typed must be in the catalogue."""
+def with_models(hardware: Hardware, catalog: Catalog, options: Options):
+    """The --with models judged in turn and their memory taken off the hardware
+    (gpuready.tasks.together.Resident), or None without --with."""
+    if not options.with_models:
+        return None
+    from gpuready.tasks.together import reserve
+
+    check_models(options.with_models, catalog, "--with")
+    return reserve(hardware, catalog, options.with_models, options)
+
+
+def check_models(model_ids, catalog: Catalog, flag: str | None = None) -> None:
+    """Model ids the user typed must be in the catalogue; the error names the closest ids (and the flag)."""
     for model_id in model_ids:
         if catalog.get(model_id) is None:
             close = catalog.closest(model_id)
             hint = f"; did you mean {', '.join(close)}?" if close else "; see `gpuready models`"
-            raise UsageError(f"{flag}: unknown model '{model_id}'{hint}")
+            raise UsageError(f"{flag + ': ' if flag else ''}unknown model '{model_id}'{hint}")
 
 
 def context_warning(report: Report) -> str | None:

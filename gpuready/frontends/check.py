@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gpuready.app import check_models
 from gpuready.catalog.loader import Catalog, CatalogError, read_toml
 from gpuready.errors import ExitCode, UsageError
 from gpuready.hardware import Hardware, Problem
@@ -100,11 +101,8 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
     if requirement.task and requirement.task not in registry.choices():
         raise UsageError(f"unknown task '{requirement.task}' (tasks: {', '.join(registry.choices())})")
     if requirement.model:
+        check_models((requirement.model,), catalog)
         model = catalog.get(requirement.model)
-        if model is None:
-            close = catalog.closest(requirement.model)
-            hint = f"; did you mean {', '.join(close)}?" if close else "; see `gpuready models`"
-            raise UsageError(f"unknown model '{requirement.model}'{hint}")
         if requirement.quant and requirement.quant not in model.quants:
             raise UsageError(f"model '{model.id}' has no quantisation '{requirement.quant}' (it has {', '.join(model.quants)})")
     task = requirement.task

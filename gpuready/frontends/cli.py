@@ -149,8 +149,6 @@ def cmd_check(args) -> int:
         requirements.append(Requirement(min_gpu_memory_bytes=size_flag(args.min_gpu_memory, "--min-gpu-memory")))
     if not requirements:
         raise UsageError("nothing to check: give --task, --model, --min-memory, --min-gpu-memory or --requirements")
-    if args.context is not None and args.context <= 0:
-        raise UsageError("--context must be a positive number of tokens")
     loaded = _loaded(args)
     problems = loaded.problems
     hardware, outcomes = _resident(loaded.hardware, catalog, task_options)
@@ -196,15 +194,15 @@ def cmd_gpus(args) -> int:
 
 def _resident(hardware, catalog, options):
     """The hardware left once the --with models are loaded, and an outcome for each of them."""
-    if not options.with_models:
+    from gpuready.app import with_models
+
+    resident = with_models(hardware, catalog, options)
+    if resident is None:
         return hardware, []
-    from gpuready.app import check_models
     from gpuready.frontends.check import Outcome, Requirement
-    from gpuready.tasks.together import describe, reserve
+    from gpuready.tasks.together import describe
     from gpuready.tasks.verdict import RUNNABLE
 
-    check_models(options.with_models, catalog, "--with")
-    resident = reserve(hardware, catalog, options.with_models, options)
     outcomes = [Outcome(Requirement(model=v.model_id), "met" if v.level in RUNNABLE else "not-met", f"loaded alongside: {describe(v)}")
                 for v in resident.verdicts]
     return resident.hardware, outcomes
@@ -212,12 +210,13 @@ def _resident(hardware, catalog, options):
 
 def cmd_models(args) -> int:
     from gpuready.app import check_task
+    from gpuready.tasks import registry
 
     if getattr(args, "gpus", False):
         return cmd_gpus(args)
     check_task(args.task)
     catalog = _catalog(args)
-    models = [m for m in catalog.models.values() if not args.task or m.task == args.task]
+    models = registry.models_for(catalog, args.task) if args.task else list(catalog.models.values())
     if args.json:
         rows = [
             {
