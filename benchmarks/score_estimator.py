@@ -23,7 +23,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpuready.catalog.loader import Quant  # noqa: E402
 from gpuready.catalog.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
 from gpuready.tasks import devices, encoders, image, speech  # noqa: E402
 from gpuready.tasks import text_estimate as est  # noqa: E402

@@ -19,7 +19,6 @@ from gpuready.bench.llama import LlamaBenchError, model_speed, parse, placement
 from gpuready.bench.results import Measurements
 from gpuready.bench.stats import Spread
 from gpuready.tasks.registry import load_catalog
-from gpuready.frontends.cli import main
 from gpuready.tasks.devices import cpu_device
 from gpuready.tasks.text_estimate import LAYER_SECONDS, MEASURED_BANDWIDTH_EFFICIENCY, MEASURED_EFFICIENCY_SPREAD, UNPACK_OPS_PER_WEIGHT
 from gpuready.hardware import Problem

@@ -3,7 +3,6 @@ limit before the table, the units of each task, and `check --max-wh-per-1k-token
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -12,25 +11,19 @@ import pytest
 
 from gpuready.catalog.power import power_table
 from gpuready.frontends.cli import main
-from gpuready.host import ReplayHost
-from gpuready.probes import probe_hardware
 from gpuready.report import build_report, report_json, schema_text
-from gpuready.tasks.energy import UNITS, energy
+from gpuready.tasks.energy import UNITS
 from gpuready.tasks.registry import judge_all, judge_model, load_catalog
 from gpuready.tasks.verdict import Options
+from replay_support import replayed_hardware
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
 RTX4090 = FIXTURES / "nvidia-rtx4090"
 CATALOG = load_catalog()
 
 
-def machine(path: Path):
-    hardware, _ = probe_hardware(ReplayHost(path))
-    return hardware
-
-
 def test_energy_is_the_board_power_times_the_time_of_one_unit_for_every_task():
-    hardware = machine(RTX4090)
+    hardware = replayed_hardware(RTX4090)
     seen = set()
     for verdict in judge_all(CATALOG, hardware, Options()):
         if verdict.placement != "gpu" or verdict.speed is None:
@@ -47,7 +40,7 @@ def test_energy_is_the_board_power_times_the_time_of_one_unit_for_every_task():
 
 
 def test_llama_3_1_8b_on_450_watts_takes_power_times_the_time_of_1000_tokens():
-    verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, machine(RTX4090), Options(quant="Q8_0"))
+    verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, replayed_hardware(RTX4090), Options(quant="Q8_0"))
     # 1,000 tokens at the estimated speed (about 84 tokens/s: 11.9 s) x the 4090's 450 W board power / 3,600
     seconds = 1000 / verdict.speed
     assert 70 < verdict.speed < 100
@@ -62,7 +55,7 @@ def test_nvmls_enforced_power_limit_wins_over_the_table(tmp_path):
     data = json.loads(readout.read_text())
     data["devices"][0]["power_limit_mw"] = 300000  # a 4090 capped at 300 W with nvidia-smi -pl
     readout.write_text(json.dumps(data))
-    hardware = machine(copy)
+    hardware = replayed_hardware(copy)
     assert hardware.gpus[0].power_limit_w == 300
     verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options(quant="Q8_0"))
     assert (verdict.energy.power_w, verdict.energy.power_source) == (300, "nvml")
@@ -70,23 +63,23 @@ def test_nvmls_enforced_power_limit_wins_over_the_table(tmp_path):
 
 
 def test_several_users_share_the_energy_of_a_batched_step():
-    one = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, machine(RTX4090), Options(quant="Q4_K_M"))
-    eight = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, machine(RTX4090), Options(quant="Q4_K_M", users=8))
+    one = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, replayed_hardware(RTX4090), Options(quant="Q4_K_M"))
+    eight = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, replayed_hardware(RTX4090), Options(quant="Q4_K_M", users=8))
     assert eight.energy.wh == pytest.approx(450 * 1000 / eight.estimate.batched.aggregate_tokens_per_s / 3600)
     assert eight.energy.wh < one.energy.wh
 
 
 def test_a_cpu_only_ryzen_uses_its_default_tdp_and_an_unknown_cpu_gives_no_figure():
-    ryzen = machine(FIXTURES / "linux-desktop-ryzen-7950x")
+    ryzen = replayed_hardware(FIXTURES / "linux-desktop-ryzen-7950x")
     verdict = judge_model(CATALOG.get("whisper-small"), CATALOG, ryzen, Options())
     assert (verdict.placement, verdict.energy.power_w, verdict.energy.power_source) == ("cpu", 170, "table")
     assert verdict.energy.wh == pytest.approx(170 / verdict.speed)  # Wh per hour of audio = W / x realtime
-    graviton = machine(FIXTURES / "linux-arm-graviton3")
+    graviton = replayed_hardware(FIXTURES / "linux-arm-graviton3")
     assert judge_model(CATALOG.get("whisper-small"), CATALOG, graviton, Options()).energy is None
 
 
 def test_a_mac_studio_uses_apples_whole_machine_maximum():
-    mac = machine(FIXTURES / "mac-studio-m2-ultra-192gb-wired")
+    mac = replayed_hardware(FIXTURES / "mac-studio-m2-ultra-192gb-wired")
     verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, mac, Options(quant="Q4_K_M"))
     assert (verdict.placement, verdict.energy.power_w) == ("gpu", 295)
 
@@ -103,7 +96,7 @@ def test_every_power_row_names_a_gpu_of_the_table_and_cites_a_source():
 def test_the_report_with_energy_validates_against_the_schema():
     import jsonschema
 
-    data = json.loads(json.dumps(report_json(build_report(machine(RTX4090), [], CATALOG, Options()))))
+    data = json.loads(json.dumps(report_json(build_report(replayed_hardware(RTX4090), [], CATALOG, Options()))))
     jsonschema.validate(data, json.loads(schema_text()))
     llama = next(v for v in data["verdicts"] if v["model_id"] == "llama-3.1-8b" and v["task"] == "text-generation")
     assert (llama["energy"]["unit"], llama["energy"]["power_source"]) == ("Wh per 1,000 tokens", "table")

@@ -10,15 +10,13 @@ from __future__ import annotations
 import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
 import faultinjection as fi
 from gpuready.tasks.registry import load_catalog
-from gpuready.hardware import Problem
 from gpuready.host import CommandResult, LiveHost, ReplayHost
-from gpuready.probes import REPORT_HINT, backends, nvidia, probe_hardware
+from gpuready.probes import REPORT_HINT, backends, probe_hardware
 from gpuready.readouts import nvml as nvml_readout
 from gpuready.report import build_report, dumps
 from gpuready.testing import FakeHost

@@ -7,7 +7,6 @@ import os
 import shutil
 import stat
 import sys
-import threading
 import time
 from pathlib import Path
 

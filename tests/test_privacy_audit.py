@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpuready.frontends.cli import main
-from gpuready.host import LiveHost, ReplayHost
+from gpuready.host import ReplayHost
 from gpuready.probes import probe_hardware
 from gpuready.recording import RecordingHost
 

@@ -203,7 +203,6 @@ def test_chunks_per_second_are_device_flops_times_efficiency_over_flops_per_chun
 def test_the_cpu_embedding_efficiency_reproduces_the_measurement_it_came_from():
     from pathlib import Path
 
-    from gpuready.tasks import text_estimate as est
     from gpuready.tomlcompat import tomllib
 
     path = Path(__file__).resolve().parent.parent / "benchmarks" / "validation" / "document-search.toml"

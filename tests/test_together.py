@@ -9,26 +9,20 @@ from pathlib import Path
 import pytest
 
 from gpuready.frontends.cli import main
-from gpuready.host import ReplayHost
-from gpuready.probes import probe_hardware
 from gpuready.report import build_report, report_json, schema_text
 from gpuready.tasks.devices import cpu_device, gpu_device
 from gpuready.tasks.registry import judge_model, load_catalog
 from gpuready.tasks.together import reserve
 from gpuready.tasks.verdict import Options
+from replay_support import replayed_hardware
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
 RTX4090 = FIXTURES / "nvidia-rtx4090"
 CATALOG = load_catalog()
 
 
-def machine(path: Path):
-    hardware, _ = probe_hardware(ReplayHost(path))
-    return hardware
-
-
 def test_companions_on_the_gpu_take_their_memory_off_it_in_turn():
-    hardware = machine(RTX4090)
+    hardware = replayed_hardware(RTX4090)
     before = gpu_device(hardware).usable_memory_bytes
     resident = reserve(hardware, CATALOG, ("whisper-large-v3", "bge-m3"), Options())
     whisper, bge = resident.verdicts
@@ -42,7 +36,7 @@ def test_companions_on_the_gpu_take_their_memory_off_it_in_turn():
 
 
 def test_a_companion_on_the_cpu_takes_system_memory():
-    ryzen = machine(FIXTURES / "linux-desktop-ryzen-7950x")
+    ryzen = replayed_hardware(FIXTURES / "linux-desktop-ryzen-7950x")
     resident = reserve(ryzen, CATALOG, ("whisper-small",), Options())
     (whisper,) = resident.verdicts
     assert whisper.placement == "cpu"
@@ -50,7 +44,7 @@ def test_a_companion_on_the_cpu_takes_system_memory():
 
 
 def test_on_unified_memory_a_companion_on_the_gpu_also_leaves_the_system_less():
-    mac = machine(FIXTURES / "mac-m3-max-40c-64gb")
+    mac = replayed_hardware(FIXTURES / "mac-m3-max-40c-64gb")
     resident = reserve(mac, CATALOG, ("whisper-large-v3",), Options())
     (whisper,) = resident.verdicts
     taken = whisper.estimate.gpu_memory_bytes
@@ -59,7 +53,7 @@ def test_on_unified_memory_a_companion_on_the_gpu_also_leaves_the_system_less():
 
 
 def test_a_model_that_fit_alone_no_longer_fits_beside_its_companions():
-    hardware = machine(RTX4090)
+    hardware = replayed_hardware(RTX4090)
     options = Options(quant="Q8_0", placement="gpu")
     qwen = CATALOG.get("qwen2.5-14b")
     assert judge_model(qwen, CATALOG, hardware, options).level == "runs-well"
@@ -72,7 +66,7 @@ def test_the_report_lists_the_resident_models_keeps_the_machines_own_memory_and_
 
     from gpuready import app
 
-    hardware = machine(RTX4090)
+    hardware = replayed_hardware(RTX4090)
     report = app.report(app.Request(options=Options(with_models=("whisper-large-v3",))), CATALOG, (hardware, []))
     data = json.loads(json.dumps(report_json(report)))
     jsonschema.validate(data, json.loads(schema_text()))

@@ -4,7 +4,6 @@ longer fit, and the flag and requirements key."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 

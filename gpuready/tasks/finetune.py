@@ -101,8 +101,8 @@ def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, opti
         f"micro-batch {plan.micro_batch}, gradient checkpointing {'on' if plan.checkpointing else 'off'}",
         "bytes a parameter: mixed-precision weights 6, gradients 4, AdamW 8, 8-bit AdamW 2 (Hugging Face, Model training anatomy); "
         "NF4 4.127 bits (QLoRA paper); LoRA adapters fp32 with AdamW, 16 bytes",
-        f"activations: 34 x tokens x hidden bytes a layer, 2 with checkpointing (Korthikanti et al. 2022), "
-        f"attention scores not stored (FlashAttention); loss: 16 bytes x tokens x vocabulary (float32 logits)",
+        "activations: 34 x tokens x hidden bytes a layer, 2 with checkpointing (Korthikanti et al. 2022), "
+        "attention scores not stored (FlashAttention); loss: 16 bytes x tokens x vocabulary (float32 logits)",
         f"memory range {fmt_gb(low)} (fused cross-entropy, as Unsloth or Liger) to {fmt_gb(high)} (allocator reserve): "
         "published figures for one recipe differ by about 2x",
     ]
