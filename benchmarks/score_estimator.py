@@ -104,8 +104,15 @@ ALIASES = {"llama-7b": "llama-2-7b", "llama-13b": "llama-2-13b", "llama-8b": "ll
 
 
 def load(task: str) -> list[dict]:
-    with open(VALIDATION / f"{task}.toml", "rb") as handle:
-        return tomllib.load(handle)["measurements"]
+    """The rows of benchmarks/validation/<task>.toml and of any <task>-<more>.toml beside it (rows measured
+    on machines we ran, or one source's batch, kept in their own file), in file-name order."""
+    rows = []
+    for path in sorted(VALIDATION.glob(f"{task}*.toml")):
+        if path.stem != task and not path.stem.startswith(f"{task}-"):
+            continue
+        with open(path, "rb") as handle:
+            rows.extend(tomllib.load(handle)["measurements"])
+    return rows
 
 
 def ape(estimated: float, measured: float) -> float:
