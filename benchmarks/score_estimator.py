@@ -87,6 +87,7 @@ MEMORY = re.compile(r"^(?:LP)?DDR\d[A-Z]?-(\d{3,5}) (\d+)ch$")
 # model's config.json on Hugging Face (meta-llama/Llama-2-7b-hf, Llama-2-13b-hf,
 # Llama-2-70b-hf, Meta-Llama-3-8B, Meta-Llama-3-70B, mistralai/Mistral-7B-Instruct-v0.2,
 # TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T): params, layers, hidden, heads, KV heads, vocab.
+# Every one of them has its own output matrix (config.json "tie_word_embeddings": false).
 ARCHITECTURES = {
     "llama-2-7b": (6.74e9, 32, 4096, 32, 32, 32000),
     "llama-2-13b": (13.02e9, 40, 5120, 40, 40, 32000),
@@ -184,7 +185,8 @@ def language_model(row: dict, catalog) -> LanguageModel | None:
         params, layers, hidden, heads, kv, vocab = ARCHITECTURES[base]
         model = LanguageModel(id=base, name=base, params=params, active_params=params, layers=layers,
                               hidden_size=hidden, attention_heads=heads, kv_heads=kv, head_dim=hidden // heads,
-                              context_length=4096, quants=(), source="config.json", vocab_size=vocab)
+                              context_length=4096, quants=(), source="config.json", vocab_size=vocab,
+                              tied_embeddings=False)
     else:
         model = catalog.get(base)
         if model is None or model.task != "text-generation":
@@ -264,11 +266,12 @@ def text_generation(catalog, out: list[str]) -> None:
         predicted = speed.generation_tokens_per_s_full_context if kind == "generation" else speed.prompt_tokens_per_s
         where = "Apple" if backend == "metal" else ("CPU" if backend == "cpu" else "GPU")
         family = est.quant_family(quant_id)
-        bytes_read = weights * model.active_params / model.params + kv_read
+        bytes_read = est.weights_read_bytes(model, weights) + kv_read
+        work = 2 * est.matmul_params(model)
         if kind == "generation":
             implied = row["tokens_per_s"] * bytes_read / device.bandwidth_bytes_per_s
         else:
-            implied = row["tokens_per_s"] * 2 * model.active_params / device.flops
+            implied = row["tokens_per_s"] * work / device.flops
         fork = next((name for name in FORKS if name in row.get("implementation", "")), None)
         if fork:
             forks[(kind, fork)].append((ape(predicted, row["tokens_per_s"]), implied))
@@ -279,12 +282,12 @@ def text_generation(catalog, out: list[str]) -> None:
                                             1 / row["tokens_per_s"], device_key(row, device), source_key(row),
                                             "hbm" if "HBM" in (device.memory_type or "") else "", model.is_moe,
                                             f"{model.id} {quant_id}" if depth == 0 else "",
-                                            model.active_params / device.flops if device.flops else 0.0))
+                                            est.matmul_params(model) / device.flops if device.flops else 0.0))
             if device.kind == "gpu" and not model.is_moe:
                 baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
         else:
             prompt_rows.append(speedfit.PromptRow(backend, family, implied, device_key(row, device), source_key(row),
-                                                  2 * model.active_params / device.flops, 2 * model.active_params / 1e12,
+                                                  work / device.flops, work / 1e12,
                                                   f"{model.id} {quant_id}",
                                                   GEFORCE_FULL_RATE if est.is_geforce_rtx(device) else 1.0, model.is_moe))
         if backend == "cpu":

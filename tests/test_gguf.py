@@ -15,6 +15,7 @@ import gguf as gguf_py
 import numpy as np
 import pytest
 
+from gpuready.tasks import text_estimate
 from gpuready.tasks.registry import load_catalog
 from gpuready.tasks.text import LanguageModel
 from gpuready.modelfiles.gguf import (
@@ -64,7 +65,7 @@ def add_llama_metadata(writer: gguf_py.GGUFWriter) -> None:
     writer.add_eos_token_id(128009)
 
 
-def write_tiny_llama(path, split_max_tensors: int = 0) -> None:
+def write_tiny_llama(path, split_max_tensors: int = 0, output: bool = True) -> None:
     writer = gguf_py.GGUFWriter(str(path), "llama", split_max_tensors=split_max_tensors)
     add_llama_metadata(writer)
     writer.add_tensor("token_embd.weight", quantised(VOCAB, HIDDEN, Q.Q4_K), raw_dtype=Q.Q4_K)
@@ -80,7 +81,8 @@ def write_tiny_llama(path, split_max_tensors: int = 0) -> None:
         writer.add_tensor(f"{block}.ffn_up.weight", quantised(FFN, HIDDEN, Q.Q4_K), raw_dtype=Q.Q4_K)
         writer.add_tensor(f"{block}.ffn_down.weight", quantised(HIDDEN, FFN, Q.Q6_K), raw_dtype=Q.Q6_K)
     writer.add_tensor("output_norm.weight", np.zeros(HIDDEN, dtype=np.float32))
-    writer.add_tensor("output.weight", quantised(VOCAB, HIDDEN, Q.Q6_K), raw_dtype=Q.Q6_K)
+    if output:  # without it the model's output projection reuses token_embd (tied embeddings)
+        writer.add_tensor("output.weight", quantised(VOCAB, HIDDEN, Q.Q6_K), raw_dtype=Q.Q6_K)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -182,12 +184,24 @@ def test_a_llama_file_becomes_a_language_model_with_its_real_weight_bytes(tiny_l
         source="GGUF header of Tiny-Llama-Instruct-Q4_K_M.gguf",
         family="llama",
         vocab_size=VOCAB,
+        tied_embeddings=False,  # the file has its own output.weight
         gguf_sizes={"Q4_K_M": float(TINY_WEIGHTS_BYTES)},
         gguf_source="tensor table of Tiny-Llama-Instruct-Q4_K_M.gguf",
         notes="21 tensors: 11 Q4_K, 5 F32, 5 Q6_K",  # Q4_K: token_embd + 5 a layer; F32: 2 norms a layer + output_norm
         origin=str(tiny_llama),
     )
     assert catalog_with_quant.quants["Q4_K_M"] == catalog.quants["Q4_K_M"]
+
+
+def test_a_file_without_an_output_matrix_has_tied_embeddings_and_reads_its_table_every_token(tmp_path, catalog):
+    path = tmp_path / "tied.gguf"
+    write_tiny_llama(path, output=False)
+    tied, _ = load_gguf(path, catalog)
+    untied, _ = load_gguf(write_tiny_llama(tmp_path / "untied.gguf") or tmp_path / "untied.gguf", catalog)
+    assert (tied.tied_embeddings, untied.tied_embeddings) == (True, False)
+    # tied: every parameter takes part in a token's matrix products; untied: all but the 256 x 320 input table
+    assert text_estimate.matmul_params(tied) == tied.active_params
+    assert text_estimate.matmul_params(untied) == untied.active_params - VOCAB * HIDDEN
 
 
 def test_a_file_type_missing_from_the_catalogue_gets_a_measured_quant(tmp_path, catalog):

@@ -248,6 +248,7 @@ def test_llama_3_1_8b_counts_exactly_its_safetensors_parameters():
     # embeddings 2 x 128,256 x 4,096 + 32 layers x (attention 41,943,040 + MLP 176,160,768 + 2 norms 8,192) + final norm 4,096
     model = language_model(LLAMA_3_1_8B, "llama", "Llama", "config.json")
     assert model.params == 8_030_261_248
+    assert model.tied_embeddings is False  # "tie_word_embeddings": false: the speed model skips the input table
 
 
 def test_gpt_oss_counts_total_parameters_and_its_alternating_window():

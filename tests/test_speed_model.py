@@ -14,7 +14,9 @@ from gpuready.tasks import text_estimate as est
 from gpuready.tasks.registry import load_catalog
 
 CATALOG = load_catalog()
-LLAMA_8B = CATALOG.get("llama-3.1-8b")  # 32 layers
+# 32 layers. Its untied input embedding (read by nobody per token) has its own tests below; the other
+# terms are pinned by hand on the model with that term off.
+LLAMA_8B = replace(CATALOG.get("llama-3.1-8b"), tied_embeddings=None)
 Q4_K_M = CATALOG.quants["Q4_K_M"]
 GIB = 1024**3
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -200,3 +202,39 @@ def test_a_rows_band_comes_only_from_other_devices_errors():
     covered = speedfit.band_coverage(errors, "device", share=0.5)
     # a's band: the median of b and c's errors (nearest rank: 10), b's: 5, c's: 5.
     assert [(r.device, band, inside) for r, band, inside in covered] == [("a", 10.0, True), ("b", 5.0, False), ("c", 5.0, False)]
+
+
+# --- the input embedding a token only gathers from ---------------------------------------------
+
+
+def test_an_untied_input_embedding_is_left_out_of_the_parameters_a_token_multiplies_through():
+    llama = CATALOG.get("llama-3.1-8b")  # tie_word_embeddings false: 128,256 x 4,096 table of its own
+    assert est.matmul_params(llama) == pytest.approx(8.03e9 - 128_256 * 4_096)  # 7.505e9
+    assert est.matmul_params(CATALOG.get("llama-3.2-3b")) == 3.21e9  # tied: the output projection reads the table
+    assert est.matmul_params(CATALOG.get("qwen3-30b-a3b")) == 3.3e9  # MoE: the stated active count stands
+    assert est.matmul_params(replace(llama, tied_embeddings=None)) == 8.03e9  # not known: nothing subtracted
+
+
+def test_a_token_reads_the_files_share_of_the_parameters_it_multiplies_through():
+    llama = CATALOG.get("llama-3.1-8b")
+    # 4.58 GiB Q4_K_M file x 7.505e9 / 8.03e9 = 4.28 GiB a token
+    assert est.weights_read_bytes(llama, 4.58 * GIB) == pytest.approx(4.58 * GIB * (8.03e9 - 525_336_576) / 8.03e9)
+    memory = est.MemoryBreakdown(int(4.58 * GIB), 0, 0, 0)
+    untied = est.speed(llama, memory, 0, gpu(), CPU, 1.0, "F16")  # F16: no unpacking term
+    unknown = est.speed(replace(llama, tied_embeddings=None), memory, 0, gpu(), CPU, 1.0, "F16")
+    fixed = 32 * est.LAYER_SECONDS["cuda"]
+    bandwidth = 1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]
+    assert 1 / untied.generation_tokens_per_s - fixed == pytest.approx(4.58 * GIB * 7.505e9 / 8.03e9 / bandwidth, rel=1e-3)
+    assert 1 / unknown.generation_tokens_per_s - fixed == pytest.approx(4.58 * GIB / bandwidth)
+    # the prompt's FLOPs shrink by the same share: 2 x 7.505e9 per token instead of 2 x 8.03e9
+    assert unknown.prompt_tokens_per_s / untied.prompt_tokens_per_s == pytest.approx(7.505e9 / 8.03e9, rel=1e-3)
+
+
+def test_the_catalogue_rejects_a_tied_embeddings_value_that_is_not_true_or_false():
+    from gpuready.catalog.loader import CatalogError, Entry
+    from gpuready.tasks.text import parse_language_model
+
+    data = {"id": "m", "name": "M", "params": 1e9, "layers": 2, "hidden_size": 64, "attention_heads": 4, "kv_heads": 4,
+            "context_length": 4096, "quants": ["Q4_K_M"], "source": "config.json", "tied_embeddings": "yes"}
+    with pytest.raises(CatalogError, match="tied_embeddings"):
+        parse_language_model(Entry(data, "text-generation.toml [[models]] #1"), CATALOG.quants)

@@ -193,6 +193,7 @@ def language_model(config: dict, model_id: str, name: str, source: str) -> Langu
         source=source,
         family=model_type,
         vocab_size=vocab,
+        tied_embeddings=bool(tied),
         sliding_window=window if window_layers else None,
         sliding_window_layers=window_layers,
         experts=experts,

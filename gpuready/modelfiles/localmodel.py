@@ -156,6 +156,8 @@ def gguf_language_model(header: GGUFHeader, path: Path) -> tuple[LanguageModel, 
         source=f"GGUF header of {path.name}",
         family=arch,
         vocab_size=vocab,
+        # llama.cpp writes output.weight only when the output projection has its own matrix.
+        tied_embeddings=not any(t.name == "output.weight" for t in header.tensors),
         sliding_window=window if window_layers else None,
         sliding_window_layers=window_layers,
         experts=experts,

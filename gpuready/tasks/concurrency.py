@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuready.tasks.devices import Device
-from gpuready.tasks.text_estimate import BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY, LanguageModel
+from gpuready.tasks.text_estimate import BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY, LanguageModel, matmul_params, weights_read_bytes
 
 # Each user's KV cache is taken as half full on average over a conversation that fills the
 # context (an assumption, stated in the basis).
@@ -35,7 +35,7 @@ def step_seconds(model: LanguageModel, weights_read: float, kv_bytes_per_user: f
     compute_time = 0.0
     if device.flops:
         compute = device.flops * COMPUTE_EFFICIENCY.get(device.backend, COMPUTE_EFFICIENCY["cpu"])
-        compute_time = fraction * users * 2 * model.active_params / compute
+        compute_time = fraction * users * 2 * matmul_params(model) / compute
     return (memory_time, "memory") if memory_time >= compute_time else (compute_time, "compute")
 
 
@@ -43,7 +43,7 @@ def batched(model: LanguageModel, weights_bytes: int, kv_bytes_per_user: int, us
             gpu: Device | None, cpu: Device, gpu_fraction: float) -> Batched | None:
     """Aggregate and per-user generation speed of ``users`` sequences decoded together;
     None when a device's bandwidth is unknown. Time on a GPU and a CPU part adds up (split placement)."""
-    weights_read = weights_bytes * model.active_params / model.params
+    weights_read = weights_read_bytes(model, weights_bytes)
     total, bounds = 0.0, []
     for device, fraction in ((gpu, gpu_fraction), (cpu, 1.0 - gpu_fraction)):
         if fraction <= 0:

@@ -77,6 +77,9 @@ def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageM
     mlx = entry.data.get("mlx", False)
     if not isinstance(mlx, bool):
         raise CatalogError(f"{entry.where}: 'mlx' must be true or false")
+    tied = entry.data.get("tied_embeddings")
+    if tied is not None and not isinstance(tied, bool):
+        raise CatalogError(f"{entry.where}: 'tied_embeddings' must be true or false")
     return LanguageModel(
         params=params,
         active_params=active,
@@ -90,6 +93,7 @@ def parse_language_model(entry: Entry, quants: Mapping[str, Quant]) -> LanguageM
         family=entry.text("family", required=False),
         released=entry.text("released", required=False),
         vocab_size=entry.integer("vocab_size", required=False),
+        tied_embeddings=tied,
         sliding_window=window,
         sliding_window_layers=window_layers,
         experts=entry.integer("experts", required=False),

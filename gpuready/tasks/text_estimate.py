@@ -48,21 +48,21 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.90,
-    "cuda": 0.98,
-    "cuda-hbm": 0.80,
-    "metal": 0.90,
-    "rocm": 0.89,
-    "sycl": 0.72,
-    "vulkan": 0.78,
+    "cpu": 0.88,
+    "cuda": 0.95,
+    "cuda-hbm": 0.79,
+    "metal": 0.88,
+    "rocm": 0.84,
+    "sycl": 0.67,
+    "vulkan": 0.73,
 }
 COMPUTE_EFFICIENCY = {
-    "cpu": 0.73,
-    "cuda": 0.31,
-    "metal": 0.63,
+    "cpu": 0.70,
+    "cuda": 0.30,
+    "metal": 0.62,
     "rocm": 0.55,
     "sycl": 0.30,
-    "vulkan": 0.47,
+    "vulkan": 0.45,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -88,13 +88,13 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 252.3e-6,
-    "cuda": 100.3e-6,
-    "cuda-hbm": 138.3e-6,
-    "metal": 172.0e-6,
-    "rocm": 96.3e-6,
+    "cpu": 249.5e-6,
+    "cuda": 99.2e-6,
+    "cuda-hbm": 138.9e-6,
+    "metal": 174.4e-6,
+    "rocm": 93.5e-6,
     "sycl": 0.0e-6,
-    "vulkan": 28.4e-6,
+    "vulkan": 26.8e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's peak FLOPS: a compute cost per weight, not per byte, which is why a 2-bit K-quant
@@ -102,9 +102,9 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 2.63,
-    "legacy": 1.46,
-    "mxfp4": 42.63,
+    "k-quant": 2.87,
+    "legacy": 1.47,
+    "mxfp4": 39.16,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -120,12 +120,12 @@ MOE_LAYER_FACTOR = 1.00
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 0.97,
-    "cuda": 0.40,
-    "metal": 0.77,
-    "rocm": 0.61,
+    "cpu": 0.91,
+    "cuda": 0.37,
+    "metal": 0.74,
+    "rocm": 0.58,
     "sycl": 1.00,
-    "vulkan": 0.54,
+    "vulkan": 0.49,
 }
 PROMPT_SECONDS_PER_TFLOP = {
     "cpu": 0.00e-3,
@@ -151,10 +151,10 @@ PROMPT_GEFORCE_RATE = 2.00
 PROMPT_MOE_FACTOR = 1.00
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 0.89,
+    "float": 0.91,
     "k-quant": 1.00,
-    "legacy": 0.72,
-    "mxfp4": 0.47,
+    "legacy": 0.74,
+    "mxfp4": 0.50,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
@@ -162,11 +162,11 @@ PROMPT_FAMILY_EFFICIENCY = {
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
     "cpu": 0.23,
-    "cuda": 0.13,
-    "metal": 0.13,
-    "rocm": 0.17,
+    "cuda": 0.12,
+    "metal": 0.12,
+    "rocm": 0.10,
     "sycl": 0.50,
-    "vulkan": 0.70,
+    "vulkan": 0.64,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
@@ -217,6 +217,9 @@ class LanguageModel:
     license: str | None = None
     hf_repo: str | None = None
     vocab_size: int | None = None
+    # Whether the output projection reuses the input embedding table (config.json
+    # tie_word_embeddings; a GGUF without an output.weight tensor). None: not known.
+    tied_embeddings: bool | None = None
     sliding_window: int | None = None
     sliding_window_layers: int = 0
     experts: int | None = None
@@ -290,6 +293,29 @@ def weights_bytes(model: LanguageModel, quant: Quant) -> tuple[int, str]:
         return int(model.gguf_sizes[quant.id]), f"weights: real {quant.id} file size"
     size = int(model.params * quant.bits_per_weight / 8)
     return size, f"weights: {model.params / 1e9:.2f}B parameters x {quant.bits_per_weight:.2f} bits ({quant.id})"
+
+
+def matmul_params(model: LanguageModel) -> float:
+    """Parameters one token multiplies through: the active parameters, less an untied input embedding table.
+
+    A token's input embedding is one row gathered from the vocab x hidden table, not a matrix
+    product: when the output projection has its own matrix (tie_word_embeddings false), that table
+    is neither read whole nor multiplied per token (llama.cpp's get_rows on token_embd.weight, then
+    the output.weight matmul). With tied embeddings the output projection reads the shared table,
+    so nothing is subtracted. For Llama 3 8B the table is 128,256 x 4,096 = 525M of 8.03B
+    parameters (6.5%); for Llama 2 7B 131M of 6.74B (1.9%). Mixture-of-experts models keep their
+    stated active count: publishers differ on whether it includes the input embedding (OpenAI's
+    gpt-oss counts exclude it, arXiv 2508.10925 table 1; Qwen3's include it).
+    """
+    active = model.active_params
+    if model.tied_embeddings is False and not model.is_moe and model.vocab_size:
+        active -= model.vocab_size * model.hidden_size
+    return active
+
+
+def weights_read_bytes(model: LanguageModel, weights_bytes: float) -> float:
+    """Bytes of weights one generated token reads: the file's share of the parameters it multiplies through."""
+    return weights_bytes * matmul_params(model) / model.params
 
 
 def kv_cache_bytes(model: LanguageModel, context_tokens: int) -> int:
@@ -374,7 +400,7 @@ def matrix_rate(device: Device) -> float:
 
 def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant") -> float:
     """Compute time at the backend's efficiency plus the backend's per-TFLOP software ceiling."""
-    work = 2 * model.active_params
+    work = 2 * matmul_params(model)
     efficiency = PROMPT_EFFICIENCY.get(device.backend, PROMPT_EFFICIENCY["cpu"])
     efficiency *= PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
     flops = device.flops * matrix_rate(device)
@@ -411,8 +437,7 @@ def speed(
     context" every token also reads the whole KV cache.
     """
     family = quant_family(quant_id) if quant_id else "k-quant"
-    active_share = model.active_params / model.params
-    weights_read = memory.weights_bytes * active_share
+    weights_read = weights_read_bytes(model, memory.weights_bytes)
     devices = [(gpu, gpu_fraction), (cpu, 1.0 - gpu_fraction)]
     if any(fraction > 0 and (device is None or not device.bandwidth_bytes_per_s) for device, fraction in devices):
         return None
@@ -421,7 +446,7 @@ def speed(
         if fraction <= 0:
             continue
         layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
-        unpack = model.active_params * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.flops if device.flops else 0.0
+        unpack = matmul_params(model) * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.flops if device.flops else 0.0
         empty += _seconds_per_token(weights_read * fraction, device, family, layers) + unpack
         full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device, family, layers) + unpack
         if device.flops:
