@@ -140,7 +140,7 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
         return None
     return devices.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
                       bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
-                      unified=spec.vendor == "apple", memory_type=spec.memory_type)
+                      unified=spec.vendor == "apple", memory_type=spec.memory_type, vector_flops=spec.fp32_flops)
 
 
 def cpu_device(row: dict) -> devices.Device | None:
@@ -282,7 +282,7 @@ def text_generation(catalog, out: list[str]) -> None:
                                             1 / row["tokens_per_s"], device_key(row, device), source_key(row),
                                             "hbm" if "HBM" in (device.memory_type or "") else "", model.is_moe,
                                             f"{model.id} {quant_id}" if depth == 0 else "",
-                                            est.matmul_params(model) / device.flops if device.flops else 0.0))
+                                            est.matmul_params(model) / device.unpack_flops if device.unpack_flops else 0.0))
             if device.kind == "gpu" and not model.is_moe:
                 baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
         else:

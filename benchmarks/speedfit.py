@@ -46,7 +46,7 @@ class GenRow:
     memory_class: str = ""  # "hbm" for HBM GPUs: their own efficiency and fixed cost when that term is on
     moe: bool = False  # mixture of experts: routing adds kernels (router, top-k, gathered matmuls) per layer
     variant: str = ""  # model and quant: pairs a prompt row with its generation row for time to first token
-    weight_s: float = 0.0  # active weights / peak FLOPS: seconds per unpacking op per weight (0: FLOPS unknown)
+    weight_s: float = 0.0  # weights multiplied / vector FLOPS: seconds per unpacking op per weight (0: FLOPS unknown)
     rate: float = 1.0  # prompt rows: the matrix rate the kernels can use, in multiples of the table FLOPS
 
 

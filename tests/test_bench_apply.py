@@ -61,9 +61,11 @@ def test_the_estimator_takes_the_measured_figure_with_its_own_efficiency_band_an
     model = catalog.models["llama-3.1-8b"]
     verdict = judge_model(model, catalog, hardware, Options(quant="Q4_K_M"))
     weights = verdict.estimate.memory.weights_bytes
-    # the measured bandwidth at its own efficiency, plus the speed model's fixed costs (per layer, unpacking K-quants)
-    seconds = (weights / (20e9 * MEASURED_BANDWIDTH_EFFICIENCY) + model.layers * LAYER_SECONDS["cpu"]
-               + model.active_params * UNPACK_OPS_PER_WEIGHT["k-quant"] / device.flops)
+    # the measured bandwidth at its own efficiency, plus the speed model's fixed costs (per layer, unpacking K-quants);
+    # a token reads and unpacks all but the untied 128,256 x 4,096 input embedding (tests/test_speed_model.py)
+    multiplied = model.active_params - 128_256 * 4_096
+    seconds = (weights * multiplied / model.params / (20e9 * MEASURED_BANDWIDTH_EFFICIENCY) + model.layers * LAYER_SECONDS["cpu"]
+               + multiplied * UNPACK_OPS_PER_WEIGHT["k-quant"] / device.flops)
     assert verdict.estimate.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
     assert verdict.uncertainty == pytest.approx(0.075 + MEASURED_EFFICIENCY_SPREAD)
     assert any(line.startswith("generation: Test CPU bandwidth 20 GB/s (measured on this machine, 2026-12-03, ±7.5%) x 88% "
@@ -102,8 +104,9 @@ def test_a_measured_gpu_bandwidth_uses_the_fitted_share_of_a_copy_not_of_a_peak(
     verdict = judge_model(model, catalog, measured_machine, Options(quant="Q4_K_M"))
     weights = verdict.estimate.memory.weights_bytes
     efficiency = min(1.0, BANDWIDTH_EFFICIENCY["cuda"] / GPU_COPY_SHARE_OF_PEAK)  # never more than the copy itself
-    seconds = (weights / (620e9 * efficiency) + model.layers * LAYER_SECONDS["cuda"]
-               + model.active_params * UNPACK_OPS_PER_WEIGHT["k-quant"] / gpu_device(measured_machine).flops)
+    multiplied = model.active_params - 128_256 * 4_096  # less the untied input embedding, gathered not read
+    seconds = (weights * multiplied / model.params / (620e9 * efficiency) + model.layers * LAYER_SECONDS["cuda"]
+               + multiplied * UNPACK_OPS_PER_WEIGHT["k-quant"] / gpu_device(measured_machine).flops)
     assert verdict.estimate.placement == "gpu"
     assert verdict.estimate.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
     assert verdict.uncertainty == pytest.approx(15 / 620 + MEASURED_EFFICIENCY_SPREAD, abs=1e-3)

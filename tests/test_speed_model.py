@@ -238,3 +238,25 @@ def test_the_catalogue_rejects_a_tied_embeddings_value_that_is_not_true_or_false
             "context_length": 4096, "quants": ["Q4_K_M"], "source": "config.json", "tied_embeddings": "yes"}
     with pytest.raises(CatalogError, match="tied_embeddings"):
         parse_language_model(Entry(data, "text-generation.toml [[models]] #1"), CATALOG.quants)
+
+
+def test_weights_are_unpacked_at_the_vector_rate_not_the_tensor_rate():
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    tensor_only = gpu(flops=165e12)
+    with_vector = replace(tensor_only, vector_flops=82.6e12)  # an RTX 4090: 165 TFLOPS FP16 tensor, 82.6 FP32
+    slow = est.speed(LLAMA_8B, memory, 0, with_vector, CPU, 1.0, "Q4_K_M")
+    fast = est.speed(LLAMA_8B, memory, 0, tensor_only, CPU, 1.0, "Q4_K_M")
+    # the same bytes and layers; only the unpacking term changes, from 8.03e9 x ops / 165e12 to / 82.6e12
+    assert 1 / slow.generation_tokens_per_s - 1 / fast.generation_tokens_per_s == pytest.approx(
+        unpack_s(8.03e9, 82.6e12) - unpack_s(8.03e9, 165e12))
+    assert with_vector.unpack_flops == 82.6e12 and tensor_only.unpack_flops == 165e12
+
+
+def test_a_table_gpu_carries_its_vector_rate_into_the_estimate():
+    from gpuready.tasks.devices import gpu_device
+    from gpuready.testing import cpu_machine
+    from gpuready.whatif import compose
+
+    hardware, _ = compose(cpu_machine(64), [], gpu="RTX 4090")
+    device = gpu_device(hardware)
+    assert device.vector_flops == pytest.approx(82.6e12)  # catalog/gpus.toml fp32_tflops

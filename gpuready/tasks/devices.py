@@ -50,6 +50,14 @@ class Device:
     # bandwidth_source "this-machine" (gpuready bench): where and when, and the relative spread.
     bandwidth_detail: str | None = None
     bandwidth_spread: float | None = None
+    # The vector (FP32 shader / CUDA-core) rate, where the table gives one: dequantising weights
+    # runs there, not on the tensor cores that `flops` (the FP16 matrix rate) counts.
+    vector_flops: float | None = None
+
+    @property
+    def unpack_flops(self) -> float | None:
+        """The rate quantised weights are unpacked at: the vector rate, else the only rate known."""
+        return self.vector_flops or self.flops
 
 
 
@@ -88,13 +96,25 @@ def backend_for(gpu: GPU) -> str:
     return BACKEND_BY_VENDOR.get(gpu.vendor, "vulkan")
 
 
-def _memory_type(gpu: GPU) -> str | None:
-    """The memory type of the GPU's catalog/gpus.toml row (HBM GPUs have their own speed constants)."""
+def _table_spec(gpu: GPU):
+    """The GPU's catalog/gpus.toml row, if it was matched to one."""
     if not gpu.table_id:
         return None
     from gpuready.catalog.tables import gpu_table
 
-    return next((spec.memory_type for spec in gpu_table() if spec.id == gpu.table_id), None)
+    return next((spec for spec in gpu_table() if spec.id == gpu.table_id), None)
+
+
+def _memory_type(gpu: GPU) -> str | None:
+    """The memory type of the GPU's catalog/gpus.toml row (HBM GPUs have their own speed constants)."""
+    spec = _table_spec(gpu)
+    return spec.memory_type if spec else None
+
+
+def _vector_flops(gpu: GPU) -> float | None:
+    """The FP32 vector rate of the GPU's table row (catalog/gpus.toml fp32_tflops)."""
+    spec = _table_spec(gpu)
+    return spec.fp32_flops if spec else None
 
 
 def gpu_usable_bytes(gpu: GPU) -> int | None:
@@ -138,6 +158,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
             count=len(gpus),
             unified=unified,
             memory_type=_memory_type(first),
+            vector_flops=(_vector_flops(first) or 0) * len(gpus) or None,
             **_measured(first.bandwidth_source),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):

@@ -48,13 +48,13 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.88,
+    "cpu": 0.89,
     "cuda": 0.95,
     "cuda-hbm": 0.79,
     "metal": 0.88,
-    "rocm": 0.84,
-    "sycl": 0.67,
-    "vulkan": 0.73,
+    "rocm": 0.86,
+    "sycl": 0.70,
+    "vulkan": 0.75,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.70,
@@ -88,23 +88,25 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 249.5e-6,
-    "cuda": 99.2e-6,
-    "cuda-hbm": 138.9e-6,
-    "metal": 174.4e-6,
-    "rocm": 93.5e-6,
+    "cpu": 251.9e-6,
+    "cuda": 93.5e-6,
+    "cuda-hbm": 126.2e-6,
+    "metal": 173.7e-6,
+    "rocm": 93.9e-6,
     "sycl": 0.0e-6,
-    "vulkan": 26.8e-6,
+    "vulkan": 27.1e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
-# device's peak FLOPS: a compute cost per weight, not per byte, which is why a 2-bit K-quant
+# device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
+# mul_mat_vec and mmvq kernels unpack with integer and FP32 instructions (dp4a on CUDA), not on
+# tensor cores -- or its only known rate: a compute cost per weight, not per byte, which is why a 2-bit K-quant
 # is not twice as fast as a 4-bit one (llama.cpp PR #4766: on an RTX 3090 Llama 2 7B runs at
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 2.87,
-    "legacy": 1.47,
-    "mxfp4": 39.16,
+    "k-quant": 2.81,
+    "legacy": 1.66,
+    "mxfp4": 17.84,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -166,7 +168,7 @@ SPEED_BAND = {
     "metal": 0.12,
     "rocm": 0.10,
     "sycl": 0.50,
-    "vulkan": 0.64,
+    "vulkan": 0.63,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
@@ -446,7 +448,7 @@ def speed(
         if fraction <= 0:
             continue
         layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
-        unpack = matmul_params(model) * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.flops if device.flops else 0.0
+        unpack = matmul_params(model) * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.unpack_flops if device.unpack_flops else 0.0
         empty += _seconds_per_token(weights_read * fraction, device, family, layers) + unpack
         full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device, family, layers) + unpack
         if device.flops:
@@ -528,7 +530,8 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
                 + (f" x {share:.0%} for {family}" if share != 1.0 else "")
                 + f", plus {LAYER_SECONDS.get(key, 0.0) * 1e6:.0f} us a layer a token (launch/sync)"
                 + (f", plus {UNPACK_OPS_PER_WEIGHT[family]:.1f} operations a weight to unpack {family} weights"
-                   if UNPACK_OPS_PER_WEIGHT.get(family) and device.flops else "")
+                   + (f" at {device.unpack_flops / 1e12:.1f} TFLOPS (vector rate)" if device.vector_flops else "")
+                   if UNPACK_OPS_PER_WEIGHT.get(family) and device.unpack_flops else "")
                 + guess
             )
         else:
