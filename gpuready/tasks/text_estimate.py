@@ -48,13 +48,13 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.89,
+    "cpu": 0.88,
     "cuda": 0.95,
     "cuda-hbm": 0.79,
     "metal": 0.88,
     "rocm": 0.86,
     "sycl": 0.70,
-    "vulkan": 0.75,
+    "vulkan": 0.78,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.70,
@@ -62,7 +62,7 @@ COMPUTE_EFFICIENCY = {
     "metal": 0.62,
     "rocm": 0.55,
     "sycl": 0.30,
-    "vulkan": 0.45,
+    "vulkan": 0.46,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -88,13 +88,13 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 251.9e-6,
-    "cuda": 93.5e-6,
-    "cuda-hbm": 126.2e-6,
-    "metal": 173.7e-6,
-    "rocm": 93.9e-6,
+    "cpu": 251.3e-6,
+    "cuda": 93.7e-6,
+    "cuda-hbm": 126.7e-6,
+    "metal": 174.1e-6,
+    "rocm": 93.8e-6,
     "sycl": 0.0e-6,
-    "vulkan": 27.1e-6,
+    "vulkan": 28.9e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -104,9 +104,9 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 2.81,
-    "legacy": 1.66,
-    "mxfp4": 17.84,
+    "k-quant": 2.82,
+    "legacy": 1.56,
+    "mxfp4": 18.23,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -124,10 +124,10 @@ MOE_LAYER_FACTOR = 1.00
 PROMPT_EFFICIENCY = {
     "cpu": 0.91,
     "cuda": 0.37,
-    "metal": 0.74,
+    "metal": 0.73,
     "rocm": 0.58,
     "sycl": 1.00,
-    "vulkan": 0.49,
+    "vulkan": 0.51,
 }
 PROMPT_SECONDS_PER_TFLOP = {
     "cpu": 0.00e-3,
@@ -163,12 +163,12 @@ PROMPT_FAMILY_EFFICIENCY = {
 # devices in five fall inside it. Backends measured on fewer than 3 devices (sycl: one) get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.23,
+    "cpu": 0.22,
     "cuda": 0.12,
     "metal": 0.12,
     "rocm": 0.10,
     "sycl": 0.50,
-    "vulkan": 0.63,
+    "vulkan": 0.20,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
