@@ -484,6 +484,9 @@ def estimate(
         basis[-1] += f"; x {users} users, one cache each"
     if model.is_moe:
         basis.append(f"mixture of experts: memory for all {model.params / 1e9:.1f}B parameters, speed from the {model.active_params / 1e9:.1f}B active")
+    if matmul_params(model) != model.active_params:
+        basis.append(f"speed: a token reads and multiplies {matmul_params(model) / 1e9:.2f}B of the {model.active_params / 1e9:.2f}B parameters; "
+                     f"the {model.vocab_size:,} x {model.hidden_size:,} input embedding, untied from the output, is only gathered from")
     if gpu is not None and gpu.usable_memory_bytes:
         memory = memory_breakdown(model, quant, context_tokens, gpu.backend, users)
         overhead = memory.overhead_bytes * gpu.count
@@ -541,6 +544,7 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
                 f"prompt: {device.flops / 1e12:.1f} TFLOPS peak"
                 + (f" x {matrix_rate(device):.0f} (GeForce FP16-accumulate rate)" if matrix_rate(device) != 1.0 else "")
                 + f" x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
-                f", plus {PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0) * 1e3:.1f} ms a TFLOP (software ceiling){guess}"
+                + (f", plus {PROMPT_SECONDS_PER_TFLOP[device.backend] * 1e3:.1f} ms a TFLOP (software ceiling)"
+                   if PROMPT_SECONDS_PER_TFLOP.get(device.backend) else "") + f"{guess}"
             )
     return tuple(lines)
