@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from gpuready.catalog.power import power_table  # noqa: E402
 from gpuready.catalog.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
 from gpuready.tasks import devices, encoders, image, speech  # noqa: E402
 from gpuready.tasks import text_estimate as est  # noqa: E402
@@ -140,7 +141,8 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
         return None
     return devices.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
                       bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
-                      unified=spec.vendor == "apple", memory_type=spec.memory_type, vector_flops=spec.fp32_flops)
+                      unified=spec.vendor == "apple", memory_type=spec.memory_type, vector_flops=spec.fp32_flops,
+                      power_watts=power.watts if (power := power_table().gpu(spec.id)) else None)
 
 
 def cpu_device(row: dict) -> devices.Device | None:
@@ -293,7 +295,8 @@ def text_generation(catalog, out: list[str]) -> None:
             prompt_rows.append(speedfit.PromptRow(backend, family, implied, device_key(row, device), source_key(row),
                                                   work / device.flops, work / 1e12,
                                                   f"{model.id} {quant_id}",
-                                                  GEFORCE_FULL_RATE if est.is_geforce_rtx(device) else 1.0, model.is_moe))
+                                                  GEFORCE_FULL_RATE if est.is_geforce_rtx(device) else 1.0, model.is_moe,
+                                                  work / device.power_watts if device.power_watts else 0.0))
         if backend == "cpu":
             cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
                                    row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",
@@ -491,6 +494,8 @@ def constants_text() -> str:
             tables["LAYER_SECONDS"][key] = f"{fitted:.1f}e-6"
         elif name == "PROMPT_SECONDS_PER_TFLOP (milliseconds)":
             tables["PROMPT_SECONDS_PER_TFLOP"][key] = f"{fitted:.2f}e-3"
+        elif name == "PROMPT_JOULES_PER_FLOP (picojoules)":
+            tables["PROMPT_JOULES_PER_FLOP"][key] = f"{fitted:.3f}e-12"
         elif name in ("MOE_LAYER_FACTOR", "PROMPT_GEFORCE_RATE", "PROMPT_MOE_FACTOR"):
             tables[name] = f"{fitted:.2f}"
         elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY", "UNPACK_OPS_PER_WEIGHT",

@@ -50,17 +50,30 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     # "geforce": a GeForce RTX card's compute term at the full FP16-accumulate rate (rate x its table FLOPS);
     # "moe": a mixture-of-experts model's ceiling (per-TFLOP) term scaled by one fitted factor (small
     # per-expert batches, the gather and the router between the matrix products).
-    prompt_rows = [speedfit.GenRow(r.backend, r.family, r.ideal_s, r.tflop, r.ideal_s / r.implied, r.device, r.source,
-                                   moe=r.moe, variant=r.variant, rate=r.rate) for r in prompt_rows]
-
-    def prompt_cv(rows, key, geforce=True, ceiling=True, families=True, moe=True):
-        return speedfit.cross_validate_generation(full_rate(rows, geforce), key, layers=ceiling, families=families,
+    # The second term has two candidate forms, each fitted per backend in the "layers" slot of the fit:
+    # "ceiling", seconds per TFLOP of work (a software rate no faster GPU lifts), or "power", joules per
+    # FLOP over the board's power limit (a board at its limit cannot run its tensor cores at peak). Both
+    # forms go through the same term choice; the one with the lower held-out error is kept.
+    def prompt_cv(rows, key, geforce=True, ceiling=True, families=True, moe=True, power=None):
+        second = ceiling if power is None else power
+        return speedfit.cross_validate_generation(full_rate(rows, geforce), key, layers=second, families=families,
                                                   hbm=False, moe=moe, unpack=False)
 
-    prompt_terms, prompt_trials = choose_terms(prompt_rows, prompt_cv, ("geforce", "ceiling", "families", "moe"))
+    candidates = {}
+    for form in ("ceiling", "power"):
+        rows = [speedfit.GenRow(r.backend, r.family, r.ideal_s, r.tflop if form == "ceiling" else r.per_watt,
+                                r.ideal_s / r.implied, r.device, r.source, moe=r.moe, variant=r.variant, rate=r.rate)
+                for r in prompt_rows]
+        terms, trials = choose_terms(rows, prompt_cv, ("geforce", form, "families", "moe"))
+        candidates[form] = (min(score for _, score, _ in trials), rows, terms, trials)
+    prompt_form = min(candidates, key=lambda form: candidates[form][0])
+    _, prompt_rows, prompt_terms, _ = candidates[prompt_form]
+    prompt_trials = [(f"{label} ({form} form)" if label == "all terms" else label, score, best)
+                     for form in ("ceiling", "power") for label, score, best in candidates[form][3]]
+    second_on = prompt_terms[prompt_form]
     fit = speedfit.fit_generation(gen_rows, **gen_terms)
     prompt_rows = full_rate(prompt_rows, prompt_terms["geforce"])
-    pfit = speedfit.fit_generation(prompt_rows, layers=prompt_terms["ceiling"], families=prompt_terms["families"],
+    pfit = speedfit.fit_generation(prompt_rows, layers=second_on, families=prompt_terms["families"],
                                    hbm=False, moe=prompt_terms["moe"], unpack=False)
     lodo = speedfit.cross_validate_generation(gen_rows, "device", **gen_terms)
     loso = speedfit.cross_validate_generation(gen_rows, "source", **gen_terms)
@@ -129,7 +142,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
             ea = [e for r, e in a if r.family == family]
             out.append(f"| {family} | {len(ea)} | {statistics.median(ea):.1f}% | {max(ea):.0f}% |")
         out.append("")
-    time_to_first_token(gen_rows, prompt_rows, gen_terms, prompt_terms, out)
+    time_to_first_token(gen_rows, prompt_rows, gen_terms, {**prompt_terms, "second": second_on}, out)
     out.append("### Which terms stay\n")
     out.append("A term is kept only if dropping it raises the held-out error, the mean of the leave-one-device-out and "
                "leave-one-source-out medians (tried in order; a dropped term's constants are neutral: efficiency 1.0, "
@@ -139,8 +152,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         for label, score, best in trials:
             out.append(f"| {task} | {label} | {score:.2f}% | {'-' if best is None else f'{best:.2f}%'} |")
     kept = [name for name, on in {**gen_terms}.items() if on]
-    out.append(f"\nGeneration keeps: {', '.join(kept) or 'bandwidth only'}; prompt keeps: "
-               f"{', '.join(name for name, on in prompt_terms.items() if on) or 'compute only'}.\n")
+    out.append(f"\nGeneration keeps: {', '.join(kept) or 'bandwidth only'}; prompt keeps the {prompt_form} form of its "
+               f"second term and: {', '.join(name for name, on in prompt_terms.items() if on) or 'compute only'}.\n")
     bands(lodo, out, fits)
     out.append("### Fitted constants (gpuready/tasks/text_estimate.py holds these, rounded)\n")
     out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
@@ -155,8 +168,12 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         record(out, fits, "QUANT_FAMILY_EFFICIENCY", family, fit.family[family], est.QUANT_FAMILY_EFFICIENCY.get(family))
     for backend in sorted(pfit.efficiency):
         record(out, fits, "PROMPT_EFFICIENCY", backend, pfit.efficiency[backend], est.PROMPT_EFFICIENCY.get(backend))
-        record(out, fits, "PROMPT_SECONDS_PER_TFLOP (milliseconds)", backend, pfit.layer_s[backend] * 1e3,
+        ceiling = pfit.layer_s[backend] if prompt_form == "ceiling" else 0.0
+        joules = pfit.layer_s[backend] if prompt_form == "power" else 0.0
+        record(out, fits, "PROMPT_SECONDS_PER_TFLOP (milliseconds)", backend, ceiling * 1e3,
                est.PROMPT_SECONDS_PER_TFLOP[backend] * 1e3 if backend in est.PROMPT_SECONDS_PER_TFLOP else None)
+        record(out, fits, "PROMPT_JOULES_PER_FLOP (picojoules)", backend, joules * 1e12,
+               est.PROMPT_JOULES_PER_FLOP[backend] * 1e12 if backend in est.PROMPT_JOULES_PER_FLOP else None)
     record(out, fits, "PROMPT_GEFORCE_RATE", "all", 2.0 if prompt_terms["geforce"] else 1.0, est.PROMPT_GEFORCE_RATE)
     record(out, fits, "PROMPT_MOE_FACTOR", "all", pfit.moe_layer_factor, est.PROMPT_MOE_FACTOR)
     for family in sorted(pfit.family):
@@ -201,7 +218,7 @@ def time_to_first_token(gen_rows: list, prompt_rows: list, gen_terms: dict, prom
     errors = []
     for device in sorted({p.device for p, _ in pairs}):
         gen_fit = speedfit.fit_generation([r for r in gen_rows if r.device != device], **gen_terms)
-        prompt_fit = speedfit.fit_generation([r for r in prompt_rows if r.device != device], layers=prompt_terms["ceiling"],
+        prompt_fit = speedfit.fit_generation([r for r in prompt_rows if r.device != device], layers=prompt_terms["second"],
                                              families=prompt_terms["families"], hbm=False, moe=prompt_terms["moe"],
                                              unpack=False)
         for prompt, gen in ((p, g) for p, g in pairs if p.device == device):

@@ -76,6 +76,7 @@ class PromptRow:
     variant: str = ""  # model and quant
     rate: float = 1.0  # the matrix rate the kernels can use, in multiples of the table FLOPS (2 on GeForce RTX)
     moe: bool = False  # mixture of experts
+    per_watt: float = 0.0  # 2 x active params / the board's power limit (FLOP per watt); 0 where the power is unknown
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,8 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
         if moe and layers and experts:
             u = [row.layers * fixed[klass(row, hbm)] / row.measured_s for row in experts]
             y = [1 - parts(row)[0] - parts(row)[2] for row in experts]
-            factor = max(1.0, sum(a * b for a, b in zip(u, y)) / sum(a * a for a in u))
+            suu = sum(a * a for a in u)
+            factor = max(1.0, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0  # no row pays the term
         if unpack:
             for family in ops:
                 if family == "float":  # F16/BF16 weights need no unpacking

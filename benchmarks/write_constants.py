@@ -30,8 +30,8 @@ def main() -> int:
         block = re.search(rf"^{name} = \{{\n(.*?)^\}}\n", text, re.S | re.M)
         old = dict(re.findall(r'^    "([^"]+)": ([0-9.e-]+),', block.group(1), re.M))
         merged = {**{k: v for k, v in old.items() if k not in fitted and k == "sycl"}, **fitted}
-        if name in ("PROMPT_EFFICIENCY", "PROMPT_SECONDS_PER_TFLOP") and "sycl" not in merged:
-            merged["sycl"] = {"PROMPT_EFFICIENCY": "0.30", "PROMPT_SECONDS_PER_TFLOP": "0.0"}[name]
+        if name in ("PROMPT_EFFICIENCY", "PROMPT_SECONDS_PER_TFLOP", "PROMPT_JOULES_PER_FLOP") and "sycl" not in merged:
+            merged["sycl"] = {"PROMPT_EFFICIENCY": "0.30", "PROMPT_SECONDS_PER_TFLOP": "0.0", "PROMPT_JOULES_PER_FLOP": "0.0"}[name]
         body = "".join(f'    "{key}": {merged[key]},\n' for key in sorted(merged))
         text = text[:block.start(1)] + body + text[block.end(1):]
     ESTIMATE.write_text(text, encoding="utf-8")

@@ -260,3 +260,40 @@ def test_a_table_gpu_carries_its_vector_rate_into_the_estimate():
     hardware, _ = compose(cpu_machine(64), [], gpu="RTX 4090")
     device = gpu_device(hardware)
     assert device.vector_flops == pytest.approx(82.6e12)  # catalog/gpus.toml fp32_tflops
+
+
+# --- the prompt's power limit ---------------------------------------------------------------
+
+
+def test_a_prompt_token_pays_its_flops_energy_over_the_boards_power_limit(monkeypatch):
+    monkeypatch.setitem(est.PROMPT_JOULES_PER_FLOP, "cuda", 2e-12)  # 2 pJ a FLOP
+    monkeypatch.setitem(est.PROMPT_SECONDS_PER_TFLOP, "cuda", 0.0)
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    limited = replace(gpu(flops=200e12), power_watts=300.0)
+    result = est.speed(LLAMA_8B, memory, 0, limited, CPU, 1.0, "Q4_K_M")
+    work = 2 * 8.03e9
+    # compute at the backend's efficiency, plus 16.06 GFLOP x 2 pJ / 300 W = 107 us a token
+    seconds = work / (200e12 * est.PROMPT_EFFICIENCY["cuda"] * est.PROMPT_FAMILY_EFFICIENCY["k-quant"]) + work * 2e-12 / 300
+    assert result.prompt_tokens_per_s == pytest.approx(1 / seconds)
+    unknown = est.speed(LLAMA_8B, memory, 0, gpu(flops=200e12), CPU, 1.0, "Q4_K_M")  # no power figure: no power term
+    assert 1 / unknown.prompt_tokens_per_s == pytest.approx(seconds - work * 2e-12 / 300)
+
+
+@pytest.mark.parametrize("watts", [(100.0, 200.0), (300.0, 450.0), (450.0, 600.0)])
+def test_a_higher_power_limit_never_slows_the_prompt(watts):
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    low, high = (est.speed(LLAMA_8B, memory, 0, replace(gpu(), power_watts=w), CPU, 1.0, "Q4_K_M") for w in watts)
+    assert high.prompt_tokens_per_s >= low.prompt_tokens_per_s
+
+
+def test_a_table_gpu_carries_its_board_power_and_nvml_limit_wins():
+    import dataclasses
+
+    from gpuready.tasks.devices import gpu_device
+    from gpuready.testing import cpu_machine
+    from gpuready.whatif import compose
+
+    hardware, _ = compose(cpu_machine(64), [], gpu="RTX 4090")
+    assert gpu_device(hardware).power_watts == 450  # catalog/power.toml: Total Graphics Power 450 W
+    capped = dataclasses.replace(hardware, gpus=tuple(dataclasses.replace(g, power_limit_w=300.0) for g in hardware.gpus))
+    assert gpu_device(capped).power_watts == 300.0  # a user-set limit (nvidia-smi -pl) is what the card may draw

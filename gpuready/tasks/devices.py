@@ -53,6 +53,9 @@ class Device:
     # The vector (FP32 shader / CUDA-core) rate, where the table gives one: dequantising weights
     # runs there, not on the tensor cores that `flops` (the FP16 matrix rate) counts.
     vector_flops: float | None = None
+    # The board's power limit in watts (NVML's enforced limit, else catalog/power.toml; Apple: the
+    # whole Mac): sustained tensor throughput is at most this over the energy of a FLOP.
+    power_watts: float | None = None
 
     @property
     def unpack_flops(self) -> float | None:
@@ -111,6 +114,16 @@ def _memory_type(gpu: GPU) -> str | None:
     return spec.memory_type if spec else None
 
 
+def _power_watts(gpu: GPU) -> float | None:
+    """The GPU's power limit: NVML's enforced limit where read, else the board power of its table row."""
+    if gpu.power_limit_w:
+        return gpu.power_limit_w
+    from gpuready.catalog.power import power_table
+
+    power = power_table().gpu(gpu.table_id) if gpu.table_id else None
+    return power.watts if power else None
+
+
 def _vector_flops(gpu: GPU) -> float | None:
     """The FP32 vector rate of the GPU's table row (catalog/gpus.toml fp32_tflops)."""
     spec = _table_spec(gpu)
@@ -159,6 +172,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
             unified=unified,
             memory_type=_memory_type(first),
             vector_flops=(_vector_flops(first) or 0) * len(gpus) or None,
+            power_watts=(_power_watts(first) or 0) * len(gpus) or None,
             **_measured(first.bandwidth_source),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):

@@ -48,21 +48,21 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.88,
+    "cpu": 0.90,
     "cuda": 0.95,
-    "cuda-hbm": 0.79,
-    "metal": 0.88,
-    "rocm": 0.86,
-    "sycl": 0.70,
-    "vulkan": 0.78,
+    "cuda-hbm": 0.78,
+    "metal": 0.87,
+    "rocm": 0.88,
+    "sycl": 0.72,
+    "vulkan": 0.81,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.70,
-    "cuda": 0.30,
+    "cuda": 0.38,
     "metal": 0.62,
     "rocm": 0.55,
     "sycl": 0.30,
-    "vulkan": 0.46,
+    "vulkan": 0.31,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -88,13 +88,13 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 251.3e-6,
-    "cuda": 93.7e-6,
-    "cuda-hbm": 126.7e-6,
-    "metal": 174.1e-6,
-    "rocm": 93.8e-6,
+    "cpu": 233.7e-6,
+    "cuda": 94.0e-6,
+    "cuda-hbm": 123.9e-6,
+    "metal": 153.3e-6,
+    "rocm": 97.8e-6,
     "sycl": 0.0e-6,
-    "vulkan": 28.9e-6,
+    "vulkan": 30.3e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -104,9 +104,9 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 2.82,
-    "legacy": 1.56,
-    "mxfp4": 18.23,
+    "k-quant": 3.51,
+    "legacy": 1.73,
+    "mxfp4": 13.96,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -122,12 +122,12 @@ MOE_LAYER_FACTOR = 1.00
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 0.91,
-    "cuda": 0.37,
-    "metal": 0.73,
-    "rocm": 0.58,
+    "cpu": 0.81,
+    "cuda": 0.48,
+    "metal": 0.62,
+    "rocm": 0.60,
     "sycl": 1.00,
-    "vulkan": 0.51,
+    "vulkan": 0.38,
 }
 PROMPT_SECONDS_PER_TFLOP = {
     "cpu": 0.00e-3,
@@ -136,6 +136,21 @@ PROMPT_SECONDS_PER_TFLOP = {
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
     "vulkan": 0.00e-3,
+}
+# The second term's other form, energy per FLOP over the board's power limit: a matrix product at
+# full tensor rate draws more than most boards may (an RTX 4090 at its 450 W limit, an RTX 6000 Ada
+# at 300 W, an H100 PCIe at 350 W), so sustained prompt throughput is at most power / (joules a
+# FLOP). The power is NVML's enforced limit where the probe read one, else catalog/power.toml's board
+# power (Apple: the whole Mac). The fit (benchmarks/ACCURACY.md, "Which terms stay") keeps the form of
+# the second term that predicts held-out devices better and zeroes the other; a device whose power
+# is unknown pays no power term.
+PROMPT_JOULES_PER_FLOP = {
+    "cpu": 0.000e-12,
+    "cuda": 1.255e-12,
+    "metal": 0.000e-12,
+    "rocm": 2.514e-12,
+    "sycl": 0.000e-12,
+    "vulkan": 0.000e-12,
 }
 # The matrix rate llama.cpp's prompt kernels reach on a GeForce RTX card, in multiples of the
 # FLOPS catalog/gpus.toml lists for it. That table gives GeForce cards NVIDIA's FP16 tensor rate
@@ -153,22 +168,22 @@ PROMPT_GEFORCE_RATE = 2.00
 PROMPT_MOE_FACTOR = 1.00
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 0.91,
+    "float": 1.00,
     "k-quant": 1.00,
-    "legacy": 0.74,
-    "mxfp4": 0.50,
+    "legacy": 1.00,
+    "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
 # devices in five fall inside it. Backends measured on fewer than 3 devices (sycl: one) get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.22,
-    "cuda": 0.12,
+    "cpu": 0.23,
+    "cuda": 0.13,
     "metal": 0.12,
-    "rocm": 0.10,
+    "rocm": 0.14,
     "sycl": 0.50,
-    "vulkan": 0.20,
+    "vulkan": 0.18,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
@@ -401,13 +416,17 @@ def matrix_rate(device: Device) -> float:
 
 
 def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant") -> float:
-    """Compute time at the backend's efficiency plus the backend's per-TFLOP software ceiling."""
+    """Compute time at the backend's efficiency plus the second term: a per-TFLOP software ceiling or the
+    energy of the FLOPs over the board's power limit (whichever form the fit kept)."""
     work = 2 * matmul_params(model)
     efficiency = PROMPT_EFFICIENCY.get(device.backend, PROMPT_EFFICIENCY["cpu"])
     efficiency *= PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
     flops = device.flops * matrix_rate(device)
-    ceiling = PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0) * (PROMPT_MOE_FACTOR if model.is_moe else 1.0)
-    return work / (flops * efficiency) + work / 1e12 * ceiling
+    moe = PROMPT_MOE_FACTOR if model.is_moe else 1.0
+    ceiling = PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0) * moe
+    joules = PROMPT_JOULES_PER_FLOP.get(device.backend, 0.0) * moe
+    power = work * joules / device.power_watts if device.power_watts else 0.0
+    return work / (flops * efficiency) + work / 1e12 * ceiling + power
 
 
 def speed_band(backends: list[str], sources: list[str], measured_spreads: tuple[float, ...] = ()) -> float:
@@ -545,6 +564,9 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
                 + (f" x {matrix_rate(device):.0f} (GeForce FP16-accumulate rate)" if matrix_rate(device) != 1.0 else "")
                 + f" x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
                 + (f", plus {PROMPT_SECONDS_PER_TFLOP[device.backend] * 1e3:.1f} ms a TFLOP (software ceiling)"
-                   if PROMPT_SECONDS_PER_TFLOP.get(device.backend) else "") + f"{guess}"
+                   if PROMPT_SECONDS_PER_TFLOP.get(device.backend) else "")
+                + (f", at most {device.power_watts:.0f} W / {PROMPT_JOULES_PER_FLOP[device.backend] * 1e12:.2f} pJ a FLOP"
+                   f" (power limit)" if PROMPT_JOULES_PER_FLOP.get(device.backend) and device.power_watts else "")
+                + f"{guess}"
             )
     return tuple(lines)
