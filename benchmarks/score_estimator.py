@@ -495,11 +495,11 @@ def constants_text() -> str:
         elif name == "PROMPT_SECONDS_PER_TFLOP (milliseconds)":
             tables["PROMPT_SECONDS_PER_TFLOP"][key] = f"{fitted:.2f}e-3"
         elif name == "PROMPT_JOULES_PER_FLOP (picojoules)":
-            tables["PROMPT_JOULES_PER_FLOP"][key] = f"{fitted:.3f}e-12"
+            tables["PROMPT_JOULES_PER_FLOP"][key] = f"{fitted:.4f}e-12"
         elif name in ("MOE_LAYER_FACTOR", "PROMPT_GEFORCE_RATE", "PROMPT_MOE_FACTOR"):
             tables[name] = f"{fitted:.2f}"
         elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY", "UNPACK_OPS_PER_WEIGHT",
-                      "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND"):
+                      "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND", "PROMPT_BAND"):
             tables[name][key] = f"{fitted:.2f}"
     return "\n".join(f"{name} = {values}" if isinstance(values, str) else
                      f"{name} = {{" + ", ".join(f'"{k}": {v}' for k, v in sorted(values.items())) + "}"

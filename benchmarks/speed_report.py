@@ -155,6 +155,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     out.append(f"\nGeneration keeps: {', '.join(kept) or 'bandwidth only'}; prompt keeps the {prompt_form} form of its "
                f"second term and: {', '.join(name for name, on in prompt_terms.items() if on) or 'compute only'}.\n")
     bands(lodo, out, fits)
+    bands(p_lodo, out, fits, "PROMPT_BAND", "prompt")
     out.append("### Fitted constants (gpuready/tasks/text_estimate.py holds these, rounded)\n")
     out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
     for backend in sorted(fit.efficiency):
@@ -196,6 +197,16 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         train = [r for r in gen_rows if r.device != row.device]
         predicted = speedfit.predict_generation(row, speedfit.fit_generation(train, **gen_terms))
         out.append(f"| {row.device} | {row.backend} | {row.family} | {1 / row.measured_s:.1f} | {predicted:.1f} | {err:.0f}% |")
+    out.append("")
+    out.append("Largest held-out prompt errors (LODO):\n")
+    out.append("| device | backend | model and quant | source | measured t/s | predicted t/s | error |\n"
+               "|---|---|---|---|---:|---:|---:|")
+    for row, err in sorted(p_lodo, key=lambda pair: -pair[1])[:10]:
+        train = [r for r in prompt_rows if r.device != row.device]
+        predicted = speedfit.predict_generation(row, speedfit.fit_generation(
+            train, layers=second_on, families=prompt_terms["families"], hbm=False, moe=prompt_terms["moe"], unpack=False))
+        source = row.source.replace("https://github.com/", "").split("/blob/")[0]
+        out.append(f"| {row.device} | {row.backend} | {row.variant} | {source} | {1 / row.measured_s:.0f} | {predicted:.0f} | {err:.0f}% |")
     out.append("")
 
 
@@ -241,26 +252,27 @@ def record(out: list[str], fits: dict, name: str, key: str, fitted: float, const
     out.append(f"| {name} | {key} | {fitted:.2f} | {shown} |")
 
 
-def bands(lodo: list, out: list[str], fits: dict) -> None:
-    """SPEED_BAND per backend (80th percentile of its LODO errors) and the coverage of bands fitted without each device."""
-    out.append("### Bands\n")
-    out.append("Each speed's +/- is its backend's 80th percentile of leave-one-device-out generation errors. Coverage: "
+def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", what: str = "generation") -> None:
+    """A band per backend (80th percentile of its LODO errors) and the coverage of bands fitted without each device."""
+    current = getattr(est, constant)
+    out.append(f"### Bands: {what}\n")
+    out.append(f"Each {what} speed's +/- is its backend's 80th percentile of leave-one-device-out {what} errors. Coverage: "
                "for every row, the band computed from the other devices' held-out errors only, and whether the row's "
                "own held-out error falls inside it (target: about 80%, within 70-90%).\n")
     covered = speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
                                      floor=est.SPEED_UNCERTAINTY["assumed"] * 100)
     pooled = speedfit.percentile([e for _, e in lodo], 0.8) / 100
     out.append(f"A backend measured on fewer than {MIN_BAND_DEVICES} devices gets at least the pooled band of all rows "
-               f"(+/-{pooled:.0%}) and at least the +/-{est.SPEED_UNCERTAINTY['assumed']:.0%} of an assumed bandwidth: "
+               f"(+/-{pooled:.0%}) and at least the +/-{est.SPEED_UNCERTAINTY['assumed']:.0%} of an assumed figure: "
                "a percentile of one or two devices' errors says little.\n")
-    out.append("| backend | rows | devices | band (SPEED_BAND) | coverage |\n|---|---:|---:|---:|---:|")
+    out.append(f"| backend | rows | devices | band ({constant}) | coverage |\n|---|---:|---:|---:|---:|")
     for backend in sorted({row.backend for row, _ in lodo}):
         errors = [e for r, e in lodo if r.backend == backend]
         band = speedfit.percentile(errors, 0.8) / 100
         devices = len({r.device for r, _ in lodo if r.backend == backend})
         if devices < MIN_BAND_DEVICES:
             band = max(band, pooled, est.SPEED_UNCERTAINTY["assumed"])
-        fits[("SPEED_BAND", backend)] = (band, est.SPEED_BAND.get(backend))
+        fits[(constant, backend)] = (band, current.get(backend))
         inside = [hit for r, _, hit in covered if r.backend == backend]
         out.append(f"| {backend} | {len(errors)} | {devices} | +/-{band:.0%} | {sum(inside) / len(inside):.0%} |")
     total = [hit for _, _, hit in covered]

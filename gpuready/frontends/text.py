@@ -294,10 +294,12 @@ def render_estimate(verdict: Verdict) -> str:
                 f"Speed (+/-{speed.uncertainty:.0%})",
                 f"  generation        {speed.generation_tokens_per_s:8.1f} tokens/s (empty context)",
                 f"                    {speed.generation_tokens_per_s_full_context:8.1f} tokens/s (context full)",
-                f"  prompt            {speed.prompt_tokens_per_s:8.0f} tokens/s" if speed.prompt_tokens_per_s else "  prompt            unknown",
+                f"  prompt            {speed.prompt_tokens_per_s:8.0f} tokens/s{_band(speed.prompt_uncertainty)}"
+                if speed.prompt_tokens_per_s else "  prompt            unknown",
             ]
             if speed.time_to_first_token_s is not None:
-                lines.append(f"  first token       {speed.time_to_first_token_s:8.2f} s after a {TTFT_PROMPT_TOKENS}-token prompt")
+                lines.append(f"  first token       {speed.time_to_first_token_s:8.2f} s after a {TTFT_PROMPT_TOKENS}-token prompt"
+                             f"{_band(speed.prompt_uncertainty)}")
             if estimate.batched is not None:
                 lines.append(f"  {estimate.batched.users} users        {estimate.batched.per_user_tokens_per_s:8.1f} tokens/s each, "
                              f"{estimate.batched.aggregate_tokens_per_s:.0f} in all")
@@ -320,3 +322,8 @@ def render_estimate(verdict: Verdict) -> str:
         ]
         lines += table(rows, ["QUANT", "VERDICT", "MEMORY", "WHERE", "GEN tok/s"], right={2, 4})
     return "\n".join(lines) + "\n"
+
+
+def _band(uncertainty: float | None) -> str:
+    """The prompt's own band where it differs from the speed heading's (prompt speed is harder to predict)."""
+    return f" (+/-{uncertainty:.0%})" if uncertainty else ""

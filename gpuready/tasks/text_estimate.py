@@ -122,10 +122,10 @@ MOE_LAYER_FACTOR = 1.00
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 0.81,
-    "cuda": 0.48,
-    "metal": 0.62,
-    "rocm": 0.60,
+    "cpu": 0.79,
+    "cuda": 0.80,
+    "metal": 0.56,
+    "rocm": 0.54,
     "sycl": 1.00,
     "vulkan": 0.38,
 }
@@ -145,12 +145,12 @@ PROMPT_SECONDS_PER_TFLOP = {
 # the second term that predicts held-out devices better and zeroes the other; a device whose power
 # is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
-    "cpu": 0.000e-12,
-    "cuda": 1.255e-12,
-    "metal": 0.000e-12,
-    "rocm": 2.514e-12,
-    "sycl": 0.000e-12,
-    "vulkan": 0.000e-12,
+    "cpu": 0.0000e-12,
+    "cuda": 2.9864e-12,
+    "metal": 0.0153e-12,
+    "rocm": 0.0000e-12,
+    "sycl": 0.0000e-12,
+    "vulkan": 0.0000e-12,
 }
 # The matrix rate llama.cpp's prompt kernels reach on a GeForce RTX card, in multiples of the
 # FLOPS catalog/gpus.toml lists for it. That table gives GeForce cards NVIDIA's FP16 tensor rate
@@ -168,10 +168,10 @@ PROMPT_GEFORCE_RATE = 2.00
 PROMPT_MOE_FACTOR = 1.00
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.00,
+    "float": 1.26,
     "k-quant": 1.00,
-    "legacy": 1.00,
-    "mxfp4": 1.00,
+    "legacy": 1.05,
+    "mxfp4": 0.64,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
@@ -184,6 +184,18 @@ SPEED_BAND = {
     "rocm": 0.14,
     "sycl": 0.50,
     "vulkan": 0.18,
+}
+# The same for prompt speed and time to first token: the 80th percentile of each backend's
+# leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
+# harder to predict than generation (software and power limits, not one memory bus), so its band
+# is wider, and it is stated apart from the generation band.
+PROMPT_BAND = {
+    "cpu": 0.54,
+    "cuda": 0.42,
+    "metal": 0.19,
+    "rocm": 0.37,
+    "sycl": 0.54,
+    "vulkan": 1.94,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
@@ -274,6 +286,8 @@ class Speed:
     # Seconds from sending a TTFT_PROMPT_TOKENS-token prompt to the first generated token:
     # the prompt's processing plus one generated token. None where prompt speed is unknown.
     time_to_first_token_s: float | None = None
+    # Relative band of the prompt speed and of time to first token (PROMPT_BAND of the backends used).
+    prompt_uncertainty: float | None = None
 
 
 @dataclass(frozen=True)
@@ -481,6 +495,7 @@ def speed(
         prompt_tokens_per_s=(1.0 / prompt) if prompt else 0.0,
         uncertainty=uncertainty,
         time_to_first_token_s=(TTFT_PROMPT_TOKENS * prompt + empty) if prompt else None,
+        prompt_uncertainty=max(PROMPT_BAND.get(device.backend, PROMPT_BAND["sycl"]) for device in used) if prompt else None,
     )
 
 

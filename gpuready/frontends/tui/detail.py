@@ -121,10 +121,12 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
             if full:
                 text.append(f"             {full:8.1f} tok/s with the context full\n")
             prompt = getattr(speed, "prompt_tokens_per_s", None)
-            text.append(f"  prompt     {prompt:8.0f} tok/s\n" if prompt else "  prompt     unknown\n")
+            band = getattr(speed, "prompt_uncertainty", None)
+            band_note = f" (±{band:.0%})" if isinstance(band, float) else ""
+            text.append(f"  prompt     {prompt:8.0f} tok/s{band_note}\n" if prompt else "  prompt     unknown\n")
             first = getattr(speed, "time_to_first_token_s", None)
             if first is not None:
-                text.append(f"  first token {first:7.2f} s after a 512-token prompt\n")
+                text.append(f"  first token {first:7.2f} s after a 512-token prompt{band_note}\n")
         else:
             text.append(f"  {fmt.speed_cell(verdict)[0]}\n")
     energy = getattr(verdict, "energy", None)
