@@ -16,7 +16,7 @@ from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device
 # efficiency relative to CUDA's (same regime: batches of tokens through dense matrix
 # multiplies), said so in each basis.
 # Embedding models and text to speech use these too (no measurements of their own yet).
-ENCODER_EFFICIENCY = {"cuda": 0.11, "cpu": 0.11}
+ENCODER_EFFICIENCY = {"cuda": 0.13, "cpu": 0.11}
 
 
 def encoder_efficiency(backend: str) -> tuple[float, str]:

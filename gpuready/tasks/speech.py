@@ -40,10 +40,11 @@ BEAM_SIZE = 5
 # the text-generation constant.
 DECODER_EFFICIENCY = {"cuda": 0.12}
 VARIANT_BITS = {"fp32": 32.0, "fp16": 16.0, "int8": 8.0, "q8_0": 8.5, "q5_0": 5.5}
-STT_UNCERTAINTY = 0.35
+STT_UNCERTAINTY = 0.50
 # Text-to-speech has no measurements in benchmarks/validation yet, and the formula undercounts
 # convolutional vocoders (HiFi-GAN/iSTFTNet weights run at many upsampled positions): wide band.
-TTS_UNCERTAINTY = 0.6
+TTS_UNCERTAINTY = 0.98
+TTS_EFFICIENCY = {"cpu": 0.061, "cuda": 0.41}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,16 +144,28 @@ def stt_realtime(model: SpeechModel, variant: str, device: Device) -> tuple[floa
     return WINDOW_SECONDS / window, encode, [why_encoder, why_decoder]
 
 
+def tts_flops_per_audio_second(model: SpeechModel, passes: int | None = None) -> float:
+    """2 x parameters x output frames per second of audio x network passes per frame."""
+    return 2 * model.params * model.frames_per_second * (passes or model.passes_per_frame)
+
+
+def tts_efficiency(backend: str) -> tuple[float, str]:
+    """The fitted text-to-speech efficiency; other backends scale CUDA's by their prompt efficiency relative to CUDA's."""
+    if backend in TTS_EFFICIENCY:
+        return TTS_EFFICIENCY[backend], f"{TTS_EFFICIENCY[backend]:.1%} {backend} efficiency (fitted on published TTS real-time factors)"
+    prompt = text_estimate.COMPUTE_EFFICIENCY
+    value = TTS_EFFICIENCY["cuda"] * prompt.get(backend, prompt["cpu"]) / prompt["cuda"]
+    return value, (f"{value:.1%} {backend} efficiency (no TTS measurement for {backend}: CUDA's fit x {backend}'s "
+                   "text-generation prompt efficiency relative to CUDA's)")
+
+
 def tts_realtime(model: SpeechModel, device: Device) -> tuple[float | None, list[str]]:
     if not device.flops:
         return None, [f"throughput of {device.name} unknown: speed not estimated"]
-    # A TTS model runs every output frame of an utterance through the network at once, like a
-    # prompt through an LLM: the text-generation prompt efficiency applies. Cross-check, not a
-    # fit: F5-TTS at 32 NFE is quoted at RTF ~0.12 (8x real time) on an RTX 3090
-    # (https://her-os.app/RESEARCH-INDICF5-TTS-OPTIMIZATION.md); this gives ~6x.
-    efficiency = text_estimate.COMPUTE_EFFICIENCY.get(device.backend, text_estimate.COMPUTE_EFFICIENCY["cpu"])
-    why = f"{efficiency:.0%} {device.backend} efficiency (text-generation prompt constant)"
-    flops = 2 * model.params * model.frames_per_second * model.passes_per_frame
+    # Every output frame of an utterance goes through the network at once (compute bound, like a
+    # prompt); the efficiency is fitted on the rows of benchmarks/validation/speech-tts.toml.
+    efficiency, why = tts_efficiency(device.backend)
+    flops = tts_flops_per_audio_second(model)
     seconds = flops / (device.flops * efficiency)
     return 1.0 / seconds, [
         f"{flops / 1e9:.1f} GFLOPs per second of audio (2 x {model.params / 1e6:.0f}M parameters x "

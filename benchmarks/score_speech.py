@@ -1,0 +1,336 @@
+"""Speech sections of benchmarks/ACCURACY.md: speech to text (Whisper) and text to speech, scored by
+cross-validation (leave one device out, leave one source out) beside the in-sample fit.
+
+Called by score_estimator.py's report() with that module (for its row loader, hardware builders and
+FITS), so the constants fitted here land in the same FITS that tests/test_score_estimator.py pins.
+
+Every constant is a median of what the rows imply (a share of peak FLOPS or bandwidth); leave one
+device out refits the medians without the held-out device's rows and predicts that device, through
+the same fallback gpuready uses for a backend with no rows of its own.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gpuready.tasks import encoders, speech
+from gpuready.tasks import text_estimate as est
+
+WHISPER = {"whisper-large": "whisper-large-v3", "whisper-large-v2": "whisper-large-v3"}
+# whisper.cpp builds measured that current whisper.cpp has since made faster on the same hardware:
+# whisper.cpp PR #1486 (commit ae1bd69, Nov 2023) timed the V100 encoder at 9.0 / 14.9 / 40.6 / 105.4 ms
+# (tiny / base / small / medium); the v1.7.5 release notes (commit ad4e350) time the same V100 and
+# models at 4.0 / 7.0 / 18.7 / 53.2 ms. gpuready estimates current whisper.cpp, so these rows are
+# scored and shown but kept out of the fit (as score_estimator keeps llama.cpp forks out).
+SUPERSEDED = {"ae1bd69": "whisper.cpp PR #1486 build (Nov 2023), about 2x slower than v1.7.5 on the same V100"}
+TARGET = 25.0  # issue 10: leave-one-device-out median error, per speech direction
+BAND_PERCENTILE = 0.8  # as text generation's SPEED_BAND: four held-out devices in five inside the band
+GEFORCE_FULL_RATE = 2.0  # tried as a term: FP16-accumulate tensor rate on GeForce (see score_estimator)
+
+
+def whisper_model(catalog, name: str):
+    name = name.removesuffix(".en")
+    return catalog.get(WHISPER.get(name, name))
+
+
+def median_or_none(values):
+    return statistics.median(values) if values else None
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+@dataclass
+class Row:
+    kind: str  # encoder | realtime | tts
+    backend: str
+    device: str
+    source: str
+    label: str
+    measured: float  # encoder: seconds per window; realtime and tts: x real time
+    work: float  # encoder and tts: FLOPs per window / per second of audio; realtime: unused
+    peak: float  # device FLOPS (tables); for realtime rows the device itself is kept in `extra`
+    geforce: bool = False
+    layers: int = 0
+    cores: int = 0
+    extra: tuple = ()
+    in_fit: bool = True
+
+
+# --- fitting and cross-validation ----------------------------------------------------------
+
+
+def encoder_fit(rows: list[Row], geforce: float = 1.0) -> dict[str, float]:
+    """ENCODER_EFFICIENCY: per backend, the median of FLOPs / (peak x measured seconds)."""
+    implied = defaultdict(list)
+    for row in rows:
+        implied[row.backend].append(row.work / (row.peak * (geforce if row.geforce else 1.0) * row.measured))
+    return {backend: statistics.median(values) for backend, values in implied.items()}
+
+
+def fallback_efficiency(table: dict[str, float], backend: str) -> float:
+    """What gpuready does for a backend without rows: a fitted backend's figure (CUDA's, else CPU's) scaled by
+    the text-generation prompt efficiency of this backend relative to that one (tasks/encoders.py, tasks/speech.py)."""
+    if backend in table:
+        return table[backend]
+    reference = "cuda" if "cuda" in table else "cpu"
+    prompt = est.COMPUTE_EFFICIENCY
+    return table[reference] * prompt.get(backend, prompt["cpu"]) / prompt.get(reference, prompt["cpu"])
+
+
+def encoder_predict(row: Row, table: dict[str, float], geforce: float = 1.0) -> float:
+    return row.work / (row.peak * (geforce if row.geforce else 1.0) * fallback_efficiency(table, row.backend))
+
+
+def realtime_fit(rows: list[Row], encoder_table: dict[str, float]) -> dict[str, float]:
+    """DECODER_EFFICIENCY: per backend, the bandwidth share the time left after the estimated encoder implies."""
+    implied = defaultdict(list)
+    for row in rows:
+        model, variant, device = row.extra
+        encode = row.work / (device.flops * fallback_efficiency(encoder_table, row.backend))
+        decode = speech.WINDOW_SECONDS / row.measured - encode
+        if decode <= 0:
+            continue
+        read = model.decoder_params * speech.VARIANT_BITS[variant] / 8
+        implied[row.backend].append(read * speech.TOKENS_PER_WINDOW / (device.bandwidth_bytes_per_s * decode))
+    return {backend: statistics.median(values) for backend, values in implied.items()}
+
+
+def realtime_predict(row: Row, encoder_table: dict[str, float], decoder_table: dict[str, float]) -> float:
+    model, variant, device = row.extra
+    encode = row.work / (device.flops * fallback_efficiency(encoder_table, row.backend))
+    decoder = decoder_table.get(row.backend, est.BANDWIDTH_EFFICIENCY.get(row.backend, est.BANDWIDTH_EFFICIENCY["cpu"]))
+    per_token = model.decoder_params * speech.VARIANT_BITS[variant] / 8 / (device.bandwidth_bytes_per_s * decoder)
+    return speech.WINDOW_SECONDS / (encode + speech.TOKENS_PER_WINDOW * per_token)
+
+
+def tts_fit(rows: list[Row]) -> dict[str, float]:
+    """TTS_EFFICIENCY: per backend, the median of (FLOPs per second of audio / peak) / measured seconds per second."""
+    implied = defaultdict(list)
+    for row in rows:
+        implied[row.backend].append(row.work * row.measured / row.peak)
+    return {backend: statistics.median(values) for backend, values in implied.items()}
+
+
+def tts_predict(row: Row, table: dict[str, float]) -> float:
+    return row.peak * fallback_efficiency(table, row.backend) / row.work
+
+
+def stt_fits(train: list[Row], geforce: float = 1.0) -> tuple[dict, dict]:
+    encoder = encoder_fit([r for r in train if r.kind == "encoder"], geforce)
+    return encoder, realtime_fit([r for r in train if r.kind == "realtime"], encoder)
+
+
+def stt_predict(row: Row, fits: tuple[dict, dict], geforce: float = 1.0) -> float:
+    """Predicted x real time (realtime rows) or seconds per window (encoder rows)."""
+    encoder, decoder = fits
+    return encoder_predict(row, encoder, geforce) if row.kind == "encoder" else realtime_predict(row, encoder, decoder)
+
+
+def held_out(rows: list[Row], key, fit, predict) -> dict[int, float]:
+    """Absolute % error of each fitted row when every row sharing its key (device or source) is left out of the fit."""
+    errors = {}
+    for value in sorted({key(r) for r in rows}):
+        train = [r for r in rows if key(r) != value]
+        fits = fit(train)
+        for index, row in enumerate(rows):
+            if key(row) == value:
+                errors[index] = ape(predict(row, fits), row.measured)
+    return errors
+
+
+def ape(estimated: float, measured: float) -> float:
+    return abs(estimated - measured) / measured * 100
+
+
+def summary(values) -> str:
+    values = list(values)
+    return f"{statistics.median(values):.0f}% | {max(values):.0f}%" if values else "- | -"
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+
+def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
+    rows: list[Row] = []
+    skipped: dict[str, int] = defaultdict(int)
+    for raw in se.load("speech"):
+        backend = raw["backend"]
+        tts = "rtf" in raw
+        model = catalog.get(raw["model"]) if tts else whisper_model(catalog, raw["model"])
+        if model is None:
+            skipped["model not known"] += 1
+            continue
+        device = se.cpu_device(raw) if backend == "cpu" else se.gpu_device(raw, backend)
+        if device is None or not device.flops:
+            skipped["hardware not in the tables"] += 1
+            continue
+        common = dict(backend=backend, device=se.device_key(raw, device), source=se.source_key(raw), peak=device.flops,
+                      geforce="GeForce" in device.name, cores=raw.get("threads") or 0)
+        if tts:
+            passes = 2 * raw["nfe"] if raw.get("nfe") else model.passes_per_frame
+            work = speech.tts_flops_per_audio_second(model, passes)
+            rows.append(Row(kind="tts", label=f"{model.id} ({raw['voice']})", measured=1 / raw["rtf"], work=work, **common))
+        elif "encode_ms" in raw:
+            superseded = raw.get("commit") in SUPERSEDED
+            rows.append(Row(kind="encoder", label=f"{model.id} {raw['precision']}", measured=raw["encode_ms"] / 1000,
+                            work=speech.encoder_flops_per_window(model), layers=model.encoder_layers,
+                            in_fit=not superseded, **common))
+        elif raw["implementation"] == "faster-whisper" and raw.get("batch_size") == 1:
+            variant = raw["precision"]
+            rows.append(Row(kind="realtime", label=f"{model.id} {variant}", measured=raw["audio_seconds"] / raw["wall_seconds"],
+                            work=speech.encoder_flops_per_window(model), extra=(model, variant, device), **common))
+        else:
+            skipped["implementation not modelled (openai/whisper, transformers, batched, whisper.cpp end to end)"] += 1
+    return rows, skipped
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def report(se, catalog, out: list[str]) -> None:
+    rows, skipped = speech_rows(se, catalog)
+    speech_to_text(se, [r for r in rows if r.kind != "tts"], skipped, out)
+    text_to_speech(se, [r for r in rows if r.kind == "tts"], out)
+
+
+def cross_validated(rows: list[Row], fit, predict) -> tuple[dict, dict, dict]:
+    """(in-sample, LODO, LOSO) absolute % errors, by row index."""
+    fits = fit(rows)
+    in_sample = {i: ape(predict(r, fits), r.measured) for i, r in enumerate(rows)}
+    return in_sample, held_out(rows, lambda r: r.device, fit, predict), held_out(rows, lambda r: r.source, fit, predict)
+
+
+def headline_row(name: str, rows: list[Row], errors: tuple[dict, dict, dict]) -> str:
+    in_sample, lodo, loso = errors
+    devices = len({r.device for r in rows})
+    sources = len({r.source for r in rows})
+    met = "met" if statistics.median(lodo.values()) <= TARGET else "not met"
+    return (f"| {name} | {len(rows)} | {devices} | {sources} | {summary(lodo.values())} | {summary(loso.values())} "
+            f"| {summary(in_sample.values())} | <= {TARGET:.0f}%: {met} |")
+
+
+HEADLINE_HEADER = ("| task | rows | devices | sources | LODO median | LODO worst | LOSO median | LOSO worst "
+                   "| in-sample median | in-sample worst | target (issue 10) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+
+
+def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str]) -> None:
+    fitted = [r for r in rows if r.in_fit]
+    errors = cross_validated(fitted, stt_fits, stt_predict)
+    in_sample, lodo, loso = errors
+    out.append("## Speech to text (Whisper)\n")
+    out.append("Scored by `benchmarks/score_speech.py`. whisper.cpp `bench` rows time one encoder pass over a 30 s window "
+               "(seconds per window); faster-whisper rows time a 13-minute file end to end (x real time). Leave one device "
+               "out (LODO): the constants are refitted without the held-out device and predict it; a backend left with no "
+               "rows falls back as gpuready does (another backend's fit x the text-generation prompt-efficiency ratio; the "
+               "decoder: text generation's bandwidth constant). Leave one source out (LOSO) the same by publication.\n")
+    out.append("### Speech to text headline\n")
+    out.append(HEADLINE_HEADER)
+    out.append(headline_row("speech to text (all rows)", fitted, errors))
+    met = statistics.median(lodo.values()) <= TARGET
+    out.append(f"\nTarget: leave-one-device-out median <= {TARGET:.0f}%: **{'met' if met else 'not met'}** "
+               f"({statistics.median(lodo.values()):.0f}% over {len(fitted)} rows on {len({r.device for r in fitted})} devices).\n")
+    out.append("| measure | backend | rows | devices | LODO median | LODO worst | in-sample median | in-sample worst |\n"
+               "|---|---|---:|---:|---:|---:|---:|---:|")
+    groups = defaultdict(list)
+    for index, row in enumerate(fitted):
+        groups[(row.kind, row.backend)].append(index)
+    names = {"encoder": "whisper.cpp encoder, one 30 s window", "realtime": "faster-whisper x real time, 13 min file"}
+    for (kind, backend), indices in sorted(groups.items()):
+        out.append(f"| {names[kind]} | {backend} | {len(indices)} | {len({fitted[i].device for i in indices})} "
+                   f"| {summary(lodo[i] for i in indices)} | {summary(in_sample[i] for i in indices)} |")
+    out.append("\nPer held-out device (LODO errors of its rows):\n")
+    out.append("| device | backend | rows | LODO median | LODO worst |\n|---|---|---:|---:|---:|")
+    by_device = defaultdict(list)
+    for index, row in enumerate(fitted):
+        by_device[(row.device, row.backend)].append(lodo[index])
+    for (device, backend), values in sorted(by_device.items()):
+        out.append(f"| {device} | {backend} | {len(values)} | {summary(values)} |")
+    superseded = [r for r in rows if not r.in_fit]
+    if superseded:
+        fits = stt_fits(fitted)
+        values = [ape(stt_predict(r, fits), r.measured) for r in superseded]
+        out.append("\nSuperseded builds, scored against the fitted constants but kept out of the fit:\n")
+        out.append("| build | rows | median error | worst error |\n|---|---:|---:|---:|")
+        for commit, why in SUPERSEDED.items():
+            out.append(f"| {commit}: {why} | {len(values)} | {summary(values)} |")
+    out.append(f"\nSkipped: {dict(skipped)}.\n")
+    terms_tried(fitted, out)
+    fits = stt_fits(fitted)
+    out.append("Encoder efficiency each row implies, median (tasks/encoders.py ENCODER_EFFICIENCY):\n")
+    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
+    for backend, value in sorted(fits[0].items()):
+        se.FITS[("ENCODER_EFFICIENCY", backend)] = (value, encoders.ENCODER_EFFICIENCY.get(backend))
+        count = sum(1 for r in fitted if r.kind == "encoder" and r.backend == backend)
+        out.append(f"| {backend} | {count} | {value:.2f} | {encoders.ENCODER_EFFICIENCY.get(backend, '-')} |")
+    out.append("\nDecoder bandwidth efficiency each faster-whisper row implies (time left after the estimated encoder), "
+               "median (tasks/speech.py DECODER_EFFICIENCY; one device, so in-sample only):\n")
+    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
+    for backend, value in sorted(fits[1].items()):
+        if backend in speech.DECODER_EFFICIENCY:
+            se.FITS[("DECODER_EFFICIENCY", backend)] = (value, speech.DECODER_EFFICIENCY[backend])
+        count = sum(1 for r in fitted if r.kind == "realtime" and r.backend == backend)
+        out.append(f"| {backend} | {count} | {value:.2f} | {speech.DECODER_EFFICIENCY.get(backend, '- (text-generation constant)')} |")
+    band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
+    se.FITS[("STT_UNCERTAINTY", "all")] = (band, speech.STT_UNCERTAINTY)
+    out.append(f"\nBand (tasks/speech.py STT_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "
+               f"(constant {speech.STT_UNCERTAINTY}).\n")
+
+
+def terms_tried(rows: list[Row], out: list[str]) -> None:
+    """Candidate terms for the encoder, kept only if they lower the held-out error."""
+    encoder_rows = [r for r in rows if r.kind == "encoder"]
+    out.append("Encoder terms tried (whisper.cpp encoder rows; a term is kept only if it lowers the LODO median):\n")
+    out.append("| formula | LODO median | LODO worst | in-sample median | kept |\n|---|---:|---:|---:|---|")
+    candidates = [
+        ("FLOPs / (peak x efficiency per backend)", 1.0, True),
+        ("... with GeForce peaks x2 (FP16-accumulate tensor rate)", GEFORCE_FULL_RATE, False),
+    ]
+    for name, geforce, kept in candidates:
+        in_sample, lodo, _ = cross_validated(encoder_rows, lambda train: encoder_fit(train, geforce),
+                                             lambda row, table: encoder_predict(row, table, geforce))
+        out.append(f"| {name} | {summary(lodo.values())} | {statistics.median(in_sample.values()):.0f}% | {'yes' if kept else 'no'} |")
+    out.append("")
+
+
+def text_to_speech(se, rows: list[Row], out: list[str]) -> None:
+    out.append("## Text to speech\n")
+    out.append("Rows: benchmarks/validation/speech-tts.toml (real-time factors as published). The estimate: "
+               "FLOPs per second of audio (2 x parameters x output frames per second x network passes per frame) over "
+               "peak FLOPS x a per-backend efficiency (tasks/speech.py TTS_EFFICIENCY), so x real time = "
+               "peak x efficiency / FLOPs per second of audio. Scored as speech to text is.\n")
+    if not rows:
+        out.append("No rows.\n")
+        return
+    errors = cross_validated(rows, tts_fit, tts_predict)
+    in_sample, lodo, loso = errors
+    out.append("### Text to speech headline\n")
+    out.append(HEADLINE_HEADER)
+    out.append(headline_row("text to speech (all rows)", rows, errors))
+    met = statistics.median(lodo.values()) <= TARGET
+    out.append(f"\nTarget: leave-one-device-out median <= {TARGET:.0f}%: **{'met' if met else 'not met'}** "
+               f"({statistics.median(lodo.values()):.0f}% over {len(rows)} rows on {len({r.device for r in rows})} devices).\n")
+    out.append("| model | backend | device | rows | LODO median | LODO worst | in-sample median | in-sample worst |\n"
+               "|---|---|---|---:|---:|---:|---:|---:|")
+    groups = defaultdict(list)
+    for index, row in enumerate(rows):
+        groups[(row.label.split(" (")[0], row.backend, row.device)].append(index)
+    for (model, backend, device), indices in sorted(groups.items()):
+        out.append(f"| {model} | {backend} | {device} | {len(indices)} | {summary(lodo[i] for i in indices)} "
+                   f"| {summary(in_sample[i] for i in indices)} |")
+    table = tts_fit(rows)
+    out.append("\nEfficiency each row implies, median (tasks/speech.py TTS_EFFICIENCY):\n")
+    out.append("| backend | rows | devices | fitted median | constant |\n|---|---:|---:|---:|---:|")
+    for backend, value in sorted(table.items()):
+        se.FITS[("TTS_EFFICIENCY", backend)] = (value, speech.TTS_EFFICIENCY.get(backend))
+        members = [r for r in rows if r.backend == backend]
+        out.append(f"| {backend} | {len(members)} | {len({r.device for r in members})} | {value:.3f} "
+                   f"| {speech.TTS_EFFICIENCY.get(backend, '-')} |")
+    band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
+    se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)
+    out.append(f"\nBand (tasks/speech.py TTS_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "
+               f"(constant {speech.TTS_UNCERTAINTY}).\n")
