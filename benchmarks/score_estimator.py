@@ -414,7 +414,7 @@ def report() -> str:
            "(and catalog/cpus.toml for CPU rows). Errors are absolute percentage errors of the estimate against the "
            "measurement. Text-generation speeds are scored by cross-validation (fit on the other devices or "
            "publications, predict the held-out one) beside the in-sample figures; `python benchmarks/write_constants.py` "
-           "copies the fit into gpuready/tasks/text_estimate.py. Image and speech constants are still in-sample medians.", ""]
+           "copies the fit into gpuready/tasks/text_estimate.py. Speech is cross-validated the same way (benchmarks/score_speech.py); image constants are still in-sample medians.", ""]
     text_generation(catalog, out)
     image_generation(catalog, out)
     score_speech.report(SimpleNamespace(load=load, cpu_device=cpu_device, gpu_device=gpu_device, device_key=device_key,
