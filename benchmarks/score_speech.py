@@ -28,6 +28,9 @@ SUPERSEDED = {"ae1bd69": "whisper.cpp PR #1486 build (Nov 2023), about 2x slower
 TARGET = 25.0  # issue 10: leave-one-device-out median error, per speech direction
 BAND_PERCENTILE = 0.8  # as text generation's SPEED_BAND: four held-out devices in five inside the band
 GEFORCE_FULL_RATE = 2.0  # tried as a term: FP16-accumulate tensor rate on GeForce (see score_estimator)
+# Backends whose Whisper encoder efficiency carries the width term (tasks/speech.py width_share):
+# those where it lowers the leave-one-device-out error ("Encoder terms tried" shows the others).
+WIDTH_BACKENDS = ("cuda",)
 
 
 def whisper_model(catalog, name: str):
@@ -56,6 +59,7 @@ class Row:
     peak: float  # device FLOPS (tables); for realtime rows the device itself is kept in `extra`
     geforce: bool = False
     layers: int = 0
+    width: int = 0
     cores: int = 0
     extra: tuple = ()
     in_fit: bool = True
@@ -64,12 +68,24 @@ class Row:
 # --- fitting and cross-validation ----------------------------------------------------------
 
 
-def encoder_fit(rows: list[Row], geforce: float = 1.0) -> dict[str, float]:
-    """ENCODER_EFFICIENCY: per backend, the median of FLOPs / (peak x measured seconds)."""
+def encoder_fit(rows: list[Row], geforce: float = 1.0, width_backends=WIDTH_BACKENDS) -> dict[str, dict]:
+    """ENCODER_EFFICIENCY ("plain": per backend, the median of FLOPs / (peak x measured seconds)) and, for the
+    backends given the width term, WHISPER_ENCODER_EFFICIENCY ("wide": the median of that share x 1,280 / d_model,
+    the share a width-1,280 encoder reaches when the share grows in proportion to width)."""
     implied = defaultdict(list)
     for row in rows:
-        implied[row.backend].append(row.work / (row.peak * (geforce if row.geforce else 1.0) * row.measured))
-    return {backend: statistics.median(values) for backend, values in implied.items()}
+        implied[row.backend].append((row.work / (row.peak * (geforce if row.geforce else 1.0) * row.measured), row.width))
+    fits = {"plain": {b: statistics.median(v for v, _ in values) for b, values in implied.items()}, "wide": {}}
+    for backend in width_backends:
+        if backend in implied:
+            fits["wide"][backend] = statistics.median(v / speech.width_share(w) for v, w in implied[backend])
+    return fits
+
+
+def encoder_efficiency_of(row: Row, fits: dict[str, dict]) -> float:
+    if row.backend in fits["wide"]:
+        return fits["wide"][row.backend] * speech.width_share(row.width)
+    return fallback_efficiency(fits["plain"], row.backend)
 
 
 def fallback_efficiency(table: dict[str, float], backend: str) -> float:
@@ -82,16 +98,16 @@ def fallback_efficiency(table: dict[str, float], backend: str) -> float:
     return table[reference] * prompt.get(backend, prompt["cpu"]) / prompt.get(reference, prompt["cpu"])
 
 
-def encoder_predict(row: Row, table: dict[str, float], geforce: float = 1.0) -> float:
-    return row.work / (row.peak * (geforce if row.geforce else 1.0) * fallback_efficiency(table, row.backend))
+def encoder_predict(row: Row, fits: dict[str, dict], geforce: float = 1.0) -> float:
+    return row.work / (row.peak * (geforce if row.geforce else 1.0) * encoder_efficiency_of(row, fits))
 
 
-def realtime_fit(rows: list[Row], encoder_table: dict[str, float]) -> dict[str, float]:
+def realtime_fit(rows: list[Row], encoder_fits: dict[str, dict]) -> dict[str, float]:
     """DECODER_EFFICIENCY: per backend, the bandwidth share the time left after the estimated encoder implies."""
     implied = defaultdict(list)
     for row in rows:
         model, variant, device = row.extra
-        encode = row.work / (device.flops * fallback_efficiency(encoder_table, row.backend))
+        encode = row.work / (device.flops * encoder_efficiency_of(row, encoder_fits))
         decode = speech.WINDOW_SECONDS / row.measured - encode
         if decode <= 0:
             continue
@@ -100,9 +116,9 @@ def realtime_fit(rows: list[Row], encoder_table: dict[str, float]) -> dict[str, 
     return {backend: statistics.median(values) for backend, values in implied.items()}
 
 
-def realtime_predict(row: Row, encoder_table: dict[str, float], decoder_table: dict[str, float]) -> float:
+def realtime_predict(row: Row, encoder_fits: dict[str, dict], decoder_table: dict[str, float]) -> float:
     model, variant, device = row.extra
-    encode = row.work / (device.flops * fallback_efficiency(encoder_table, row.backend))
+    encode = row.work / (device.flops * encoder_efficiency_of(row, encoder_fits))
     decoder = decoder_table.get(row.backend, est.BANDWIDTH_EFFICIENCY.get(row.backend, est.BANDWIDTH_EFFICIENCY["cpu"]))
     per_token = model.decoder_params * speech.VARIANT_BITS[variant] / 8 / (device.bandwidth_bytes_per_s * decoder)
     return speech.WINDOW_SECONDS / (encode + speech.TOKENS_PER_WINDOW * per_token)
@@ -178,12 +194,12 @@ def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
         elif "encode_ms" in raw:
             superseded = raw.get("commit") in SUPERSEDED
             rows.append(Row(kind="encoder", label=f"{model.id} {raw['precision']}", measured=raw["encode_ms"] / 1000,
-                            work=speech.encoder_flops_per_window(model), layers=model.encoder_layers,
+                            work=speech.encoder_flops_per_window(model), layers=model.encoder_layers, width=model.d_model,
                             in_fit=not superseded, **common))
         elif raw["implementation"] == "faster-whisper" and raw.get("batch_size") == 1:
             variant = raw["precision"]
             rows.append(Row(kind="realtime", label=f"{model.id} {variant}", measured=raw["audio_seconds"] / raw["wall_seconds"],
-                            work=speech.encoder_flops_per_window(model), extra=(model, variant, device), **common))
+                            work=speech.encoder_flops_per_window(model), width=model.d_model, extra=(model, variant, device), **common))
         else:
             skipped["implementation not modelled (openai/whisper, transformers, batched, whisper.cpp end to end)"] += 1
     return rows, skipped
@@ -261,12 +277,20 @@ def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str])
     out.append(f"\nSkipped: {dict(skipped)}.\n")
     terms_tried(fitted, out)
     fits = stt_fits(fitted)
-    out.append("Encoder efficiency each row implies, median (tasks/encoders.py ENCODER_EFFICIENCY):\n")
+    out.append("Encoder efficiency each row implies, median (tasks/encoders.py ENCODER_EFFICIENCY, also used by image "
+               "generation's text encoders and document search):\n")
     out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
-    for backend, value in sorted(fits[0].items()):
+    for backend, value in sorted(fits[0]["plain"].items()):
         se.FITS[("ENCODER_EFFICIENCY", backend)] = (value, encoders.ENCODER_EFFICIENCY.get(backend))
         count = sum(1 for r in fitted if r.kind == "encoder" and r.backend == backend)
         out.append(f"| {backend} | {count} | {value:.2f} | {encoders.ENCODER_EFFICIENCY.get(backend, '-')} |")
+    out.append("\nWhisper encoder efficiency at width 1,280, falling in proportion to d_model below it (tasks/speech.py "
+               "WHISPER_ENCODER_EFFICIENCY x width_share), fitted on the same rows:\n")
+    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
+    for backend, wide in sorted(fits[0]["wide"].items()):
+        se.FITS[("WHISPER_ENCODER_EFFICIENCY", backend)] = (wide, speech.WHISPER_ENCODER_EFFICIENCY.get(backend))
+        count = sum(1 for r in fitted if r.kind == "encoder" and r.backend == backend)
+        out.append(f"| {backend} | {count} | {wide:.2f} | {speech.WHISPER_ENCODER_EFFICIENCY.get(backend, '-')} |")
     out.append("\nDecoder bandwidth efficiency each faster-whisper row implies (time left after the estimated encoder), "
                "median (tasks/speech.py DECODER_EFFICIENCY; one device, so in-sample only):\n")
     out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
@@ -284,16 +308,21 @@ def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str])
 def terms_tried(rows: list[Row], out: list[str]) -> None:
     """Candidate terms for the encoder, kept only if they lower the held-out error."""
     encoder_rows = [r for r in rows if r.kind == "encoder"]
-    out.append("Encoder terms tried (whisper.cpp encoder rows; a term is kept only if it lowers the LODO median):\n")
-    out.append("| formula | LODO median | LODO worst | in-sample median | kept |\n|---|---:|---:|---:|---|")
+    out.append("Encoder terms tried (the whisper.cpp encoder rows above; a term is kept where it lowers the LODO error):\n")
+    out.append("| formula | LODO median | LODO worst | LODO cuda | LODO cpu | in-sample median | kept |\n"
+               "|---|---:|---:|---:|---:|---:|---|")
     candidates = [
-        ("FLOPs / (peak x efficiency per backend)", 1.0, True),
-        ("... with GeForce peaks x2 (FP16-accumulate tensor rate)", GEFORCE_FULL_RATE, False),
+        ("FLOPs / (peak x efficiency per backend)", 1.0, (), "no: the width term lowers the CUDA error"),
+        ("... x d_model / 1,280 on CUDA (efficiency in proportion to width)", 1.0, ("cuda",), "yes"),
+        ("... x d_model / 1,280 on CUDA and CPU", 1.0, ("cuda", "cpu"), "no: CPU held-out error rises"),
+        ("... on CUDA, GeForce peaks x2 (FP16-accumulate tensor rate)", GEFORCE_FULL_RATE, ("cuda",), "no: held-out error rises"),
     ]
-    for name, geforce, kept in candidates:
-        in_sample, lodo, _ = cross_validated(encoder_rows, lambda train: encoder_fit(train, geforce),
-                                             lambda row, table: encoder_predict(row, table, geforce))
-        out.append(f"| {name} | {summary(lodo.values())} | {statistics.median(in_sample.values()):.0f}% | {'yes' if kept else 'no'} |")
+    for name, geforce, widths, kept in candidates:
+        in_sample, lodo, _ = cross_validated(encoder_rows, lambda train: encoder_fit(train, geforce, widths),
+                                             lambda row, fits: encoder_predict(row, fits, geforce))
+        per = {b: [lodo[i] for i, r in enumerate(encoder_rows) if r.backend == b] for b in ("cuda", "cpu")}
+        out.append(f"| {name} | {summary(lodo.values())} | {statistics.median(per['cuda']):.0f}% "
+                   f"| {statistics.median(per['cpu']):.0f}% | {statistics.median(in_sample.values()):.0f}% | {kept} |")
     out.append("")
 
 

@@ -61,12 +61,26 @@ def test_tts_realtime_is_peak_times_efficiency_over_flops_per_audio_second():
     assert "13.1 GFLOPs per second of audio" in basis[0]
 
 
-def test_whisper_encoder_seconds_is_flops_over_peak_times_fitted_efficiency():
+@pytest.mark.parametrize(
+    ("width", "share"),
+    [(384, 0.3), (512, 0.4), (768, 0.6), (1024, 0.8), (1280, 1.0), (2560, 1.0)],  # d / 1,280, at most 1
+)
+def test_whisper_width_share(width, share):
+    assert speech.width_share(width) == pytest.approx(share)
+
+
+def test_whisper_encoder_seconds_on_cuda_scale_the_width_1280_efficiency_by_width():
     tiny = CATALOG.get("whisper-tiny")
     # 12 x 384^2 x 4 = 7,077,888 encoder parameters: 2 x that x 1,500 + 4 x 1,500^2 x 384 x 4
     flops = 2 * 7_077_888 * 1500 + 4 * 1500**2 * 384 * 4
-    seconds, _ = speech.encoder_seconds(tiny, gpu(flops=50e12))
-    assert seconds == pytest.approx(flops / (50e12 * encoders.ENCODER_EFFICIENCY["cuda"]))
+    seconds, basis = speech.encoder_seconds(tiny, gpu(flops=50e12))
+    assert seconds == pytest.approx(flops / (50e12 * speech.WHISPER_ENCODER_EFFICIENCY["cuda"] * 384 / 1280))
+    assert "x 384 / 1280" in basis
+
+
+@pytest.mark.parametrize("backend", ["cpu", "metal", "rocm"])
+def test_whisper_encoder_without_a_width_fit_keeps_the_plain_encoder_efficiency(backend):
+    assert speech.whisper_encoder_efficiency(backend, 384) == encoders.encoder_efficiency(backend)
 
 
 # --- invariants ----------------------------------------------------------------------------------
@@ -110,6 +124,7 @@ def test_leave_one_device_out_never_sees_the_held_out_device():
     # device "c" is 4x faster than "a" and "b": held out, it is predicted from their median (0.15) only
     rows = [row("a", 1.0), row("b", 2.0), row("c", 8.0)]
     errors = score_speech.held_out(rows, lambda r: r.device, score_speech.tts_fit, score_speech.tts_predict)
+    assert set(errors) == {0, 1, 2}
     assert errors[2] == pytest.approx(abs(1.5 - 8.0) / 8.0 * 100)
     # "a" is predicted from b and c: median of 0.2 and 0.8 = 0.5 -> 5x real time against 1x measured
     assert errors[0] == pytest.approx(400.0)
@@ -120,6 +135,19 @@ def test_a_backend_left_without_rows_falls_back_as_gpuready_does():
     expected = 0.05 * est.COMPUTE_EFFICIENCY["cuda"] / est.COMPUTE_EFFICIENCY["cpu"]
     assert score_speech.fallback_efficiency(table, "cuda") == pytest.approx(expected)
     assert score_speech.fallback_efficiency({"cuda": 0.4, "cpu": 0.05}, "cuda") == 0.4
+
+
+def test_the_encoder_width_fit_is_the_median_of_the_width_1280_share():
+    def encoder(device, width, measured):
+        return score_speech.Row(kind="encoder", backend="cuda", device=device, source="s", label="w", measured=measured,
+                                work=1e12, peak=10e12, width=width)
+    # implied shares 0.1 / 0.2 / 0.25 at widths 384 / 768 / 1280 -> at width 1,280: 0.333, 0.333, 0.25
+    rows = [encoder("a", 384, 1.0), encoder("b", 768, 0.5), encoder("c", 1280, 0.4)]
+    fits = score_speech.encoder_fit(rows)
+    assert fits["plain"] == {"cuda": pytest.approx(0.2)}
+    assert fits["wide"] == {"cuda": pytest.approx(1 / 3)}
+    assert score_speech.encoder_predict(rows[0], fits) == pytest.approx(1e12 / (10e12 * (1 / 3) * 0.3))
+    assert score_speech.encoder_fit(rows, width_backends=())["wide"] == {}
 
 
 def test_superseded_whisper_cpp_builds_are_scored_but_not_fitted():
