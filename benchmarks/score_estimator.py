@@ -76,6 +76,8 @@ CPU_SPECS = {
     # Zen 3, AVX2 (AMD product page); the text-to-speech row ran on 4 vCPUs of it (threads = 4).
     "Raspberry Pi 4 Model B Rev 1.5": ("Raspberry Pi 4 Model B Rev 1.5", 4, ("neon",)),
     "AMD EPYC 7763 (4 vCPUs)": ("AMD EPYC 7763 64-Core Processor", 64, ("avx2", "fma")),
+    # Intel ARK: Core i7-8750H 6 cores; not in catalog/cpus.toml, so only its compute-bound Whisper encoder rows score.
+    "Intel(R) Core(TM) i7-8750H CPU @ 2.20GH (macOS Ventura 13.0.1)": ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", 6, ("avx2", "fma")),
 }
 # Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
 # (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and
@@ -418,7 +420,7 @@ def report() -> str:
     text_generation(catalog, out)
     image_generation(catalog, out)
     score_speech.report(SimpleNamespace(load=load, cpu_device=cpu_device, gpu_device=gpu_device, device_key=device_key,
-                                        source_key=source_key, FITS=FITS), catalog, out)
+                                        source_key=source_key, CPU_SPECS=CPU_SPECS, FITS=FITS), catalog, out)
     out += ["## Document search", "",
             "No published measurements in benchmarks/validation yet: this estimate is unscored, and its "
             "uncertainty band (+/-50% embedding) says so.", ""]

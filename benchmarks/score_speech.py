@@ -15,7 +15,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from gpuready.tasks import encoders, speech
+from gpuready.tasks import devices, encoders, speech
 from gpuready.tasks import text_estimate as est
 
 WHISPER = {"whisper-large": "whisper-large-v3", "whisper-large-v2": "whisper-large-v3"}
@@ -25,6 +25,19 @@ WHISPER = {"whisper-large": "whisper-large-v3", "whisper-large-v2": "whisper-lar
 # models at 4.0 / 7.0 / 18.7 / 53.2 ms. gpuready estimates current whisper.cpp, so these rows are
 # scored and shown but kept out of the fit (as score_estimator keeps llama.cpp forks out).
 SUPERSEDED = {"ae1bd69": "whisper.cpp PR #1486 build (Nov 2023), about 2x slower than v1.7.5 on the same V100"}
+# CPU builds whose encoder matrix multiplies run in a vendor BLAS (config "BLAS": Apple Accelerate on the
+# macOS rows of whisper.cpp issue #89) rather than ggml's own CPU kernels, which gpuready estimates (the
+# default Linux/Windows build); kept out of the CPU fit like score_estimator's llama.cpp forks, and shown.
+VENDOR_BLAS = "CPU build with a vendor BLAS (config 'AVX2 BLAS', macOS Accelerate) in place of ggml's CPU kernels"
+
+
+def kept_out(raw: dict) -> str | None:
+    """Why an encoder row is scored but kept out of the fit, or None."""
+    if raw.get("commit") in SUPERSEDED:
+        return f"{raw['commit']}: {SUPERSEDED[raw['commit']]}"
+    if raw["backend"] == "cpu" and "BLAS" in raw.get("config", ""):
+        return VENDOR_BLAS
+    return None
 TARGET = 25.0  # issue 10: leave-one-device-out median error, per speech direction
 BAND_PERCENTILE = 0.8  # as text generation's SPEED_BAND: four held-out devices in five inside the band
 GEFORCE_FULL_RATE = 2.0  # tried as a term: FP16-accumulate tensor rate on GeForce (see score_estimator)
@@ -62,7 +75,11 @@ class Row:
     width: int = 0
     cores: int = 0
     extra: tuple = ()
-    in_fit: bool = True
+    kept_out: str | None = None  # why the row is scored but not fitted
+
+    @property
+    def in_fit(self) -> bool:
+        return self.kept_out is None
 
 
 # --- fitting and cross-validation ----------------------------------------------------------
@@ -182,6 +199,8 @@ def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
             skipped["model not known"] += 1
             continue
         device = se.cpu_device(raw) if backend == "cpu" else se.gpu_device(raw, backend)
+        if device is None and backend == "cpu" and "encode_ms" in raw:
+            device = compute_only_cpu(se, raw)
         if device is None or not device.flops:
             skipped["hardware not in the tables"] += 1
             continue
@@ -192,10 +211,9 @@ def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
             work = speech.tts_flops_per_audio_second(model, passes)
             rows.append(Row(kind="tts", label=f"{model.id} ({raw['voice']})", measured=1 / raw["rtf"], work=work, **common))
         elif "encode_ms" in raw:
-            superseded = raw.get("commit") in SUPERSEDED
             rows.append(Row(kind="encoder", label=f"{model.id} {raw['precision']}", measured=raw["encode_ms"] / 1000,
                             work=speech.encoder_flops_per_window(model), layers=model.encoder_layers, width=model.d_model,
-                            in_fit=not superseded, **common))
+                            kept_out=kept_out(raw), **common))
         elif raw["implementation"] == "faster-whisper" and raw.get("batch_size") == 1:
             variant = raw["precision"]
             rows.append(Row(kind="realtime", label=f"{model.id} {variant}", measured=raw["audio_seconds"] / raw["wall_seconds"],
@@ -203,6 +221,18 @@ def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
         else:
             skipped["implementation not modelled (openai/whisper, transformers, batched, whisper.cpp end to end)"] += 1
     return rows, skipped
+
+
+def compute_only_cpu(se, raw: dict) -> devices.Device | None:
+    """A CPU known by its cores (score_estimator's CPU_SPECS) but not by catalog/cpus.toml: enough for an
+    encoder row, which is compute bound (no bandwidth needed)."""
+    known = se.CPU_SPECS.get(raw.get("cpu_hint", ""))
+    if known is None:
+        return None
+    name, cores, features = known
+    used = min(cores, raw["threads"]) if raw.get("threads") else cores
+    return devices.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None, bandwidth_bytes_per_s=None,
+                          flops=devices.cpu_peak_flops(used, features))
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -249,7 +279,11 @@ def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str])
     out.append(headline_row("speech to text (all rows)", fitted, errors))
     met = statistics.median(lodo.values()) <= TARGET
     out.append(f"\nTarget: leave-one-device-out median <= {TARGET:.0f}%: **{'met' if met else 'not met'}** "
-               f"({statistics.median(lodo.values()):.0f}% over {len(fitted)} rows on {len({r.device for r in fitted})} devices).\n")
+               f"({statistics.median(lodo.values()):.0f}% over {len(fitted)} rows on {len({r.device for r in fitted})} devices).")
+    blas = [r for r in rows if r.in_fit or r.kept_out == VENDOR_BLAS]
+    _, with_blas, _ = cross_validated(blas, stt_fits, stt_predict)
+    out.append(f"With the vendor-BLAS CPU rows (kept out below) fitted and scored too, the LODO median would be "
+               f"{statistics.median(with_blas.values()):.0f}% over {len(blas)} rows on {len({r.device for r in blas})} devices.\n")
     out.append("| measure | backend | rows | devices | LODO median | LODO worst | in-sample median | in-sample worst |\n"
                "|---|---|---:|---:|---:|---:|---:|---:|")
     groups = defaultdict(list)
@@ -266,14 +300,16 @@ def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str])
         by_device[(row.device, row.backend)].append(lodo[index])
     for (device, backend), values in sorted(by_device.items()):
         out.append(f"| {device} | {backend} | {len(values)} | {summary(values)} |")
-    superseded = [r for r in rows if not r.in_fit]
-    if superseded:
-        fits = stt_fits(fitted)
-        values = [ape(stt_predict(r, fits), r.measured) for r in superseded]
-        out.append("\nSuperseded builds, scored against the fitted constants but kept out of the fit:\n")
-        out.append("| build | rows | median error | worst error |\n|---|---:|---:|---:|")
-        for commit, why in SUPERSEDED.items():
-            out.append(f"| {commit}: {why} | {len(values)} | {summary(values)} |")
+    outside = defaultdict(list)
+    fits = stt_fits(fitted)
+    for row in rows:
+        if not row.in_fit:
+            outside[(row.kept_out, row.device)].append(ape(stt_predict(row, fits), row.measured))
+    if outside:
+        out.append("\nRows kept out of the fit (scored against the fitted constants):\n")
+        out.append("| why | device | rows | median error | worst error |\n|---|---|---:|---:|---:|")
+        for (why, device), values in sorted(outside.items()):
+            out.append(f"| {why} | {device} | {len(values)} | {summary(values)} |")
     out.append(f"\nSkipped: {dict(skipped)}.\n")
     terms_tried(fitted, out)
     fits = stt_fits(fitted)

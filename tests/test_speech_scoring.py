@@ -150,16 +150,19 @@ def test_the_encoder_width_fit_is_the_median_of_the_width_1280_share():
     assert score_speech.encoder_fit(rows, width_backends=())["wide"] == {}
 
 
-def test_superseded_whisper_cpp_builds_are_scored_but_not_fitted():
+def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
     se = importlib.util.spec_from_file_location("score_estimator_speech", BENCHMARKS / "score_estimator.py")
     module = importlib.util.module_from_spec(se)
     se.loader.exec_module(module)
     from types import SimpleNamespace
 
     helpers = SimpleNamespace(load=module.load, cpu_device=module.cpu_device, gpu_device=module.gpu_device,
-                              device_key=module.device_key, source_key=module.source_key, FITS={})
+                              device_key=module.device_key, source_key=module.source_key, CPU_SPECS=module.CPU_SPECS, FITS={})
     rows, _ = score_speech.speech_rows(helpers, CATALOG)
-    old = [r for r in rows if not r.in_fit]
-    assert old and all(r.kind == "encoder" and r.device == "Tesla V100-PCIE-16GB" for r in old)
+    old = [r for r in rows if r.kept_out and r.kept_out.startswith("ae1bd69")]
+    assert len(old) == 12 and all(r.kind == "encoder" and r.device == "Tesla V100-PCIE-16GB" for r in old)
+    blas = [r for r in rows if r.kept_out == score_speech.VENDOR_BLAS]
+    assert len(blas) == 10 and all(r.backend == "cpu" for r in blas)
+    assert all(r.in_fit == (r.kept_out is None) for r in rows)
     # every text-to-speech row of speech-tts.toml has its hardware and model in the tables
     assert sum(1 for r in rows if r.kind == "tts") == 15
