@@ -362,6 +362,65 @@ def terms_tried(rows: list[Row], out: list[str]) -> None:
     out.append("")
 
 
+def tts_model(row: Row) -> str:
+    return row.label.split(" (")[0]
+
+
+def amdahl(row: Row, serial: float) -> float:
+    """Time relative to perfect scaling over the row's threads when a share `serial` of the one-thread work
+    does not parallelise (CPU rows; 1 elsewhere)."""
+    threads = row.cores or 1
+    return serial * threads + 1 - serial if row.backend == "cpu" else 1.0
+
+
+def tts_fit_terms(rows: list[Row], per_model: bool, serials=(0.0,)) -> dict:
+    """Candidate text-to-speech fits: per-backend (and optionally per-model) medians, with the Amdahl serial
+    share on the grid `serials` that gives the least median error on these rows."""
+    best = None
+    for serial in serials:
+        implied = defaultdict(list)
+        for row in rows:
+            value = row.work * row.measured / row.peak * amdahl(row, serial)
+            implied[row.backend].append(value)
+            if per_model:
+                implied[(tts_model(row), row.backend)].append(value)
+        fits = {"table": {k: statistics.median(v) for k, v in implied.items()}, "serial": serial}
+        error = statistics.median(ape(tts_predict_terms(r, fits), r.measured) for r in rows)
+        if best is None or error < best[0] - 1e-9:
+            best = (error, fits)
+    return best[1]
+
+
+def tts_predict_terms(row: Row, fits: dict) -> float:
+    table = fits["table"]
+    backends = {k: v for k, v in table.items() if isinstance(k, str)}
+    efficiency = table.get((tts_model(row), row.backend)) or fallback_efficiency(backends, row.backend)
+    return row.peak * efficiency / (row.work * amdahl(row, fits["serial"]))
+
+
+def tts_terms_tried(rows: list[Row], out: list[str]) -> None:
+    out.append("\nTerms tried (kept only if they lower the LODO error; with two CPU devices and one GPU, a second "
+               "constant per backend is barely testable):\n")
+    out.append("| formula | LODO median | LODO worst | in-sample median | kept |\n|---|---:|---:|---:|---|")
+    serials = tuple(i / 20 for i in range(11))
+    candidates = [
+        ("FLOPs per second of audio / (peak x efficiency per backend)", False, (0.0,), "yes"),
+        ("... efficiency per catalogue model and backend (the backend's where the model has no rows)", True, (0.0,),
+         "no: held-out error rises"),
+        ("... x Amdahl: a serial share of the one-thread work does not spread over CPU threads (share fitted on a "
+         "0.05 grid)", False, serials, "no: held-out error rises"),
+    ]
+    for name, per_model, grid, kept in candidates:
+        in_sample, lodo, _ = cross_validated(rows, lambda train: tts_fit_terms(train, per_model, grid), tts_predict_terms)
+        out.append(f"| {name} | {summary(lodo.values())} | {statistics.median(in_sample.values()):.0f}% | {kept} |")
+    out.append("\nWhy the CPU rows scatter: gpuready assumes a 3.0 GHz all-core clock for every CPU "
+               "(gpuready/tasks/devices.py ASSUMED_CPU_CLOCK_HZ); a Raspberry Pi 4 Model B Rev 1.5 runs at 1.8 GHz "
+               "(Raspberry Pi 4 product brief), so its peak is overstated 1.7x and its rows imply a lower efficiency "
+               "than the EPYC's. Kokoro also implies about half Piper's efficiency on the same Raspberry Pi (its "
+               "iSTFTNet decoder and LSTMs are not in the 2 x parameters x frames count); Piper is measured on one "
+               "device only, so a per-model term cannot be held out.\n")
+
+
 def text_to_speech(se, rows: list[Row], out: list[str]) -> None:
     out.append("## Text to speech\n")
     out.append("Rows: benchmarks/validation/speech-tts.toml (real-time factors as published). The estimate: "
@@ -395,6 +454,7 @@ def text_to_speech(se, rows: list[Row], out: list[str]) -> None:
         members = [r for r in rows if r.backend == backend]
         out.append(f"| {backend} | {len(members)} | {len({r.device for r in members})} | {value:.3f} "
                    f"| {speech.TTS_EFFICIENCY.get(backend, '-')} |")
+    tts_terms_tried(rows, out)
     band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
     se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)
     out.append(f"\nBand (tasks/speech.py TTS_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "
