@@ -1,7 +1,7 @@
 """Speech sections of benchmarks/ACCURACY.md: speech to text (Whisper) and text to speech, scored by
 cross-validation (leave one device out, leave one source out) beside the in-sample fit.
 
-Called by score_estimator.py's report() with that module (for its row loader, hardware builders and
+Called by score_estimator.py's report() with its helpers (row loader, hardware builders, CPU_SPECS and
 FITS), so the constants fitted here land in the same FITS that tests/test_score_estimator.py pins.
 
 Every constant is a median of what the rows imply (a share of peak FLOPS or bandwidth); leave one
@@ -293,6 +293,11 @@ def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str])
     for (kind, backend), indices in sorted(groups.items()):
         out.append(f"| {names[kind]} | {backend} | {len(indices)} | {len({fitted[i].device for i in indices})} "
                    f"| {summary(lodo[i] for i in indices)} | {summary(in_sample[i] for i in indices)} |")
+    fallback = est.BANDWIDTH_EFFICIENCY.get("cuda")
+    out.append(f"\nThe CUDA faster-whisper rows come from one GPU (RTX 3070 Ti; the V100S rows of the older README "
+               f"have no catalog/gpus.toml entry): held out, its decoder falls back to text generation's CUDA bandwidth "
+               f"constant ({fallback}) in place of the {speech.DECODER_EFFICIENCY['cuda']} fitted on it, so their LODO "
+               "error measures that fallback, not the fit.")
     out.append("\nPer held-out device (LODO errors of its rows):\n")
     out.append("| device | backend | rows | LODO median | LODO worst |\n|---|---|---:|---:|---:|")
     by_device = defaultdict(list)

@@ -47,8 +47,7 @@ DECODER_EFFICIENCY = {"cuda": 0.10}
 # (d_model 1,280, the widest); a model of width d gets it x d / 1,280 (width_share). Fitted by
 # benchmarks/score_speech.py as the median over the whisper.cpp `bench` encoder rows of
 # benchmarks/validation/speech.toml (V100 v1.7.5, RTX 2060, RTX 5090); kept because it lowers the
-# leave-one-device-out error (benchmarks/ACCURACY.md, "Encoder terms tried": a saturating
-# d / (d + k) form fitted k to the end of its grid, i.e. this proportional limit). CPU cores are
+# leave-one-device-out error (benchmarks/ACCURACY.md, "Encoder terms tried"). CPU cores are
 # few enough to be filled at any Whisper width: the term did not lower the CPU's held-out error,
 # so CPU keeps tasks/encoders.py's plain ENCODER_EFFICIENCY.
 WHISPER_ENCODER_EFFICIENCY = {"cuda": 0.27}
