@@ -72,9 +72,13 @@ CPU_SPECS = {
     "Apple M2 Ultra": ("Apple M2 Ultra", 24, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
     # AWS Graviton3: Neoverse V1 (SVE, bf16, i8mm), no SMT; rows give the instance's vCPUs as threads.
     "AWS Graviton3": ("AWS Graviton3 Processor", 64, ("bf16", "dotprod", "fp16", "i8mm", "neon", "sve")),
-    # Raspberry Pi 4: 4 x Cortex-A72 (Raspberry Pi 4 product brief), no dotprod/fp16 arithmetic. EPYC 7763:
-    # Zen 3, AVX2 (AMD product page); the text-to-speech row ran on 4 vCPUs of it (threads = 4).
-    "Raspberry Pi 4 Model B Rev 1.5": ("Raspberry Pi 4 Model B Rev 1.5", 4, ("neon",)),
+    # Raspberry Pi 4: 4 x Cortex-A72 (Raspberry Pi 4 product brief), no dotprod/fp16 arithmetic; both
+    # hints are one board model (one device when a device is held out). EPYC 7763: Zen 3, AVX2 (AMD
+    # product page); the text-to-speech row ran on 4 vCPUs of it (threads = 4). Ryzen 9 5950X: 16 cores,
+    # Zen 3 (AMD product page).
+    "Raspberry Pi 4 Model B Rev 1.5": ("Raspberry Pi 4 Model B", 4, ("neon",)),
+    "Raspberry Pi 4 (4GB)": ("Raspberry Pi 4 Model B", 4, ("neon",)),
+    "AMD Ryzen 9 5950X 16-Core Processor": ("AMD Ryzen 9 5950X 16-Core Processor", 16, ("avx2", "fma")),
     "AMD EPYC 7763 (4 vCPUs)": ("AMD EPYC 7763 64-Core Processor", 64, ("avx2", "fma")),
     # Intel ARK: Core i7-8750H 6 cores; not in catalog/cpus.toml, so only its compute-bound Whisper encoder rows score.
     "Intel(R) Core(TM) i7-8750H CPU @ 2.20GH (macOS Ventura 13.0.1)": ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", 6, ("avx2", "fma")),

@@ -404,7 +404,9 @@ def tts_predict_terms(row: Row, fits: dict) -> float:
 
 
 def tts_terms_tried(rows: list[Row], out: list[str]) -> None:
-    out.append("\nTerms tried (kept only if they lower the LODO error; with two CPU devices and one GPU, a second "
+    cpus = len({r.device for r in rows if r.backend == "cpu"})
+    gpus = len({r.device for r in rows if r.backend != "cpu"})
+    out.append(f"\nTerms tried (kept only if they lower the LODO error; with {cpus} CPU devices and {gpus} GPU, a second "
                "constant per backend is barely testable):\n")
     out.append("| formula | LODO median | LODO worst | in-sample median | kept |\n|---|---:|---:|---:|---|")
     serials = tuple(i / 20 for i in range(11))
@@ -422,8 +424,10 @@ def tts_terms_tried(rows: list[Row], out: list[str]) -> None:
                "(gpuready/tasks/devices.py ASSUMED_CPU_CLOCK_HZ); a Raspberry Pi 4 Model B Rev 1.5 runs at 1.8 GHz "
                "(Raspberry Pi 4 product brief), so its peak is overstated 1.7x and its rows imply a lower efficiency "
                "than the EPYC's. Kokoro also implies about half Piper's efficiency on the same Raspberry Pi (its "
-               "iSTFTNet decoder and LSTMs are not in the 2 x parameters x frames count); Piper is measured on one "
-               "device only, so a per-model term cannot be held out.\n")
+               "iSTFTNet decoder and LSTMs are not in the 2 x parameters x frames count), yet a per-model efficiency "
+               "does not carry to a held-out device. Piper's own table (rhasspy/piper issue #33) times a Raspberry Pi 4 "
+               "with the thread count unstated; its rows match sherpa-onnx's one-thread figures, so they are scored as "
+               "4 cores and miss the most.\n")
 
 
 def text_to_speech(se, rows: list[Row], out: list[str]) -> None:

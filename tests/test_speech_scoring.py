@@ -165,4 +165,4 @@ def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
     assert len(blas) == 10 and all(r.backend == "cpu" for r in blas)
     assert all(r.in_fit == (r.kept_out is None) for r in rows)
     # every text-to-speech row of speech-tts.toml has its hardware and model in the tables
-    assert sum(1 for r in rows if r.kind == "tts") == 19
+    assert sum(1 for r in rows if r.kind == "tts") == 23
