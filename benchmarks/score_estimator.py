@@ -19,13 +19,14 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpuready.catalog.power import power_table  # noqa: E402
 from gpuready.catalog.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
-from gpuready.tasks import devices, encoders, image, speech  # noqa: E402
+from gpuready.tasks import devices, image  # noqa: E402
 from gpuready.tasks import text_estimate as est  # noqa: E402
 from gpuready.tasks.devices import APPLE_CPU_BANDWIDTH_SHARE  # noqa: E402
 from gpuready.tasks.registry import load_catalog  # noqa: E402
@@ -33,6 +34,7 @@ from gpuready.tasks.text import LanguageModel  # noqa: E402
 from gpuready.tomlcompat import tomllib  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import score_speech  # noqa: E402
 import speed_report  # noqa: E402
 import speedfit  # noqa: E402
 
@@ -70,6 +72,16 @@ CPU_SPECS = {
     "Apple M2 Ultra": ("Apple M2 Ultra", 24, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
     # AWS Graviton3: Neoverse V1 (SVE, bf16, i8mm), no SMT; rows give the instance's vCPUs as threads.
     "AWS Graviton3": ("AWS Graviton3 Processor", 64, ("bf16", "dotprod", "fp16", "i8mm", "neon", "sve")),
+    # Raspberry Pi 4: 4 x Cortex-A72 (Raspberry Pi 4 product brief), no dotprod/fp16 arithmetic; both
+    # hints are one board model (one device when a device is held out). EPYC 7763: Zen 3, AVX2 (AMD
+    # product page); the text-to-speech row ran on 4 vCPUs of it (threads = 4). Ryzen 9 5950X: 16 cores,
+    # Zen 3 (AMD product page).
+    "Raspberry Pi 4 Model B Rev 1.5": ("Raspberry Pi 4 Model B", 4, ("neon",)),
+    "Raspberry Pi 4 (4GB)": ("Raspberry Pi 4 Model B", 4, ("neon",)),
+    "AMD Ryzen 9 5950X 16-Core Processor": ("AMD Ryzen 9 5950X 16-Core Processor", 16, ("avx2", "fma")),
+    "AMD EPYC 7763 (4 vCPUs)": ("AMD EPYC 7763 64-Core Processor", 64, ("avx2", "fma")),
+    # Intel ARK: Core i7-8750H 6 cores; not in catalog/cpus.toml, so only its compute-bound Whisper encoder rows score.
+    "Intel(R) Core(TM) i7-8750H CPU @ 2.20GH (macOS Ventura 13.0.1)": ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", 6, ("avx2", "fma")),
 }
 # Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
 # (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and
@@ -399,73 +411,6 @@ def image_generation(catalog, out: list[str]) -> None:
     out.append("")
 
 
-# --- speech -------------------------------------------------------------------------------
-
-WHISPER = {"whisper-large": "whisper-large-v3", "whisper-large-v2": "whisper-large-v3"}
-
-
-def whisper_model(catalog, name: str):
-    name = name.removesuffix(".en")
-    return catalog.get(WHISPER.get(name, name))
-
-
-def speech_rows(catalog, out: list[str]) -> None:
-    encoder_errors: dict[str, list[float]] = defaultdict(list)
-    realtime_errors: dict[str, list[float]] = defaultdict(list)
-    observed: dict[str, list[float]] = defaultdict(list)
-    decoder_observed: dict[str, list[float]] = defaultdict(list)
-    skipped = defaultdict(int)
-    for row in load("speech"):
-        model = whisper_model(catalog, row["model"])
-        backend = row["backend"]
-        device = cpu_device(row) if backend == "cpu" else gpu_device(row, backend)
-        if model is None:
-            skipped["model not known"] += 1
-            continue
-        if device is None:
-            skipped["hardware not in the tables"] += 1
-            continue
-        if "encode_ms" in row:
-            predicted, _ = speech.encoder_seconds(model, device)
-            measured = row["encode_ms"] / 1000
-            efficiency, _ = encoders.encoder_efficiency(backend)
-            encoder_errors[backend].append(ape(predicted, measured))
-            observed[backend].append(predicted / measured * efficiency)
-        elif row["implementation"] == "faster-whisper" and row.get("batch_size") == 1:
-            variant = {"fp16": "fp16", "int8": "int8", "fp32": "fp32"}[row["precision"]]
-            predicted, encode, _ = speech.stt_realtime(model, variant, device)
-            measured = row["audio_seconds"] / row["wall_seconds"]
-            realtime_errors[backend].append(ape(predicted, measured))
-            decode = speech.WINDOW_SECONDS / measured - encode
-            if decode <= 0:
-                skipped["decoder fit: estimated encoder alone is slower than the measurement"] += 1
-                continue
-            per_token, _ = speech.decoder_seconds_per_token(model, variant, device)
-            efficiency, _ = speech.decoder_efficiency(backend)
-            decoder_observed[backend].append(per_token * speech.TOKENS_PER_WINDOW / decode * efficiency)
-        else:
-            skipped["implementation not modelled (openai/whisper, transformers, batched)"] += 1
-    out.append("## Speech to text (Whisper)\n")
-    out.append("| measure | backend | rows | median error | worst error |\n|---|---|---:|---:|---:|")
-    for backend, values in sorted(encoder_errors.items()):
-        out.append(f"| whisper.cpp encoder, one 30 s window | {backend} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
-    for backend, values in sorted(realtime_errors.items()):
-        out.append(f"| faster-whisper x real time, 13 min file | {backend} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
-    out.append(f"\nSkipped: {dict(skipped)}.\n")
-    out.append("Encoder efficiency each row implies, median (tasks/encoders.py ENCODER_EFFICIENCY):\n")
-    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
-    for backend, values in sorted(observed.items()):
-        FITS[("ENCODER_EFFICIENCY", backend)] = (statistics.median(values), encoders.ENCODER_EFFICIENCY.get(backend))
-        out.append(f"| {backend} | {len(values)} | {statistics.median(values):.2f} | {encoders.ENCODER_EFFICIENCY.get(backend, '-')} |")
-    out.append("\nDecoder bandwidth efficiency each faster-whisper row implies (time left after the estimated encoder), "
-               "median (tasks/speech.py DECODER_EFFICIENCY):\n")
-    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
-    for backend, values in sorted(decoder_observed.items()):
-        FITS[("DECODER_EFFICIENCY", backend)] = (statistics.median(values), speech.DECODER_EFFICIENCY.get(backend))
-        out.append(f"| {backend} | {len(values)} | {statistics.median(values):.2f} | {speech.DECODER_EFFICIENCY.get(backend, '-')} |")
-    out.append("")
-
-
 def report() -> str:
     """The whole accuracy report as Markdown (and FITS filled in)."""
     catalog = load_catalog()
@@ -475,13 +420,14 @@ def report() -> str:
            "(and catalog/cpus.toml for CPU rows). Errors are absolute percentage errors of the estimate against the "
            "measurement. Text-generation speeds are scored by cross-validation (fit on the other devices or "
            "publications, predict the held-out one) beside the in-sample figures; `python benchmarks/write_constants.py` "
-           "copies the fit into gpuready/tasks/text_estimate.py. Image and speech constants are still in-sample medians.", ""]
+           "copies the fit into gpuready/tasks/text_estimate.py. Speech is cross-validated the same way (benchmarks/score_speech.py); image constants are still in-sample medians.", ""]
     text_generation(catalog, out)
     image_generation(catalog, out)
-    speech_rows(catalog, out)
-    out += ["## Text to speech and document search", "",
-            "No published measurements in benchmarks/validation yet: these estimates are unscored, and their "
-            "uncertainty bands (+/-60% text to speech, +/-50% embedding) say so.", ""]
+    score_speech.report(SimpleNamespace(load=load, cpu_device=cpu_device, gpu_device=gpu_device, device_key=device_key,
+                                        source_key=source_key, CPU_SPECS=CPU_SPECS, FITS=FITS), catalog, out)
+    out += ["## Document search", "",
+            "No published measurements in benchmarks/validation yet: this estimate is unscored, and its "
+            "uncertainty band (+/-50% embedding) says so.", ""]
     return "\n".join(out)
 
 

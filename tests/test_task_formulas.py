@@ -135,7 +135,8 @@ def test_whisper_encoder_flops_per_window_count_weights_and_attention_over_1500_
 def test_whisper_realtime_adds_encoder_compute_and_bandwidth_bound_decoding_per_window():
     large = model("whisper-large-v3")
     device = gpu(24 * 1024**3, flops=100e12, bandwidth=1000e9)
-    encode = 2_256_076_800_000 / (100e12 * encoders.ENCODER_EFFICIENCY["cuda"])
+    # large's width is the reference (1,280): the full width-1,280 efficiency
+    encode = 2_256_076_800_000 / (100e12 * speech.WHISPER_ENCODER_EFFICIENCY["cuda"])
     # fp16 decoder: 920,854,400 parameters x 2 bytes read per token
     per_token = 920_854_400 * 2 / (1000e9 * speech.DECODER_EFFICIENCY["cuda"])
     realtime, encoder_seconds, _ = speech.stt_realtime(large, "fp16", device)
@@ -159,7 +160,7 @@ def test_text_to_speech_cost_is_parameters_times_frames_times_passes():
     device = gpu(24 * 1024**3, flops=100e12)
     # 2 x 336M x 93.75 frames x 64 passes = 4.032e12 FLOPs per second of audio
     realtime, _ = speech.tts_realtime(f5, device)
-    assert realtime == pytest.approx(100e12 * est.COMPUTE_EFFICIENCY["cuda"] / 4.032e12)
+    assert realtime == pytest.approx(100e12 * speech.TTS_EFFICIENCY["cuda"] / 4.032e12)
 
 
 # --- document search --------------------------------------------------------------------

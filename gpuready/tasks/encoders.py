@@ -7,16 +7,18 @@ from gpuready.tasks import text_estimate
 from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device
 
 # Share of peak FP16 (GPU) or estimated peak FP32 (CPU) throughput that a compute-bound
-# encoder forward pass reaches, per backend. Fitted by benchmarks/score_estimator.py as
-# the median measured/theoretical ratio of the whisper.cpp `bench` encoder rows in
-# benchmarks/validation/speech.toml (whisper.cpp issue #89 and the bench tables quoted
-# there; one 30 s window, encoder only) whose hardware is in the tables: cuda 36 rows
-# (Tesla V100 19, RTX 2060 11, RTX 5090 6), cpu 10 rows (Raspberry Pi 5 8, Core i7-8700 2).
+# encoder forward pass reaches, per backend. Fitted by benchmarks/score_speech.py as the
+# median measured/theoretical ratio of the whisper.cpp `bench` encoder rows in
+# benchmarks/validation/speech.toml (one 30 s window, encoder only) whose hardware is in the
+# tables: cuda 24 rows (Tesla V100 v1.7.5 7, RTX 2060 11, RTX 5090 6; the V100 rows of a Nov 2023
+# build, 2x slower than v1.7.5 on the same card, are kept out), cpu 10 rows (Raspberry Pi 5 8,
+# Core i7-8700 2). Whisper itself uses a width-aware CUDA figure (tasks/speech.py
+# WHISPER_ENCODER_EFFICIENCY); this plain median is the typical encoder's.
 # Backends without rows of their own scale CUDA's figure by their text-generation prompt
 # efficiency relative to CUDA's (same regime: batches of tokens through dense matrix
 # multiplies), said so in each basis.
-# Embedding models and text to speech use these too (no measurements of their own yet).
-ENCODER_EFFICIENCY = {"cuda": 0.11, "cpu": 0.11}
+# Embedding models and image generation's text encoders use these too (no measurements of their own).
+ENCODER_EFFICIENCY = {"cuda": 0.13, "cpu": 0.11}
 
 
 def encoder_efficiency(backend: str) -> tuple[float, str]:

@@ -30,20 +30,44 @@ TOKENS_PER_WINDOW = 100
 # benchmarks/validation/speech.toml. The beams share each weight read (one batched step).
 BEAM_SIZE = 5
 # Share of peak bandwidth Whisper's decoder reaches per generated token, beam search,
-# timestamp tokens and per-step overheads included. Fitted by benchmarks/score_estimator.py
+# timestamp tokens and per-step overheads included. Fitted by benchmarks/score_speech.py
 # on the faster-whisper rows of benchmarks/validation/speech.toml (SYSTRAN/faster-whisper
 # README benchmark: 13 minutes of audio, beam 5, batch 1; RTX 3070 Ti fp16 and int8): the
 # time left after the estimated encoder time, against the decoder's weight reads. Far below
 # text generation's: Whisper's decoder spends its time in per-step overheads (beam search,
-# timestamp rules), not in reading weights. The CPU rows leave no time for the decoder
-# (CTranslate2's int8 encoder beats the whisper.cpp-fitted encoder estimate), so CPU keeps
-# the text-generation constant.
-DECODER_EFFICIENCY = {"cuda": 0.12}
+# timestamp rules), not in reading weights. One device only: its leave-one-device-out error
+# (the held-out RTX 3070 Ti falls back to text generation's bandwidth constant) is in
+# benchmarks/ACCURACY.md. CPU keeps the text-generation constant (its two faster-whisper rows,
+# one device, are shown there beside it).
+DECODER_EFFICIENCY = {"cuda": 0.10}
+# Whisper's encoder on a GPU reaches a share of peak FP16 that grows in proportion to the model's
+# width: 1,500 frames x d_model matrices fill a GPU's SMs in proportion to d_model, and the
+# per-layer element-wise work and kernel launches (which scale with layers x width, not width^2)
+# weigh more on narrow models. WHISPER_ENCODER_EFFICIENCY is the share at Whisper large's width
+# (d_model 1,280, the widest); a model of width d gets it x d / 1,280 (width_share). Fitted by
+# benchmarks/score_speech.py as the median over the whisper.cpp `bench` encoder rows of
+# benchmarks/validation/speech.toml (V100 v1.7.5, RTX 2060, RTX 5090); kept because it lowers the
+# leave-one-device-out error (benchmarks/ACCURACY.md, "Encoder terms tried"). CPU cores are
+# few enough to be filled at any Whisper width: the term did not lower the CPU's held-out error,
+# so CPU keeps tasks/encoders.py's plain ENCODER_EFFICIENCY.
+WHISPER_ENCODER_EFFICIENCY = {"cuda": 0.27}
+WHISPER_REFERENCE_WIDTH = 1280  # Whisper large's d_model (openai/whisper-large-v3 config.json)
 VARIANT_BITS = {"fp32": 32.0, "fp16": 16.0, "int8": 8.0, "q8_0": 8.5, "q5_0": 5.5}
-STT_UNCERTAINTY = 0.35
-# Text-to-speech has no measurements in benchmarks/validation yet, and the formula undercounts
-# convolutional vocoders (HiFi-GAN/iSTFTNet weights run at many upsampled positions): wide band.
-TTS_UNCERTAINTY = 0.6
+# The relative band of a speech-to-text speed: the 80th percentile of the leave-one-device-out
+# errors of all fitted speech-to-text rows (benchmarks/ACCURACY.md, speech-to-text headline).
+STT_UNCERTAINTY = 0.37
+# Text to speech: seconds per second of audio = FLOPs per second of audio / (peak x efficiency).
+# The FLOPs count the acoustic network once per output frame and pass, so convolutional vocoders
+# (VITS's HiFi-GAN, Kokoro's iSTFTNet run weights at many upsampled positions) are undercounted:
+# TTS_EFFICIENCY absorbs that, as the median over the published rows of
+# benchmarks/validation/speech-tts.toml per backend (cpu: Piper and Kokoro on a Raspberry Pi 4 at
+# 1-4 threads (sherpa-onnx; Kokoro v0.19 and v1.0), Piper on a Raspberry Pi 4 and a Ryzen 9 5950X
+# (Piper's author) and Kokoro on 4 vCPUs of an EPYC 7763; cuda: F5-TTS on an RTX 3090: one GPU
+# row, so its held-out error is the fallback's). Fitted by
+# benchmarks/score_speech.py. TTS_UNCERTAINTY is the 80th percentile of their leave-one-device-out
+# errors.
+TTS_EFFICIENCY = {"cpu": 0.050, "cuda": 0.41}
+TTS_UNCERTAINTY = 1.63
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,8 +132,23 @@ def cross_attention_cache_bytes(model: SpeechModel) -> int:
     return 2 * ENCODER_FRAMES * model.d_model * model.decoder_layers * 2 * BEAM_SIZE
 
 
+def width_share(width: int) -> float:
+    """The share of the width-1,280 efficiency a Whisper encoder of this width reaches: width / 1,280, at most 1."""
+    return min(1.0, width / WHISPER_REFERENCE_WIDTH)
+
+
+def whisper_encoder_efficiency(backend: str, width: int) -> tuple[float, str]:
+    """The share of peak a Whisper encoder of this width reaches: the width-1,280 fit x width / 1,280 where the
+    backend has that fit (CUDA); otherwise tasks/encoders.py's plain per-backend figure."""
+    if backend not in WHISPER_ENCODER_EFFICIENCY:
+        return encoder_efficiency(backend)
+    value = WHISPER_ENCODER_EFFICIENCY[backend] * width_share(width)
+    return value, (f"{value:.0%} {backend} efficiency ({WHISPER_ENCODER_EFFICIENCY[backend]:.0%} at width "
+                   f"{WHISPER_REFERENCE_WIDTH} x {width} / {WHISPER_REFERENCE_WIDTH}; fitted on whisper.cpp encoder benchmarks)")
+
+
 def encoder_seconds(model: SpeechModel, device: Device) -> tuple[float, str]:
-    efficiency, why = encoder_efficiency(device.backend)
+    efficiency, why = whisper_encoder_efficiency(device.backend, model.d_model)
     flops = encoder_flops_per_window(model)
     return flops / (device.flops * efficiency), f"encoder: {flops / 1e12:.2f} TFLOPs per 30 s window; {device_flops_basis(device)} x {why}"
 
@@ -143,16 +182,28 @@ def stt_realtime(model: SpeechModel, variant: str, device: Device) -> tuple[floa
     return WINDOW_SECONDS / window, encode, [why_encoder, why_decoder]
 
 
+def tts_flops_per_audio_second(model: SpeechModel, passes: int | None = None) -> float:
+    """2 x parameters x output frames per second of audio x network passes per frame."""
+    return 2 * model.params * model.frames_per_second * (passes or model.passes_per_frame)
+
+
+def tts_efficiency(backend: str) -> tuple[float, str]:
+    """The fitted text-to-speech efficiency; other backends scale CUDA's by their prompt efficiency relative to CUDA's."""
+    if backend in TTS_EFFICIENCY:
+        return TTS_EFFICIENCY[backend], f"{TTS_EFFICIENCY[backend]:.1%} {backend} efficiency (fitted on published TTS real-time factors)"
+    prompt = text_estimate.COMPUTE_EFFICIENCY
+    value = TTS_EFFICIENCY["cuda"] * prompt.get(backend, prompt["cpu"]) / prompt["cuda"]
+    return value, (f"{value:.1%} {backend} efficiency (no TTS measurement for {backend}: CUDA's fit x {backend}'s "
+                   "text-generation prompt efficiency relative to CUDA's)")
+
+
 def tts_realtime(model: SpeechModel, device: Device) -> tuple[float | None, list[str]]:
     if not device.flops:
         return None, [f"throughput of {device.name} unknown: speed not estimated"]
-    # A TTS model runs every output frame of an utterance through the network at once, like a
-    # prompt through an LLM: the text-generation prompt efficiency applies. Cross-check, not a
-    # fit: F5-TTS at 32 NFE is quoted at RTF ~0.12 (8x real time) on an RTX 3090
-    # (https://her-os.app/RESEARCH-INDICF5-TTS-OPTIMIZATION.md); this gives ~6x.
-    efficiency = text_estimate.COMPUTE_EFFICIENCY.get(device.backend, text_estimate.COMPUTE_EFFICIENCY["cpu"])
-    why = f"{efficiency:.0%} {device.backend} efficiency (text-generation prompt constant)"
-    flops = 2 * model.params * model.frames_per_second * model.passes_per_frame
+    # Every output frame of an utterance goes through the network at once (compute bound, like a
+    # prompt); the efficiency is fitted on the rows of benchmarks/validation/speech-tts.toml.
+    efficiency, why = tts_efficiency(device.backend)
+    flops = tts_flops_per_audio_second(model)
     seconds = flops / (device.flops * efficiency)
     return 1.0 / seconds, [
         f"{flops / 1e9:.1f} GFLOPs per second of audio (2 x {model.params / 1e6:.0f}M parameters x "

@@ -1,0 +1,470 @@
+"""Speech sections of benchmarks/ACCURACY.md: speech to text (Whisper) and text to speech, scored by
+cross-validation (leave one device out, leave one source out) beside the in-sample fit.
+
+Called by score_estimator.py's report() with its helpers (row loader, hardware builders, CPU_SPECS and
+FITS), so the constants fitted here land in the same FITS that tests/test_score_estimator.py pins.
+
+Every constant is a median of what the rows imply (a share of peak FLOPS or bandwidth); leave one
+device out refits the medians without the held-out device's rows and predicts that device, through
+the same fallback gpuready uses for a backend with no rows of its own.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gpuready.tasks import devices, encoders, speech
+from gpuready.tasks import text_estimate as est
+
+WHISPER = {"whisper-large": "whisper-large-v3", "whisper-large-v2": "whisper-large-v3"}
+# whisper.cpp builds measured that current whisper.cpp has since made faster on the same hardware:
+# whisper.cpp PR #1486 (commit ae1bd69, Nov 2023) timed the V100 encoder at 9.0 / 14.9 / 40.6 / 105.4 ms
+# (tiny / base / small / medium); the v1.7.5 release notes (commit ad4e350) time the same V100 and
+# models at 4.0 / 7.0 / 18.7 / 53.2 ms. gpuready estimates current whisper.cpp, so these rows are
+# scored and shown but kept out of the fit (as score_estimator keeps llama.cpp forks out).
+SUPERSEDED = {"ae1bd69": "whisper.cpp PR #1486 build (Nov 2023), about 2x slower than v1.7.5 on the same V100"}
+# CPU builds whose encoder matrix multiplies run in a vendor BLAS (config "BLAS": Apple Accelerate on the
+# macOS rows of whisper.cpp issue #89) rather than ggml's own CPU kernels, which gpuready estimates (the
+# default Linux/Windows build); kept out of the CPU fit like score_estimator's llama.cpp forks, and shown.
+VENDOR_BLAS = "CPU build with a vendor BLAS (config 'AVX2 BLAS', macOS Accelerate) in place of ggml's CPU kernels"
+
+
+def kept_out(raw: dict) -> str | None:
+    """Why an encoder row is scored but kept out of the fit, or None."""
+    if raw.get("commit") in SUPERSEDED:
+        return f"{raw['commit']}: {SUPERSEDED[raw['commit']]}"
+    if raw["backend"] == "cpu" and "BLAS" in raw.get("config", ""):
+        return VENDOR_BLAS
+    return None
+TARGET = 25.0  # issue 10: leave-one-device-out median error, per speech direction
+BAND_PERCENTILE = 0.8  # as text generation's SPEED_BAND: four held-out devices in five inside the band
+GEFORCE_FULL_RATE = 2.0  # tried as a term: FP16-accumulate tensor rate on GeForce (see score_estimator)
+# Backends whose Whisper encoder efficiency carries the width term (tasks/speech.py width_share):
+# those where it lowers the leave-one-device-out error ("Encoder terms tried" shows the others).
+WIDTH_BACKENDS = ("cuda",)
+
+
+def whisper_model(catalog, name: str):
+    name = name.removesuffix(".en")
+    return catalog.get(WHISPER.get(name, name))
+
+
+def median_or_none(values):
+    return statistics.median(values) if values else None
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+@dataclass
+class Row:
+    kind: str  # encoder | realtime | tts
+    backend: str
+    device: str
+    source: str
+    label: str
+    measured: float  # encoder: seconds per window; realtime and tts: x real time
+    work: float  # encoder and tts: FLOPs per window / per second of audio; realtime: unused
+    peak: float  # device FLOPS (tables); for realtime rows the device itself is kept in `extra`
+    geforce: bool = False
+    layers: int = 0
+    width: int = 0
+    cores: int = 0
+    extra: tuple = ()
+    kept_out: str | None = None  # why the row is scored but not fitted
+
+    @property
+    def in_fit(self) -> bool:
+        return self.kept_out is None
+
+
+# --- fitting and cross-validation ----------------------------------------------------------
+
+
+def encoder_fit(rows: list[Row], geforce: float = 1.0, width_backends=WIDTH_BACKENDS) -> dict[str, dict]:
+    """ENCODER_EFFICIENCY ("plain": per backend, the median of FLOPs / (peak x measured seconds)) and, for the
+    backends given the width term, WHISPER_ENCODER_EFFICIENCY ("wide": the median of that share x 1,280 / d_model,
+    the share a width-1,280 encoder reaches when the share grows in proportion to width)."""
+    implied = defaultdict(list)
+    for row in rows:
+        implied[row.backend].append((row.work / (row.peak * (geforce if row.geforce else 1.0) * row.measured), row.width))
+    fits = {"plain": {b: statistics.median(v for v, _ in values) for b, values in implied.items()}, "wide": {}}
+    for backend in width_backends:
+        if backend in implied:
+            fits["wide"][backend] = statistics.median(v / speech.width_share(w) for v, w in implied[backend])
+    return fits
+
+
+def encoder_efficiency_of(row: Row, fits: dict[str, dict]) -> float:
+    if row.backend in fits["wide"]:
+        return fits["wide"][row.backend] * speech.width_share(row.width)
+    return fallback_efficiency(fits["plain"], row.backend)
+
+
+def fallback_efficiency(table: dict[str, float], backend: str) -> float:
+    """What gpuready does for a backend without rows: a fitted backend's figure (CUDA's, else CPU's) scaled by
+    the text-generation prompt efficiency of this backend relative to that one (tasks/encoders.py, tasks/speech.py)."""
+    if backend in table:
+        return table[backend]
+    reference = "cuda" if "cuda" in table else "cpu"
+    prompt = est.COMPUTE_EFFICIENCY
+    return table[reference] * prompt.get(backend, prompt["cpu"]) / prompt.get(reference, prompt["cpu"])
+
+
+def encoder_predict(row: Row, fits: dict[str, dict], geforce: float = 1.0) -> float:
+    return row.work / (row.peak * (geforce if row.geforce else 1.0) * encoder_efficiency_of(row, fits))
+
+
+def realtime_fit(rows: list[Row], encoder_fits: dict[str, dict]) -> dict[str, float]:
+    """DECODER_EFFICIENCY: per backend, the bandwidth share the time left after the estimated encoder implies."""
+    implied = defaultdict(list)
+    for row in rows:
+        model, variant, device = row.extra
+        encode = row.work / (device.flops * encoder_efficiency_of(row, encoder_fits))
+        decode = speech.WINDOW_SECONDS / row.measured - encode
+        if decode <= 0:
+            continue
+        read = model.decoder_params * speech.VARIANT_BITS[variant] / 8
+        implied[row.backend].append(read * speech.TOKENS_PER_WINDOW / (device.bandwidth_bytes_per_s * decode))
+    return {backend: statistics.median(values) for backend, values in implied.items()}
+
+
+def realtime_predict(row: Row, encoder_fits: dict[str, dict], decoder_table: dict[str, float]) -> float:
+    model, variant, device = row.extra
+    encode = row.work / (device.flops * encoder_efficiency_of(row, encoder_fits))
+    decoder = decoder_table.get(row.backend, est.BANDWIDTH_EFFICIENCY.get(row.backend, est.BANDWIDTH_EFFICIENCY["cpu"]))
+    per_token = model.decoder_params * speech.VARIANT_BITS[variant] / 8 / (device.bandwidth_bytes_per_s * decoder)
+    return speech.WINDOW_SECONDS / (encode + speech.TOKENS_PER_WINDOW * per_token)
+
+
+def tts_fit(rows: list[Row]) -> dict[str, float]:
+    """TTS_EFFICIENCY: per backend, the median of (FLOPs per second of audio / peak) / measured seconds per second."""
+    implied = defaultdict(list)
+    for row in rows:
+        implied[row.backend].append(row.work * row.measured / row.peak)
+    return {backend: statistics.median(values) for backend, values in implied.items()}
+
+
+def tts_predict(row: Row, table: dict[str, float]) -> float:
+    return row.peak * fallback_efficiency(table, row.backend) / row.work
+
+
+def stt_fits(train: list[Row], geforce: float = 1.0) -> tuple[dict, dict]:
+    encoder = encoder_fit([r for r in train if r.kind == "encoder"], geforce)
+    return encoder, realtime_fit([r for r in train if r.kind == "realtime"], encoder)
+
+
+def stt_predict(row: Row, fits: tuple[dict, dict], geforce: float = 1.0) -> float:
+    """Predicted x real time (realtime rows) or seconds per window (encoder rows)."""
+    encoder, decoder = fits
+    return encoder_predict(row, encoder, geforce) if row.kind == "encoder" else realtime_predict(row, encoder, decoder)
+
+
+def held_out(rows: list[Row], key, fit, predict) -> dict[int, float]:
+    """Absolute % error of each fitted row when every row sharing its key (device or source) is left out of the fit."""
+    errors = {}
+    for value in sorted({key(r) for r in rows}):
+        train = [r for r in rows if key(r) != value]
+        fits = fit(train)
+        for index, row in enumerate(rows):
+            if key(row) == value:
+                errors[index] = ape(predict(row, fits), row.measured)
+    return errors
+
+
+def ape(estimated: float, measured: float) -> float:
+    return abs(estimated - measured) / measured * 100
+
+
+def summary(values) -> str:
+    values = list(values)
+    return f"{statistics.median(values):.0f}% | {max(values):.0f}%" if values else "- | -"
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+
+def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
+    rows: list[Row] = []
+    skipped: dict[str, int] = defaultdict(int)
+    for raw in se.load("speech"):
+        backend = raw["backend"]
+        tts = "rtf" in raw
+        model = catalog.get(raw["model"]) if tts else whisper_model(catalog, raw["model"])
+        if model is None:
+            skipped["model not known"] += 1
+            continue
+        device = se.cpu_device(raw) if backend == "cpu" else se.gpu_device(raw, backend)
+        if device is None and backend == "cpu" and "encode_ms" in raw:
+            device = compute_only_cpu(se, raw)
+        if device is None or not device.flops:
+            skipped["hardware not in the tables"] += 1
+            continue
+        common = dict(backend=backend, device=se.device_key(raw, device), source=se.source_key(raw), peak=device.flops,
+                      geforce="GeForce" in device.name, cores=raw.get("threads") or 0)
+        if tts:
+            passes = 2 * raw["nfe"] if raw.get("nfe") else model.passes_per_frame
+            work = speech.tts_flops_per_audio_second(model, passes)
+            rows.append(Row(kind="tts", label=f"{model.id} ({raw['voice']})", measured=1 / raw["rtf"], work=work, **common))
+        elif "encode_ms" in raw:
+            rows.append(Row(kind="encoder", label=f"{model.id} {raw['precision']}", measured=raw["encode_ms"] / 1000,
+                            work=speech.encoder_flops_per_window(model), layers=model.encoder_layers, width=model.d_model,
+                            kept_out=kept_out(raw), **common))
+        elif raw["implementation"] == "faster-whisper" and raw.get("batch_size") == 1:
+            variant = raw["precision"]
+            rows.append(Row(kind="realtime", label=f"{model.id} {variant}", measured=raw["audio_seconds"] / raw["wall_seconds"],
+                            work=speech.encoder_flops_per_window(model), width=model.d_model, extra=(model, variant, device), **common))
+        else:
+            skipped["implementation not modelled (openai/whisper, transformers, batched, whisper.cpp end to end)"] += 1
+    return rows, skipped
+
+
+def compute_only_cpu(se, raw: dict) -> devices.Device | None:
+    """A CPU known by its cores (score_estimator's CPU_SPECS) but not by catalog/cpus.toml: enough for an
+    encoder row, which is compute bound (no bandwidth needed)."""
+    known = se.CPU_SPECS.get(raw.get("cpu_hint", ""))
+    if known is None:
+        return None
+    name, cores, features = known
+    used = min(cores, raw["threads"]) if raw.get("threads") else cores
+    return devices.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None, bandwidth_bytes_per_s=None,
+                          flops=devices.cpu_peak_flops(used, features))
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def report(se, catalog, out: list[str]) -> None:
+    rows, skipped = speech_rows(se, catalog)
+    speech_to_text(se, [r for r in rows if r.kind != "tts"], skipped, out)
+    text_to_speech(se, [r for r in rows if r.kind == "tts"], out)
+
+
+def cross_validated(rows: list[Row], fit, predict) -> tuple[dict, dict, dict]:
+    """(in-sample, LODO, LOSO) absolute % errors, by row index."""
+    fits = fit(rows)
+    in_sample = {i: ape(predict(r, fits), r.measured) for i, r in enumerate(rows)}
+    return in_sample, held_out(rows, lambda r: r.device, fit, predict), held_out(rows, lambda r: r.source, fit, predict)
+
+
+def headline_row(name: str, rows: list[Row], errors: tuple[dict, dict, dict]) -> str:
+    in_sample, lodo, loso = errors
+    devices = len({r.device for r in rows})
+    sources = len({r.source for r in rows})
+    met = "met" if statistics.median(lodo.values()) <= TARGET else "not met"
+    return (f"| {name} | {len(rows)} | {devices} | {sources} | {summary(lodo.values())} | {summary(loso.values())} "
+            f"| {summary(in_sample.values())} | <= {TARGET:.0f}%: {met} |")
+
+
+HEADLINE_HEADER = ("| task | rows | devices | sources | LODO median | LODO worst | LOSO median | LOSO worst "
+                   "| in-sample median | in-sample worst | target (issue 10) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+
+
+def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str]) -> None:
+    fitted = [r for r in rows if r.in_fit]
+    errors = cross_validated(fitted, stt_fits, stt_predict)
+    in_sample, lodo, loso = errors
+    out.append("## Speech to text (Whisper)\n")
+    out.append("Scored by `benchmarks/score_speech.py`. whisper.cpp `bench` rows time one encoder pass over a 30 s window "
+               "(seconds per window); faster-whisper rows time a 13-minute file end to end (x real time). Leave one device "
+               "out (LODO): the constants are refitted without the held-out device and predict it; a backend left with no "
+               "rows falls back as gpuready does (another backend's fit x the text-generation prompt-efficiency ratio; the "
+               "decoder: text generation's bandwidth constant). Leave one source out (LOSO) the same by publication.\n")
+    out.append("### Speech to text headline\n")
+    out.append(HEADLINE_HEADER)
+    out.append(headline_row("speech to text (all rows)", fitted, errors))
+    met = statistics.median(lodo.values()) <= TARGET
+    out.append(f"\nTarget: leave-one-device-out median <= {TARGET:.0f}%: **{'met' if met else 'not met'}** "
+               f"({statistics.median(lodo.values()):.0f}% over {len(fitted)} rows on {len({r.device for r in fitted})} devices).")
+    blas = [r for r in rows if r.in_fit or r.kept_out == VENDOR_BLAS]
+    _, with_blas, _ = cross_validated(blas, stt_fits, stt_predict)
+    out.append(f"With the vendor-BLAS CPU rows (kept out below) fitted and scored too, the LODO median would be "
+               f"{statistics.median(with_blas.values()):.0f}% over {len(blas)} rows on {len({r.device for r in blas})} devices.\n")
+    out.append("| measure | backend | rows | devices | LODO median | LODO worst | in-sample median | in-sample worst |\n"
+               "|---|---|---:|---:|---:|---:|---:|---:|")
+    groups = defaultdict(list)
+    for index, row in enumerate(fitted):
+        groups[(row.kind, row.backend)].append(index)
+    names = {"encoder": "whisper.cpp encoder, one 30 s window", "realtime": "faster-whisper x real time, 13 min file"}
+    for (kind, backend), indices in sorted(groups.items()):
+        out.append(f"| {names[kind]} | {backend} | {len(indices)} | {len({fitted[i].device for i in indices})} "
+                   f"| {summary(lodo[i] for i in indices)} | {summary(in_sample[i] for i in indices)} |")
+    fallback = est.BANDWIDTH_EFFICIENCY.get("cuda")
+    out.append(f"\nThe CUDA faster-whisper rows come from one GPU (RTX 3070 Ti; the V100S rows of the older README "
+               f"have no catalog/gpus.toml entry): held out, its decoder falls back to text generation's CUDA bandwidth "
+               f"constant ({fallback}) in place of the {speech.DECODER_EFFICIENCY['cuda']} fitted on it, so their LODO "
+               "error measures that fallback, not the fit.")
+    out.append("\nPer held-out device (LODO errors of its rows):\n")
+    out.append("| device | backend | rows | LODO median | LODO worst |\n|---|---|---:|---:|---:|")
+    by_device = defaultdict(list)
+    for index, row in enumerate(fitted):
+        by_device[(row.device, row.backend)].append(lodo[index])
+    for (device, backend), values in sorted(by_device.items()):
+        out.append(f"| {device} | {backend} | {len(values)} | {summary(values)} |")
+    outside = defaultdict(list)
+    fits = stt_fits(fitted)
+    for row in rows:
+        if not row.in_fit:
+            outside[(row.kept_out, row.device)].append(ape(stt_predict(row, fits), row.measured))
+    if outside:
+        out.append("\nRows kept out of the fit (scored against the fitted constants):\n")
+        out.append("| why | device | rows | median error | worst error |\n|---|---|---:|---:|---:|")
+        for (why, device), values in sorted(outside.items()):
+            out.append(f"| {why} | {device} | {len(values)} | {summary(values)} |")
+    out.append(f"\nSkipped: {dict(skipped)}.\n")
+    terms_tried(fitted, out)
+    fits = stt_fits(fitted)
+    out.append("Encoder efficiency each row implies, median (tasks/encoders.py ENCODER_EFFICIENCY, also used by image "
+               "generation's text encoders and document search):\n")
+    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
+    for backend, value in sorted(fits[0]["plain"].items()):
+        se.FITS[("ENCODER_EFFICIENCY", backend)] = (value, encoders.ENCODER_EFFICIENCY.get(backend))
+        count = sum(1 for r in fitted if r.kind == "encoder" and r.backend == backend)
+        out.append(f"| {backend} | {count} | {value:.2f} | {encoders.ENCODER_EFFICIENCY.get(backend, '-')} |")
+    out.append("\nWhisper encoder efficiency at width 1,280, falling in proportion to d_model below it (tasks/speech.py "
+               "WHISPER_ENCODER_EFFICIENCY x width_share), fitted on the same rows:\n")
+    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
+    for backend, wide in sorted(fits[0]["wide"].items()):
+        se.FITS[("WHISPER_ENCODER_EFFICIENCY", backend)] = (wide, speech.WHISPER_ENCODER_EFFICIENCY.get(backend))
+        count = sum(1 for r in fitted if r.kind == "encoder" and r.backend == backend)
+        out.append(f"| {backend} | {count} | {wide:.2f} | {speech.WHISPER_ENCODER_EFFICIENCY.get(backend, '-')} |")
+    out.append("\nDecoder bandwidth efficiency each faster-whisper row implies (time left after the estimated encoder), "
+               "median (tasks/speech.py DECODER_EFFICIENCY; one device, so in-sample only):\n")
+    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
+    for backend, value in sorted(fits[1].items()):
+        if backend in speech.DECODER_EFFICIENCY:
+            se.FITS[("DECODER_EFFICIENCY", backend)] = (value, speech.DECODER_EFFICIENCY[backend])
+        count = sum(1 for r in fitted if r.kind == "realtime" and r.backend == backend)
+        out.append(f"| {backend} | {count} | {value:.2f} | {speech.DECODER_EFFICIENCY.get(backend, '- (text-generation constant)')} |")
+    band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
+    se.FITS[("STT_UNCERTAINTY", "all")] = (band, speech.STT_UNCERTAINTY)
+    out.append(f"\nBand (tasks/speech.py STT_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "
+               f"(constant {speech.STT_UNCERTAINTY}).\n")
+
+
+def terms_tried(rows: list[Row], out: list[str]) -> None:
+    """Candidate terms for the encoder, kept only if they lower the held-out error."""
+    encoder_rows = [r for r in rows if r.kind == "encoder"]
+    out.append("Encoder terms tried (the whisper.cpp encoder rows above; a term is kept where it lowers the LODO error):\n")
+    out.append("| formula | LODO median | LODO worst | LODO cuda | LODO cpu | in-sample median | kept |\n"
+               "|---|---:|---:|---:|---:|---:|---|")
+    candidates = [
+        ("FLOPs / (peak x efficiency per backend)", 1.0, (), "no: the width term lowers the CUDA error"),
+        ("... x d_model / 1,280 on CUDA (efficiency in proportion to width)", 1.0, ("cuda",), "yes"),
+        ("... x d_model / 1,280 on CUDA and CPU", 1.0, ("cuda", "cpu"), "no: CPU held-out error rises"),
+        ("... on CUDA, GeForce peaks x2 (FP16-accumulate tensor rate)", GEFORCE_FULL_RATE, ("cuda",), "no: held-out error rises"),
+    ]
+    for name, geforce, widths, kept in candidates:
+        in_sample, lodo, _ = cross_validated(encoder_rows, lambda train: encoder_fit(train, geforce, widths),
+                                             lambda row, fits: encoder_predict(row, fits, geforce))
+        per = {b: [lodo[i] for i, r in enumerate(encoder_rows) if r.backend == b] for b in ("cuda", "cpu")}
+        out.append(f"| {name} | {summary(lodo.values())} | {statistics.median(per['cuda']):.0f}% "
+                   f"| {statistics.median(per['cpu']):.0f}% | {statistics.median(in_sample.values()):.0f}% | {kept} |")
+    out.append("")
+
+
+def tts_model(row: Row) -> str:
+    return row.label.split(" (")[0]
+
+
+def amdahl(row: Row, serial: float) -> float:
+    """Time relative to perfect scaling over the row's threads when a share `serial` of the one-thread work
+    does not parallelise (CPU rows; 1 elsewhere)."""
+    threads = row.cores or 1
+    return serial * threads + 1 - serial if row.backend == "cpu" else 1.0
+
+
+def tts_fit_terms(rows: list[Row], per_model: bool, serials=(0.0,)) -> dict:
+    """Candidate text-to-speech fits: per-backend (and optionally per-model) medians, with the Amdahl serial
+    share on the grid `serials` that gives the least median error on these rows."""
+    best = None
+    for serial in serials:
+        implied = defaultdict(list)
+        for row in rows:
+            value = row.work * row.measured / row.peak * amdahl(row, serial)
+            implied[row.backend].append(value)
+            if per_model:
+                implied[(tts_model(row), row.backend)].append(value)
+        fits = {"table": {k: statistics.median(v) for k, v in implied.items()}, "serial": serial}
+        error = statistics.median(ape(tts_predict_terms(r, fits), r.measured) for r in rows)
+        if best is None or error < best[0] - 1e-9:
+            best = (error, fits)
+    return best[1]
+
+
+def tts_predict_terms(row: Row, fits: dict) -> float:
+    table = fits["table"]
+    backends = {k: v for k, v in table.items() if isinstance(k, str)}
+    efficiency = table.get((tts_model(row), row.backend)) or fallback_efficiency(backends, row.backend)
+    return row.peak * efficiency / (row.work * amdahl(row, fits["serial"]))
+
+
+def tts_terms_tried(rows: list[Row], out: list[str]) -> None:
+    cpus = len({r.device for r in rows if r.backend == "cpu"})
+    gpus = len({r.device for r in rows if r.backend != "cpu"})
+    out.append(f"\nTerms tried (kept only if they lower the LODO error; with {cpus} CPU devices and {gpus} GPU, a second "
+               "constant per backend is barely testable):\n")
+    out.append("| formula | LODO median | LODO worst | in-sample median | kept |\n|---|---:|---:|---:|---|")
+    serials = tuple(i / 20 for i in range(11))
+    candidates = [
+        ("FLOPs per second of audio / (peak x efficiency per backend)", False, (0.0,), "yes"),
+        ("... efficiency per catalogue model and backend (the backend's where the model has no rows)", True, (0.0,),
+         "no: held-out error rises"),
+        ("... x Amdahl: a serial share of the one-thread work does not spread over CPU threads (share fitted on a "
+         "0.05 grid)", False, serials, "no: held-out error rises"),
+    ]
+    for name, per_model, grid, kept in candidates:
+        in_sample, lodo, _ = cross_validated(rows, lambda train: tts_fit_terms(train, per_model, grid), tts_predict_terms)
+        out.append(f"| {name} | {summary(lodo.values())} | {statistics.median(in_sample.values()):.0f}% | {kept} |")
+    out.append("\nWhy the CPU rows scatter: gpuready assumes a 3.0 GHz all-core clock for every CPU "
+               "(gpuready/tasks/devices.py ASSUMED_CPU_CLOCK_HZ); a Raspberry Pi 4 Model B Rev 1.5 runs at 1.8 GHz "
+               "(Raspberry Pi 4 product brief), so its peak is overstated 1.7x and its rows imply a lower efficiency "
+               "than the EPYC's. Kokoro also implies about half Piper's efficiency on the same Raspberry Pi (its "
+               "iSTFTNet decoder and LSTMs are not in the 2 x parameters x frames count), yet a per-model efficiency "
+               "does not carry to a held-out device. Piper's own table (rhasspy/piper issue #33) times a Raspberry Pi 4 "
+               "with the thread count unstated; its rows match sherpa-onnx's one-thread figures, so they are scored as "
+               "4 cores and miss the most.\n")
+
+
+def text_to_speech(se, rows: list[Row], out: list[str]) -> None:
+    out.append("## Text to speech\n")
+    out.append("Rows: benchmarks/validation/speech-tts.toml (real-time factors as published). The estimate: "
+               "FLOPs per second of audio (2 x parameters x output frames per second x network passes per frame) over "
+               "peak FLOPS x a per-backend efficiency (tasks/speech.py TTS_EFFICIENCY), so x real time = "
+               "peak x efficiency / FLOPs per second of audio. Scored as speech to text is.\n")
+    if not rows:
+        out.append("No rows.\n")
+        return
+    errors = cross_validated(rows, tts_fit, tts_predict)
+    in_sample, lodo, loso = errors
+    out.append("### Text to speech headline\n")
+    out.append(HEADLINE_HEADER)
+    out.append(headline_row("text to speech (all rows)", rows, errors))
+    met = statistics.median(lodo.values()) <= TARGET
+    out.append(f"\nTarget: leave-one-device-out median <= {TARGET:.0f}%: **{'met' if met else 'not met'}** "
+               f"({statistics.median(lodo.values()):.0f}% over {len(rows)} rows on {len({r.device for r in rows})} devices).\n")
+    out.append("| model | backend | device | rows | LODO median | LODO worst | in-sample median | in-sample worst |\n"
+               "|---|---|---|---:|---:|---:|---:|---:|")
+    groups = defaultdict(list)
+    for index, row in enumerate(rows):
+        groups[(row.label.split(" (")[0], row.backend, row.device)].append(index)
+    for (model, backend, device), indices in sorted(groups.items()):
+        out.append(f"| {model} | {backend} | {device} | {len(indices)} | {summary(lodo[i] for i in indices)} "
+                   f"| {summary(in_sample[i] for i in indices)} |")
+    table = tts_fit(rows)
+    out.append("\nEfficiency each row implies, median (tasks/speech.py TTS_EFFICIENCY):\n")
+    out.append("| backend | rows | devices | fitted median | constant |\n|---|---:|---:|---:|---:|")
+    for backend, value in sorted(table.items()):
+        se.FITS[("TTS_EFFICIENCY", backend)] = (value, speech.TTS_EFFICIENCY.get(backend))
+        members = [r for r in rows if r.backend == backend]
+        out.append(f"| {backend} | {len(members)} | {len({r.device for r in members})} | {value:.3f} "
+                   f"| {speech.TTS_EFFICIENCY.get(backend, '-')} |")
+    tts_terms_tried(rows, out)
+    band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
+    se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)
+    out.append(f"\nBand (tasks/speech.py TTS_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "
+               f"(constant {speech.TTS_UNCERTAINTY}).\n")
