@@ -20,6 +20,7 @@ from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_most, listed_variants
 from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
+from gpuready.tasks.text_estimate import is_geforce_rtx
 
 # Bits per weight of each precision as stored. ggml block formats from ggml/src/ggml-common.h:
 # block_q8_0 = fp16 scale + 32 int8 (34 bytes / 32 weights = 8.5 bits); block_q4_0 = fp16 scale
@@ -61,21 +62,40 @@ VAE_EFFICIENCY = 1.0
 # tokens FLOPs at the transformer-encoder efficiency fitted on Whisper (tasks/encoders.py).
 ENCODER_TOKENS = {"clip-vit-l-14": 77, "openclip-vit-bigg-14": 77, "t5-v1_1-xxl": 512}
 
-# Measured steps per second / (peak FLOPS / FLOPs per step), median per (backend, denoiser
-# architecture), fitted by benchmarks/score_estimator.py on benchmarks/validation/
-# image-generation.toml: "unet" on the diffusers torch 2.0 benchmark rows (SD 1.5 and SDXL
-# on T4, RTX 3090, RTX 4090; huggingface/diffusers docs/source/en/optimization/torch2.0.md),
-# "dit" on the FLUX.1-dev rows on RTX 4090 / RTX 6000 Ada (fp8 rows run fp8 matmuls at twice
-# the fp16 rate, which pulls the ratio up to 1.0); "unet"/"metal" on Apple's Core ML
-# Stable Diffusion 1.4 rows (apple/ml-stable-diffusion README, M1 Pro/Max/Ultra GPU), a
-# different runtime from diffusers' MPS, used as the best available Apple figure. For UNets the ratio exceeds 1:
-# the formula counts every weight at every latent position, but convolutions in the 2x, 4x
-# and 8x downsampled stages see 4-64x fewer positions, so it overcounts the work.
-THROUGHPUT_RATIO = {"unet": {"cuda": 4.52, "metal": 3.87}, "dit": {"cuda": 1.00}}
-# Backends without a fitted row scale the CUDA figure by their encoder efficiency relative
-# to CUDA's (tasks/encoders.py ENCODER_EFFICIENCY, fitted on CPU and CUDA Whisper encoders:
-# the same kind of compute-bound convolution + attention work), said so in the basis.
-SPEED_UNCERTAINTY = 0.5  # the validation errors: median 28% (UNet) to 47% (transformer), see benchmarks/ACCURACY.md
+# Speed of a denoising step: BLOCK_FIXED_SECONDS x blocks + FLOPs per step / (tensor peak x STEP_EFFICIENCY), both
+# fitted per denoiser family and backend by benchmarks/score_image.py on benchmarks/validation/
+# image-generation*.toml (scored leave-one-device-out in benchmarks/ACCURACY.md). STEP_EFFICIENCY is the
+# fraction of the FP16 tensor peak the denoiser's FLOPs reach in an eager runtime (diffusers, the
+# reference FLUX code): the median over the rows once the fixed cost is taken off. "unet"/"cuda": the
+# diffusers torch 2.0 benchmark (SD 1.5, SDXL on T4, A100, RTX 3090, RTX 4090) and the SDXL fast-diffusion
+# and SDXL-Turbo rows; "dit"/"cuda": the FLUX.1-dev rows (RTX 4090, RTX 6000 Ada); "unet"/"metal": Apple's
+# Core ML SD 1.4 rows (M1 Pro/Max/Ultra GPU), a different runtime from diffusers' MPS, the best Apple figure.
+# Rows whose source runs fp8 matmuls (aredden/flux-fp8-api) are scored at twice the FP16 rate, the FP8
+# tensor rate of Ada and Hopper (NVIDIA's whitepapers); gpuready's fp8 variants are weights stored in fp8
+# and computed in bf16 (ComfyUI's default), so the estimate keeps the FP16 rate. Compiled rows
+# (torch.compile) are scored against these eager constants: gpuready predicts the plain runtime.
+STEP_EFFICIENCY = {"unet": {"cuda": 0.31, "metal": 0.44}, "dit": {"cuda": 0.67}}
+# Fixed seconds per block of a step whatever the GPU's speed: an eager runtime launches every kernel of the
+# denoiser from Python, one after another, and a fast GPU waits for the host. Blocks = a UNet's resnets +
+# transformer layers (SD 1.5: 38, SDXL: 87) or a DiT's transformer blocks (FLUX.1: 57), so the cost grows with
+# the kernels launched. It is why SD 1.5 at batch 1 runs no faster on an A100 (21.7 it/s) than on an RTX
+# 3090 (22.6 it/s) in diffusers' benchmark though the A100 has the higher tensor peak, and why torch.compile
+# with CUDA graphs (mode "reduce-overhead": the step's kernels replayed in one launch) doubles the A100's
+# speed at batch 1 (44.0 it/s) but adds 26% at batch 16. Fitted with the efficiency (the grid value with
+# the lowest median error). Apple's rows time one amount of work only, so the two cannot be told apart
+# there: metal takes 0 and its efficiency absorbs the overhead.
+BLOCK_FIXED_SECONDS = {"unet": {"cuda": 150e-6, "metal": 0.0}, "dit": {"cuda": 1275e-6}}
+# GeForce RTX cards: catalog/gpus.toml lists the FP16 tensor rate with FP32 accumulate, which NVIDIA's
+# Turing, Ampere and Ada whitepapers give as half the FP16-accumulate rate on GeForce (the workstation and
+# datacenter cards run both at the full rate). The diffusion rows show GeForce cards at the full rate: the
+# RTX 4090 (165 TFLOPS in the table) is faster than the RTX 6000 Ada (364) on FLUX.1-dev, and the RTX 3090
+# (71) only 1.8x slower than the A100 (312) on SD 1.5 at batch 16. Kept because it lowers the
+# leave-one-device-out error (benchmarks/ACCURACY.md, "Which terms stay"); the same term as the prompt
+# fit's PROMPT_GEFORCE_RATE in tasks/text_estimate.py.
+GEFORCE_TENSOR_RATE = 2.0
+# The cross-validated errors: leave-one-device-out median 18% over all rows, worst rows (SDXL on an A100,
+# end to end) about 2x; see benchmarks/ACCURACY.md, "Image generation".
+SPEED_UNCERTAINTY = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +107,10 @@ class ImageModel(ModelEntry):
     denoiser_params: float
     text_encoders: Mapping[str, float]  # name -> parameters
     vae_params: float
+    unet_channels: tuple[int, ...] = ()  # UNets: block_out_channels of the stages, from unet/config.json
+    unet_transformer_layers: tuple[int, ...] = ()  # UNets: transformer layers per attention block of each stage (0 = none)
+    unet_layers_per_block: int = 2  # UNets: resnets per down stage (one more per up stage)
+    cross_attention_dim: int = 768  # UNets: width of the text embedding the cross-attention reads
     denoiser_hidden_size: int | None = None  # transformers: width of the joint attention
     denoiser_layers: int | None = None  # transformers: attention blocks
     text_tokens: int = 0  # transformers: text tokens that join the image tokens
@@ -107,6 +131,14 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         raise CatalogError(f"{entry.where}: missing 'text_encoders' (a table of name = parameters)")
     if architecture == "dit" and not (entry.has("denoiser_hidden_size") and entry.has("denoiser_layers")):
         raise CatalogError(f"{entry.where}: a 'dit' model needs 'denoiser_hidden_size' and 'denoiser_layers'")
+    if architecture == "unet":
+        for key in ("unet_channels", "unet_transformer_layers", "cross_attention_dim"):
+            if not entry.has(key):
+                raise CatalogError(f"{entry.where}: a 'unet' model needs '{key}' (from its unet/config.json)")
+    channels = _whole_numbers(entry, "unet_channels", positive=True)
+    layers = _whole_numbers(entry, "unet_transformer_layers", positive=False)
+    if len(channels) != len(layers) or (architecture == "unet" and not any(layers)):
+        raise CatalogError(f"{entry.where}: 'unet_transformer_layers' needs one count per stage of 'unet_channels', at least one above 0")
     passes = entry.integer("guidance_passes")
     if passes not in (1, 2):
         raise CatalogError(f"{entry.where}: 'guidance_passes' must be 1 or 2")
@@ -119,6 +151,10 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         text_encoders=encoders,
         vae_params=entry.number("vae_params"),
         variants=variants,
+        unet_channels=channels,
+        unet_transformer_layers=layers,
+        unet_layers_per_block=entry.integer("unet_layers_per_block", required=False) or 2,
+        cross_attention_dim=entry.integer("cross_attention_dim", required=False) or 768,
         denoiser_hidden_size=entry.integer("denoiser_hidden_size", required=False),
         denoiser_layers=entry.integer("denoiser_layers", required=False),
         text_tokens=entry.integer("text_tokens", required=False, positive=False) or 0,
@@ -126,6 +162,18 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         variant_sizes=entry.mapping("variant_sizes"),
         **entry.card(),
     )
+
+
+def _whole_numbers(entry: Entry, key: str, positive: bool) -> tuple[int, ...]:
+    """A list of whole numbers (above 0, or from 0 when not ``positive``); () when absent."""
+    if not entry.has(key):
+        return ()
+    value = entry.data[key]
+    lowest = 1 if positive else 0
+    if not isinstance(value, list) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and lowest <= v <= 1_000_000 for v in value):
+        raise CatalogError(f"{entry.where}: '{key}' must be a list of whole numbers from {lowest} (got {value!r})")
+    return tuple(value)
 
 
 # --- formulas ------------------------------------------------------------------------
@@ -136,14 +184,110 @@ def latent_tokens(model: ImageModel, width: int, height: int) -> int:
     return (width // VAE_DOWNSAMPLE // model.patch_size) * (height // VAE_DOWNSAMPLE // model.patch_size)
 
 
+def unet_work(model: ImageModel, width: int, height: int) -> tuple[float, float, int, float]:
+    """(FLOPs of one forward, weights counted, blocks) of a diffusers UNet2DConditionModel at this size.
+
+    Walks the architecture its unet/config.json publishes (block_out_channels, transformer_layers_per_block,
+    layers_per_block, cross_attention_dim): every 3x3 convolution and linear layer costs 2 x its weights x
+    the latent positions of its stage (each down stage halves width and height, so a quarter of the
+    positions), attention adds 4 x positions^2 x width (self) and 4 x positions x text tokens x width (cross).
+    The weights it counts come to 831M for SD 1.5 (model card: 860M) and 2,541M for SDXL (2,567M); the
+    rest are the resnets' timestep projections and the size embeddings, run once per image, not per
+    position, so nothing that scales with the image is missing. Its
+    0.80 TFLOPs for one SD 1.5 forward at 512x512 matches NVIDIA's 1.68 TFLOPs per two-image step
+    (the VAE_DECODE_FLOPS_PER_PIXEL talk). Blocks = resnets + transformer layers (kernel launches scale with them).
+    """
+    text = ENCODER_TOKENS["clip-vit-l-14"]
+    weights = flops = elements = 0.0
+    blocks = 0
+
+    def linear(inputs: int, outputs: int, positions: float, kernel: int = 1) -> None:
+        nonlocal weights, flops, elements
+        weights += inputs * kernel * outputs
+        flops += 2 * inputs * kernel * outputs * positions
+        elements += (inputs + outputs) * positions
+
+    def conv(inputs: int, outputs: int, positions: float, kernel: int = 9) -> None:
+        linear(inputs, outputs, positions, kernel)
+
+    def resnet(inputs: int, outputs: int, positions: float) -> None:
+        nonlocal blocks
+        blocks += 1
+        conv(inputs, outputs, positions)
+        conv(outputs, outputs, positions)
+        if inputs != outputs:
+            conv(inputs, outputs, positions, kernel=1)
+
+    def transformer(width: int, layers: int, positions: float) -> None:
+        nonlocal flops, blocks
+        linear(width, width, positions)  # proj_in
+        for _ in range(layers):
+            blocks += 1
+            linear(width, 4 * width, positions)  # self-attention q, k, v, out
+            flops += 4 * positions**2 * width
+            linear(width, 2 * width, positions)  # cross-attention q, out
+            linear(model.cross_attention_dim, 2 * width, text)  # cross-attention k, v over the prompt
+            flops += 4 * positions * text * width
+            linear(width, 8 * width, positions)  # GEGLU feed-forward in (2 x 4 x width)
+            linear(4 * width, width, positions)  # feed-forward out
+        linear(width, width, positions)  # proj_out
+
+    channels, layers = model.unet_channels, model.unet_transformer_layers
+    positions = float((width // VAE_DOWNSAMPLE) * (height // VAE_DOWNSAMPLE))
+    conv(4, channels[0], positions)
+    skips = [channels[0]]
+    current = channels[0]
+    for stage, out in enumerate(channels):
+        for _ in range(model.unet_layers_per_block):
+            resnet(current, out, positions)
+            current = out
+            if layers[stage]:
+                transformer(out, layers[stage], positions)
+            skips.append(out)
+        if stage < len(channels) - 1:
+            positions /= 4
+            conv(out, out, positions)  # strided downsampler
+            skips.append(out)
+    resnet(current, current, positions)  # mid block: resnet, transformer (the deepest stage's depth), resnet
+    transformer(current, max(layers), positions)
+    resnet(current, current, positions)
+    for stage in reversed(range(len(channels))):
+        out = channels[stage]
+        for _ in range(model.unet_layers_per_block + 1):
+            resnet(current + skips.pop(), out, positions)
+            current = out
+            if layers[stage]:
+                transformer(out, layers[stage], positions)
+        if stage > 0:
+            positions *= 4
+            conv(out, out, positions)  # upsampler
+    conv(channels[0], 4, positions)
+    return flops, weights, blocks, elements
+
+
+def denoiser_blocks(model: ImageModel) -> int:
+    """Blocks a forward pass runs one after another: UNet resnets + transformer layers; a DiT's transformer blocks."""
+    if model.architecture == "unet":
+        return unet_work(model, 512, 512)[2]
+    return model.denoiser_layers
+
+
+def activation_elements(model: ImageModel, width: int, height: int) -> float:
+    """Activation values one forward reads and writes through its layers (inputs + outputs x positions)."""
+    if model.architecture == "unet":
+        return unet_work(model, width, height)[3]
+    joint = latent_tokens(model, width, height) + model.text_tokens
+    return 18 * model.denoiser_hidden_size * model.denoiser_layers * joint
+
+
 def flops_per_forward(model: ImageModel, width: int, height: int) -> float:
-    """2 x denoiser parameters x latent tokens; transformers add attention, 4 x tokens^2 x width x blocks."""
+    """UNets: counted over the published architecture (unet_work). Transformers: 2 x parameters x tokens
+    (every weight meets every token) + attention, 4 x tokens^2 x width x blocks."""
+    if model.architecture == "unet":
+        return unet_work(model, width, height)[0]
     tokens = latent_tokens(model, width, height)
-    flops = 2 * model.denoiser_params * tokens
-    if model.architecture == "dit":
-        joint = tokens + model.text_tokens
-        flops = 2 * model.denoiser_params * joint + 4 * joint**2 * model.denoiser_hidden_size * model.denoiser_layers
-    return flops
+    joint = tokens + model.text_tokens
+    return 2 * model.denoiser_params * joint + 4 * joint**2 * model.denoiser_hidden_size * model.denoiser_layers
 
 
 def flops_per_step(model: ImageModel, width: int, height: int) -> float:
@@ -165,21 +309,37 @@ def activation_bytes(width: int, height: int) -> int:
     return VAE_LIVE_MAPS * VAE_CHANNELS * width * height * 2
 
 
-def throughput_ratio(model: ImageModel, backend: str) -> tuple[float, str]:
-    fitted = THROUGHPUT_RATIO[model.architecture]
-    if backend in fitted:
-        return fitted[backend], f"fitted {model.architecture} ratio {fitted[backend]:.2f} for {backend} (benchmarks/validation)"
+def tensor_rate(device: Device) -> tuple[float, str]:
+    """How many times its table FP16 figure the denoiser's tensor work runs at: GEFORCE_TENSOR_RATE on a GeForce RTX card."""
+    if is_geforce_rtx(device):
+        return GEFORCE_TENSOR_RATE, f"x{GEFORCE_TENSOR_RATE:g} (GeForce RTX: FP16-accumulate tensor rate)"
+    return 1.0, ""
+
+
+def step_constants(model: ImageModel, backend: str) -> tuple[float, float, str]:
+    """(fraction of peak, fixed seconds per step, why) for this denoiser family on this backend."""
+    efficiencies, fixed_costs = STEP_EFFICIENCY[model.architecture], BLOCK_FIXED_SECONDS[model.architecture]
+    blocks = denoiser_blocks(model)
+    fixed = fixed_costs.get(backend, fixed_costs["cuda"]) * blocks
+    fixed_why = (f"{fixed * 1000:.1f} ms fixed per step ({blocks} blocks)"
+                 + ("" if backend in fixed_costs else " (CUDA's eager-runtime figure)"))
+    if backend in efficiencies:
+        return efficiencies[backend], fixed, f"fitted {model.architecture} efficiency {efficiencies[backend]:.0%} for {backend}, {fixed_why}"
     scale = encoder_efficiency(backend)[0] / encoder_efficiency("cuda")[0]
-    value = fitted["cuda"] * scale
-    return value, f"{model.architecture} ratio {value:.2f}: the CUDA fit scaled by {backend}'s encoder efficiency relative to CUDA's (no {backend} rows)"
+    value = efficiencies["cuda"] * scale
+    return value, fixed, (f"{model.architecture} efficiency {value:.0%}: the CUDA fit scaled by {backend}'s encoder efficiency "
+                          f"relative to CUDA's (no {backend} rows), {fixed_why}")
 
 
-def seconds_per_step(model: ImageModel, width: int, height: int, device: Device) -> tuple[float | None, str]:
+def seconds_per_step(model: ImageModel, width: int, height: int, device: Device, batch: int = 1) -> tuple[float | None, str]:
+    """Fixed seconds per step + the batch's FLOPs per step at the fitted fraction of the tensor peak."""
     if not device.flops:
         return None, f"throughput of {device.name} unknown: speed not estimated"
-    ratio, why = throughput_ratio(model, device.backend)
-    flops = flops_per_step(model, width, height)
-    return flops / (device.flops * ratio), f"{flops / 1e12:.1f} TFLOPs per step; {device_flops_basis(device)}; {why}"
+    efficiency, fixed, why = step_constants(model, device.backend)
+    rate, rate_why = tensor_rate(device)
+    flops = flops_per_step(model, width, height) * batch
+    seconds = fixed + flops / (device.flops * rate * efficiency)
+    return seconds, f"{flops / 1e12:.2f} TFLOPs per step; {device_flops_basis(device)}{' ' + rate_why if rate_why else ''}; {why}"
 
 
 def fp32_flops(device: Device) -> tuple[float | None, str]:
