@@ -4,12 +4,12 @@ Called by score_estimator.py (its section "Image generation"). Every row of benc
 image-generation*.toml whose model, backend and hardware are known becomes a prediction of
 gpuready.tasks.image's formula:
 
-    seconds per denoising step = BLOCK_FIXED_SECONDS x blocks + batch x FLOPs per step / (tensor peak x STEP_EFFICIENCY)
+    seconds per denoising step = STEP_FIXED_SECONDS + batch x FLOPs per step / (tensor peak x STEP_EFFICIENCY)
 
 and, for rows that time a whole image, steps x that + the text encoders and VAE decode (once per image).
 Two constants per denoiser family and backend are fitted: the fraction of the peak the work reaches
-(median over the rows) and the fixed seconds per block of a step the eager runtime spends whatever the
-GPU's speed (the grid value that minimises the median error). The headline is cross-validated: leave one device out
+(median over the rows) and the fixed seconds per step the eager runtime spends whatever the GPU's speed
+(the grid value that minimises the median error). The headline is cross-validated: leave one device out
 (fit on the other devices, predict the held-out one) and leave one source out, beside the in-sample fit
 whose constants gpuready carries. Candidate terms are scored the same way, and a term stays only if it
 lowers the cross-validated error (the ablation table says which did).
@@ -54,6 +54,7 @@ class ImageRow:
     measured: float  # seconds per denoising step of the batch, or seconds per image
     implementation: str  # eager | compiled (torch.compile or compiled blocks, the source says so)
     fp8_matmul: bool  # the source runs the denoiser's matmuls in fp8 (twice the fp16 tensor rate on Ada/Hopper)
+    materialised: bool  # attention not fused (no SDPA, xformers or flash): the score matrix goes through memory
 
     @property
     def group(self) -> tuple[str, str]:
@@ -65,9 +66,10 @@ class Terms:
     """Which candidate terms a model variant uses."""
     counted_flops: bool = True  # UNet FLOPs counted over the architecture (else 2 x parameters x tokens)
     geforce_rate: bool = True  # GeForce RTX tensor cores at the FP16-accumulate rate (2x the table's figure)
-    fixed: str = "block"  # "none" | "step": fixed seconds per step | "block": fixed seconds per block of the step
+    fixed: str = "step"  # "none" | "step": fixed seconds per step | "block": fixed seconds per block of the step
     compiled: str = "none"  # compiled rows: "none" like eager | "no-fixed": no fixed cost (CUDA graphs) | "apart": also their own efficiency
     fp8: bool = True  # rows whose source runs fp8 matmuls: twice the fp16 tensor rate (Ada and Hopper whitepapers)
+    materialised: bool = True  # rows with unfused attention add the score matrix's memory traffic
     overlap: bool = False  # the host launches while the GPU computes: a step takes the longer of the two, not the sum
 
 
@@ -84,6 +86,22 @@ def family_device(row: dict, backend: str, gpu_device) -> devices.Device | None:
         if family in hint and len({(table[i].fp16_flops, table[i].fp32_flops) for i in ids}) == 1:
             return gpu_device({"gpu_id": ids[0]}, backend)
     return None
+
+
+# Implementations whose attention writes the scores to memory: diffusers before its SDPA processor (PyTorch
+# < 2.0 without xformers) and diffusers with the default AttnProcessor named "non-SDPA" by its source.
+MATERIALISED = ("no xformers", "non-SDPA")
+# Unfused attention touches each fp16 score 4 times: written by QK^T, read and written by the softmax, read by
+# the product with V (diffusers' AttnProcessor: baddbmm, softmax, bmm, each a separate kernel).
+SCORE_BYTES = 4 * 2
+
+
+def device_key(row: dict, device: devices.Device) -> str:
+    """The device a row is held out with: members of a same-peak family (every A100) are one device."""
+    table = {spec.id: spec for spec in gpu_table()}
+    spec_id = row.get("gpu_id") or next((spec.id for spec in table.values() if spec.name == device.name), device.name)
+    family = next((name for name, ids in SAME_PEAK_FAMILIES.items() if spec_id in ids), None)
+    return family or spec_id
 
 
 def implementation_class(row: dict) -> str:
@@ -110,10 +128,14 @@ def collect(rows: list[dict], catalog, gpu_device, source_key) -> tuple[list[Ima
             skipped["hardware not in the tables (V100, H100: variant not stated, peaks differ)"] += 1
             continue
         steps = None if "iterations_per_s" in row else row["steps"]
-        measured = 1 / row["iterations_per_s"] if steps is None else row["seconds_per_image"]
-        kept.append(ImageRow(model, backend, device, row.get("gpu_id") or device.name, source_key(row),
+        if steps is None:
+            measured = 1 / row["iterations_per_s"]
+        else:  # seconds for one image, or for the whole batch (a batch of one: the same)
+            measured = row["seconds_per_image"] if "seconds_per_image" in row else row["seconds_per_batch"]
+        kept.append(ImageRow(model, backend, device, device_key(row, device), source_key(row),
                              row.get("batch", 1), row.get("width", model.resolution), row.get("height", model.resolution),
-                             steps, measured, implementation_class(row), "fp8 matmul" in row["implementation"]))
+                             steps, measured, implementation_class(row), "fp8 matmul" in row["implementation"],
+                             any(mark in row["implementation"] for mark in MATERIALISED)))
     return kept, dict(skipped)
 
 
@@ -145,6 +167,9 @@ def _work_seconds(row: ImageRow, terms: Terms) -> float:
     if terms.fp8 and row.fp8_matmul:
         rate *= 2
     seconds = row.batch * flops / rate
+    if terms.materialised and row.materialised:
+        scores = image.attention_scores(row.model, row.width, row.height) * row.model.guidance_passes * row.batch
+        seconds += scores * SCORE_BYTES / row.device.bandwidth_bytes_per_s
     return seconds
 
 
@@ -253,15 +278,18 @@ TARGET = 25.0  # issue 10: leave-one-device-out median absolute percentage error
 
 VARIANTS = [
     ("before: 2 x parameters x tokens, table peak, no fixed cost",
-     Terms(counted_flops=False, geforce_rate=False, fixed="none", fp8=False)),
-    ("+ UNet FLOPs counted over the architecture", Terms(geforce_rate=False, fixed="none", fp8=False)),
-    ("+ GeForce RTX at the FP16-accumulate rate", Terms(fixed="none", fp8=False)),
-    ("+ fixed seconds per step", Terms(fixed="step", fp8=False)),
-    ("+ fixed seconds per block instead", Terms(fp8=False)),
-    ("+ fp8-matmul rows at twice the fp16 rate (shipped)", SHIPPED),
+     Terms(counted_flops=False, geforce_rate=False, fixed="none", fp8=False, materialised=False)),
+    ("+ UNet FLOPs counted over the architecture", Terms(geforce_rate=False, fixed="none", fp8=False, materialised=False)),
+    ("+ GeForce RTX at the FP16-accumulate rate", Terms(fixed="none", fp8=False, materialised=False)),
+    ("+ fixed seconds per step", Terms(fp8=False, materialised=False)),
+    ("+ fp8-matmul rows at twice the fp16 rate", Terms(materialised=False)),
+    ("+ unfused attention's score traffic (shipped)", SHIPPED),
     ("shipped without UNet FLOPs counted", replace(SHIPPED, counted_flops=False)),
     ("shipped without the GeForce rate", replace(SHIPPED, geforce_rate=False)),
     ("shipped without the fixed cost", replace(SHIPPED, fixed="none")),
+    ("shipped without the fp8 rate", replace(SHIPPED, fp8=False)),
+    ("shipped without the score traffic", replace(SHIPPED, materialised=False)),
+    ("shipped, fixed seconds per block (of the UNet or DiT) instead of per step", replace(SHIPPED, fixed="block")),
     ("shipped + compiled rows without the fixed cost (CUDA graphs)", replace(SHIPPED, compiled="no-fixed")),
     ("shipped + compiled rows with their own efficiency too", replace(SHIPPED, compiled="apart")),
     ("shipped, a step takes the longer of host and GPU, not the sum", replace(SHIPPED, overlap=True)),
@@ -275,11 +303,14 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
     lodo_all = list(held_out(rows, SHIPPED, by_device).values())
     headline = statistics.median(lodo_all)
     out.append("## Image generation (diffusion: seconds per denoising step, and per image)\n")
-    out.append("The speed formula (gpuready/tasks/image.py): seconds per step = BLOCK_FIXED_SECONDS x denoiser blocks + batch x "
-               "FLOPs per step / (FP16 tensor peak, x2 on GeForce RTX, x2 again where the source runs fp8 matmuls, x STEP_EFFICIENCY); "
-               "a whole image adds the text encoders and the VAE decode. UNet FLOPs are counted over the published "
-               "architecture; compiled rows (torch.compile, compiled blocks) are scored against the same eager constants, "
-               "which is what gpuready predicts. Scored by benchmarks/score_image.py.\n")
+    out.append("The speed formula (gpuready/tasks/image.py): seconds per step = STEP_FIXED_SECONDS + batch x FLOPs per step / "
+               "(FP16 tensor peak, x2 on GeForce RTX, x STEP_EFFICIENCY); a whole image adds the text encoders and the VAE "
+               "decode. UNet FLOPs are counted over the published architecture. Two row attributes the sources state are "
+               "scored with fixed, derived factors and no fitted constant: fp8-matmul rows at twice the FP16 rate, and rows "
+               "whose attention is not fused (diffusers before SDPA without xformers) add the score matrix's memory traffic "
+               "(heads x tokens^2 x 4 fp16 accesses / bandwidth). Compiled rows (torch.compile, compiled blocks) are scored "
+               "against the same eager constants: gpuready predicts the plain runtime with fused attention. "
+               "Scored by benchmarks/score_image.py.\n")
     out.append("### Headline (cross-validated)\n")
     out.append(f"All {len(rows)} scored rows, {len({row.device_key for row in rows})} devices: leave-one-device-out median "
                f"error **{headline:.0f}%** (worst {max(lodo_all):.0f}%); in-sample {statistics.median(in_sample(rows, SHIPPED).values()):.0f}%. "
@@ -321,18 +352,18 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
                    f"{statistics.median(in_sample(rows, terms).values()):.1f}% |")
     out.append("")
     out.append("### Constants fitted on all rows (gpuready/tasks/image.py)\n")
-    out.append("| denoiser | backend | rows | STEP_EFFICIENCY (fitted) | constant | BLOCK_FIXED_SECONDS, microseconds (fitted) "
+    out.append("| denoiser | backend | rows | STEP_EFFICIENCY (fitted) | constant | STEP_FIXED_SECONDS, ms (fitted) "
                "| constant |\n|---|---|---:|---:|---:|---:|---:|")
     for group in sorted({row.group for row in rows}):
         members = [row for row in rows if row.group == group]
         efficiency, fixed, _ = fit(members, SHIPPED)
         arch, backend = group
         constant_efficiency = image.STEP_EFFICIENCY[arch].get(backend)
-        constant_fixed = image.BLOCK_FIXED_SECONDS[arch].get(backend)
+        constant_fixed = image.STEP_FIXED_SECONDS[arch].get(backend)
         fits[("STEP_EFFICIENCY", f"{arch}/{backend}")] = (efficiency, constant_efficiency)
-        fits[("BLOCK_FIXED_SECONDS (microseconds)", f"{arch}/{backend}")] = (
-            fixed * 1e6, None if constant_fixed is None else constant_fixed * 1e6)
+        fits[("STEP_FIXED_SECONDS (milliseconds)", f"{arch}/{backend}")] = (
+            fixed * 1e3, None if constant_fixed is None else constant_fixed * 1e3)
         shown = lambda value, scale=1.0: "-" if value is None else f"{value * scale:.2f}"  # noqa: E731
         out.append(f"| {arch} | {backend} | {len(members)} | {efficiency:.2f} | {shown(constant_efficiency)} | "
-                   f"{fixed * 1e6:.2f} | {shown(constant_fixed, 1e6)} |")
+                   f"{fixed * 1e3:.2f} | {shown(constant_fixed, 1e3)} |")
     out.append("")

@@ -73,6 +73,15 @@ def test_a_unet_entry_without_its_stages_is_refused():
                                        "cross_attention_dim": 768}, "test.toml"))
 
 
+def test_unfused_attention_scores_by_hand():
+    # SD 1.5 at 512x512, 8 heads everywhere: 5 self-attention layers (2 down, 3 up) at each of the stages of
+    # 4,096, 1,024 and 256 latent positions, and the mid block's one at 64 positions.
+    expected = 8 * (5 * (4096**2 + 1024**2 + 256**2) + 64**2)
+    assert image.attention_scores(model("sd-1.5"), 512, 512) == expected == 715_685_888
+    # FLUX.1-dev at 1024: 24 heads (3,072 / 128) x (4,096 + 512 joint tokens)^2 x 57 blocks
+    assert image.attention_scores(model("flux.1-dev"), 1024, 1024) == 24 * 4608**2 * 57
+
+
 # --- a step by hand -----------------------------------------------------------------------
 
 
@@ -84,14 +93,14 @@ def test_a_unet_entry_without_its_stages_is_refused():
         ("NVIDIA GeForce RTX 4090", 165.2e12, image.GEFORCE_TENSOR_RATE),
     ],
 )
-def test_a_step_is_the_fixed_cost_of_its_blocks_plus_its_flops_at_the_fitted_share_of_the_peak(name, flops, rate):
+def test_a_step_is_its_fixed_cost_plus_its_flops_at_the_fitted_share_of_the_peak(name, flops, rate):
     sdxl = model("sdxl")
     device = gpu(name, flops)
-    # 87 blocks x the fixed seconds per block + 2 guidance passes x 6.761 TFLOPs at the fitted efficiency
-    expected = 87 * image.BLOCK_FIXED_SECONDS["unet"]["cuda"] + 2 * 6_761_186_590_720 / (flops * rate * image.STEP_EFFICIENCY["unet"]["cuda"])
+    # the fixed seconds per step + 2 guidance passes x 6.761 TFLOPs at the fitted efficiency
+    expected = image.STEP_FIXED_SECONDS["unet"]["cuda"] + 2 * 6_761_186_590_720 / (flops * rate * image.STEP_EFFICIENCY["unet"]["cuda"])
     assert image.seconds_per_step(sdxl, 1024, 1024, device)[0] == pytest.approx(expected)
     # A batch of 4 multiplies the FLOPs, not the fixed cost
-    batch = 87 * image.BLOCK_FIXED_SECONDS["unet"]["cuda"] + 4 * 2 * 6_761_186_590_720 / (flops * rate * image.STEP_EFFICIENCY["unet"]["cuda"])
+    batch = image.STEP_FIXED_SECONDS["unet"]["cuda"] + 4 * 2 * 6_761_186_590_720 / (flops * rate * image.STEP_EFFICIENCY["unet"]["cuda"])
     assert image.seconds_per_step(sdxl, 1024, 1024, device, batch=4)[0] == pytest.approx(batch)
 
 
@@ -99,7 +108,7 @@ def test_a_backend_without_rows_scales_cudas_efficiency_and_keeps_its_fixed_cost
     efficiency, fixed, why = image.step_constants(model("sd-1.5"), "rocm")
     scale = image.encoder_efficiency("rocm")[0] / image.encoder_efficiency("cuda")[0]
     assert efficiency == pytest.approx(image.STEP_EFFICIENCY["unet"]["cuda"] * scale)
-    assert fixed == pytest.approx(38 * image.BLOCK_FIXED_SECONDS["unet"]["cuda"])
+    assert fixed == pytest.approx(image.STEP_FIXED_SECONDS["unet"]["cuda"])
     assert "no rocm rows" in why and "CUDA's eager-runtime figure" in why
 
 
@@ -131,7 +140,7 @@ def test_a_higher_resolution_is_never_faster(model_id):
 def test_classifier_free_guidance_doubles_the_work_but_not_the_fixed_cost():
     sdxl, turbo = model("sdxl"), model("sdxl-turbo")  # same UNet; SDXL runs 2 guidance passes, Turbo 1
     device = gpu()
-    fixed = 87 * image.BLOCK_FIXED_SECONDS["unet"]["cuda"]
+    fixed = image.STEP_FIXED_SECONDS["unet"]["cuda"]
     with_cfg = image.seconds_per_step(sdxl, 512, 512, device)[0] - fixed
     without = image.seconds_per_step(turbo, 512, 512, device)[0] - fixed
     assert with_cfg == pytest.approx(2 * without)
@@ -148,8 +157,8 @@ def test_sdxl_turbo_on_an_rtx_4090_pays_the_fixed_costs_of_an_image():
     estimate = image.estimate(turbo, "fp16", 512, 512, 1, rtx, CPU)
     details = dict(estimate.details)
     step = details["seconds_per_step"]
-    # The step alone: 87 x the per-block cost (13 ms) + 1.59 TFLOPs at 31% of 330 TFLOPS
-    assert step > 87 * image.BLOCK_FIXED_SECONDS["unet"]["cuda"] > 0.01
+    # The step alone: the fixed cost per step (14 ms) + 1.59 TFLOPs at 38% of 330 TFLOPS
+    assert step > image.STEP_FIXED_SECONDS["unet"]["cuda"] > 0.01
     # VAE decode at 512x512: 2.54 TFLOPs at the 4090's 82.6 TFLOPS FP32 peak (GPU table) = 31 ms
     assert details["encode_decode_s"] > 2.53933e12 / 82.6e12
     assert estimate.speed == pytest.approx(step + details["encode_decode_s"])
@@ -161,4 +170,4 @@ def test_sdxl_turbo_on_an_rtx_4090_pays_the_fixed_costs_of_an_image():
 def test_a_faster_gpu_cannot_take_an_image_below_its_fixed_costs():
     turbo = model("sdxl-turbo")
     fast = image.estimate(turbo, "fp16", 512, 512, 1, gpu(flops=1e18), CPU)
-    assert fast.speed > 87 * image.BLOCK_FIXED_SECONDS["unet"]["cuda"]
+    assert fast.speed > image.STEP_FIXED_SECONDS["unet"]["cuda"]

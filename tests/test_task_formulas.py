@@ -95,8 +95,8 @@ def test_flux_in_bf16_is_offloaded_on_a_24_gb_card_and_fits_whole_on_an_80_gb_on
 def test_seconds_per_image_is_steps_plus_text_encoding_and_vae_decode_plus_offload_transfer():
     flux = model("flux.1-dev")
     step_flops = 110_592_000_000_000 + 14_872_398_004_224
-    # A step: 57 blocks x the fixed seconds per block + the FLOPs at the fitted fraction of the 100 TFLOPS peak.
-    step = 57 * image.BLOCK_FIXED_SECONDS["dit"]["cuda"] + step_flops / (100e12 * image.STEP_EFFICIENCY["dit"]["cuda"])
+    # A step: the fixed seconds per step + the FLOPs at the fitted fraction of the 100 TFLOPS peak.
+    step = image.STEP_FIXED_SECONDS["dit"]["cuda"] + step_flops / (100e12 * image.STEP_EFFICIENCY["dit"]["cuda"])
     # Once per image: the VAE decoder, 2.53933e12 FLOPs per 512x512 scaled to 1024x1024, at half the FP16 peak
     # (the test GPU is in no table, so FP32 is assumed half of FP16); CLIP-L over 77 tokens and T5-XXL over 512
     # at the encoder efficiency.

@@ -62,29 +62,33 @@ VAE_EFFICIENCY = 1.0
 # tokens FLOPs at the transformer-encoder efficiency fitted on Whisper (tasks/encoders.py).
 ENCODER_TOKENS = {"clip-vit-l-14": 77, "openclip-vit-bigg-14": 77, "t5-v1_1-xxl": 512}
 
-# Speed of a denoising step: BLOCK_FIXED_SECONDS x blocks + FLOPs per step / (tensor peak x STEP_EFFICIENCY), both
+# Speed of a denoising step: STEP_FIXED_SECONDS + FLOPs per step / (tensor peak x STEP_EFFICIENCY), both
 # fitted per denoiser family and backend by benchmarks/score_image.py on benchmarks/validation/
 # image-generation*.toml (scored leave-one-device-out in benchmarks/ACCURACY.md). STEP_EFFICIENCY is the
 # fraction of the FP16 tensor peak the denoiser's FLOPs reach in an eager runtime (diffusers, the
 # reference FLUX code): the median over the rows once the fixed cost is taken off. "unet"/"cuda": the
-# diffusers torch 2.0 benchmark (SD 1.5, SDXL on T4, A100, RTX 3090, RTX 4090) and the SDXL fast-diffusion
-# and SDXL-Turbo rows; "dit"/"cuda": the FLUX.1-dev rows (RTX 4090, RTX 6000 Ada); "unet"/"metal": Apple's
+# diffusers torch 2.0 benchmark (SD 1.5, SDXL on T4, A100, RTX 3090, RTX 4090), Lambda's SD 1.4 benchmarks
+# (A10, A100, RTX A6000, H100 PCIe, RTX 3090, RTX 3080), the SDXL fast-diffusion and SDXL-Turbo rows;
+# "dit"/"cuda": the FLUX.1-dev rows (RTX 4090, RTX 6000 Ada); "unet"/"metal": Apple's
 # Core ML SD 1.4 rows (M1 Pro/Max/Ultra GPU), a different runtime from diffusers' MPS, the best Apple figure.
 # Rows whose source runs fp8 matmuls (aredden/flux-fp8-api) are scored at twice the FP16 rate, the FP8
 # tensor rate of Ada and Hopper (NVIDIA's whitepapers); gpuready's fp8 variants are weights stored in fp8
-# and computed in bf16 (ComfyUI's default), so the estimate keeps the FP16 rate. Compiled rows
-# (torch.compile) are scored against these eager constants: gpuready predicts the plain runtime.
-STEP_EFFICIENCY = {"unet": {"cuda": 0.31, "metal": 0.44}, "dit": {"cuda": 0.67}}
-# Fixed seconds per block of a step whatever the GPU's speed: an eager runtime launches every kernel of the
-# denoiser from Python, one after another, and a fast GPU waits for the host. Blocks = a UNet's resnets +
-# transformer layers (SD 1.5: 38, SDXL: 87) or a DiT's transformer blocks (FLUX.1: 57), so the cost grows with
-# the kernels launched. It is why SD 1.5 at batch 1 runs no faster on an A100 (21.7 it/s) than on an RTX
-# 3090 (22.6 it/s) in diffusers' benchmark though the A100 has the higher tensor peak, and why torch.compile
-# with CUDA graphs (mode "reduce-overhead": the step's kernels replayed in one launch) doubles the A100's
-# speed at batch 1 (44.0 it/s) but adds 26% at batch 16. Fitted with the efficiency (the grid value with
-# the lowest median error). Apple's rows time one amount of work only, so the two cannot be told apart
+# and computed in bf16 (ComfyUI's default), so the estimate keeps the FP16 rate. Rows whose attention is
+# not fused (diffusers before PyTorch 2's SDPA, without xformers) are scored with the score matrix's
+# memory traffic added (attention_scores x 4 fp16 accesses / bandwidth); gpuready predicts today's fused
+# attention. Compiled rows (torch.compile) are scored against these eager constants: gpuready predicts the
+# plain runtime.
+STEP_EFFICIENCY = {"unet": {"cuda": 0.38, "metal": 0.44}, "dit": {"cuda": 0.67}}
+# Fixed seconds per step whatever the GPU's speed: an eager runtime launches every kernel of the denoiser
+# from Python, one after another (a UNet step is some 40-90 resnet and transformer blocks of several kernels
+# each), and a fast GPU waits for the host. It is why SD 1.5 at batch 1 runs no faster on an A100 (21.7
+# it/s) than on an RTX 3090 (22.6 it/s) in diffusers' benchmark though the A100 has the higher tensor peak,
+# and why torch.compile with CUDA graphs (mode "reduce-overhead": the step's kernels replayed in one launch)
+# doubles the A100's speed at batch 1 (44.0 it/s) but adds 26% at batch 16. Fitted with the efficiency (the
+# grid value with the lowest median error); a cost per block instead of per step scored no better
+# (benchmarks/ACCURACY.md). Apple's rows time one amount of work only, so the two cannot be told apart
 # there: metal takes 0 and its efficiency absorbs the overhead.
-BLOCK_FIXED_SECONDS = {"unet": {"cuda": 150e-6, "metal": 0.0}, "dit": {"cuda": 1275e-6}}
+STEP_FIXED_SECONDS = {"unet": {"cuda": 0.014, "metal": 0.0}, "dit": {"cuda": 0.0725}}
 # GeForce RTX cards: catalog/gpus.toml lists the FP16 tensor rate with FP32 accumulate, which NVIDIA's
 # Turing, Ampere and Ada whitepapers give as half the FP16-accumulate rate on GeForce (the workstation and
 # datacenter cards run both at the full rate). The diffusion rows show GeForce cards at the full rate: the
@@ -109,6 +113,7 @@ class ImageModel(ModelEntry):
     vae_params: float
     unet_channels: tuple[int, ...] = ()  # UNets: block_out_channels of the stages, from unet/config.json
     unet_transformer_layers: tuple[int, ...] = ()  # UNets: transformer layers per attention block of each stage (0 = none)
+    unet_attention_heads: tuple[int, ...] = ()  # UNets: attention heads of each stage (config attention_head_dim)
     unet_layers_per_block: int = 2  # UNets: resnets per down stage (one more per up stage)
     cross_attention_dim: int = 768  # UNets: width of the text embedding the cross-attention reads
     denoiser_hidden_size: int | None = None  # transformers: width of the joint attention
@@ -153,6 +158,7 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         variants=variants,
         unet_channels=channels,
         unet_transformer_layers=layers,
+        unet_attention_heads=_whole_numbers(entry, "unet_attention_heads", positive=True) or tuple(c // 64 for c in channels),
         unet_layers_per_block=entry.integer("unet_layers_per_block", required=False) or 2,
         cross_attention_dim=entry.integer("cross_attention_dim", required=False) or 768,
         denoiser_hidden_size=entry.integer("denoiser_hidden_size", required=False),
@@ -185,7 +191,7 @@ def latent_tokens(model: ImageModel, width: int, height: int) -> int:
 
 
 def unet_work(model: ImageModel, width: int, height: int) -> tuple[float, float, int, float]:
-    """(FLOPs of one forward, weights counted, blocks) of a diffusers UNet2DConditionModel at this size.
+    """(FLOPs of one forward, weights counted, blocks, self-attention scores) of a diffusers UNet2DConditionModel.
 
     Walks the architecture its unet/config.json publishes (block_out_channels, transformer_layers_per_block,
     layers_per_block, cross_attention_dim): every 3x3 convolution and linear layer costs 2 x its weights x
@@ -195,17 +201,17 @@ def unet_work(model: ImageModel, width: int, height: int) -> tuple[float, float,
     rest are the resnets' timestep projections and the size embeddings, run once per image, not per
     position, so nothing that scales with the image is missing. Its
     0.80 TFLOPs for one SD 1.5 forward at 512x512 matches NVIDIA's 1.68 TFLOPs per two-image step
-    (the VAE_DECODE_FLOPS_PER_PIXEL talk). Blocks = resnets + transformer layers (kernel launches scale with them).
+    (the VAE_DECODE_FLOPS_PER_PIXEL talk). Blocks = resnets + transformer layers (kernel launches scale with them);
+    scores = heads x positions^2 summed over the self-attention layers (attention_scores).
     """
     text = ENCODER_TOKENS["clip-vit-l-14"]
-    weights = flops = elements = 0.0
+    weights = flops = scores = 0.0
     blocks = 0
 
     def linear(inputs: int, outputs: int, positions: float, kernel: int = 1) -> None:
-        nonlocal weights, flops, elements
+        nonlocal weights, flops
         weights += inputs * kernel * outputs
         flops += 2 * inputs * kernel * outputs * positions
-        elements += (inputs + outputs) * positions
 
     def conv(inputs: int, outputs: int, positions: float, kernel: int = 9) -> None:
         linear(inputs, outputs, positions, kernel)
@@ -218,13 +224,14 @@ def unet_work(model: ImageModel, width: int, height: int) -> tuple[float, float,
         if inputs != outputs:
             conv(inputs, outputs, positions, kernel=1)
 
-    def transformer(width: int, layers: int, positions: float) -> None:
-        nonlocal flops, blocks
+    def transformer(width: int, layers: int, positions: float, heads: int) -> None:
+        nonlocal flops, blocks, scores
         linear(width, width, positions)  # proj_in
         for _ in range(layers):
             blocks += 1
             linear(width, 4 * width, positions)  # self-attention q, k, v, out
             flops += 4 * positions**2 * width
+            scores += heads * positions**2
             linear(width, 2 * width, positions)  # cross-attention q, out
             linear(model.cross_attention_dim, 2 * width, text)  # cross-attention k, v over the prompt
             flops += 4 * positions * text * width
@@ -232,7 +239,7 @@ def unet_work(model: ImageModel, width: int, height: int) -> tuple[float, float,
             linear(4 * width, width, positions)  # feed-forward out
         linear(width, width, positions)  # proj_out
 
-    channels, layers = model.unet_channels, model.unet_transformer_layers
+    channels, layers, heads = model.unet_channels, model.unet_transformer_layers, model.unet_attention_heads
     positions = float((width // VAE_DOWNSAMPLE) * (height // VAE_DOWNSAMPLE))
     conv(4, channels[0], positions)
     skips = [channels[0]]
@@ -242,14 +249,14 @@ def unet_work(model: ImageModel, width: int, height: int) -> tuple[float, float,
             resnet(current, out, positions)
             current = out
             if layers[stage]:
-                transformer(out, layers[stage], positions)
+                transformer(out, layers[stage], positions, heads[stage])
             skips.append(out)
         if stage < len(channels) - 1:
             positions /= 4
             conv(out, out, positions)  # strided downsampler
             skips.append(out)
     resnet(current, current, positions)  # mid block: resnet, transformer (the deepest stage's depth), resnet
-    transformer(current, max(layers), positions)
+    transformer(current, max(layers), positions, heads[-1])
     resnet(current, current, positions)
     for stage in reversed(range(len(channels))):
         out = channels[stage]
@@ -257,12 +264,12 @@ def unet_work(model: ImageModel, width: int, height: int) -> tuple[float, float,
             resnet(current + skips.pop(), out, positions)
             current = out
             if layers[stage]:
-                transformer(out, layers[stage], positions)
+                transformer(out, layers[stage], positions, heads[stage])
         if stage > 0:
             positions *= 4
             conv(out, out, positions)  # upsampler
     conv(channels[0], 4, positions)
-    return flops, weights, blocks, elements
+    return flops, weights, blocks, scores
 
 
 def denoiser_blocks(model: ImageModel) -> int:
@@ -272,12 +279,13 @@ def denoiser_blocks(model: ImageModel) -> int:
     return model.denoiser_layers
 
 
-def activation_elements(model: ImageModel, width: int, height: int) -> float:
-    """Activation values one forward reads and writes through its layers (inputs + outputs x positions)."""
+def attention_scores(model: ImageModel, width: int, height: int) -> float:
+    """Self-attention scores one forward computes (heads x tokens^2, summed over layers): the matrix an
+    attention that is not fused (no SDPA / xformers / flash) writes to memory and reads back."""
     if model.architecture == "unet":
         return unet_work(model, width, height)[3]
     joint = latent_tokens(model, width, height) + model.text_tokens
-    return 18 * model.denoiser_hidden_size * model.denoiser_layers * joint
+    return model.denoiser_hidden_size // 128 * joint**2 * model.denoiser_layers
 
 
 def flops_per_forward(model: ImageModel, width: int, height: int) -> float:
@@ -318,11 +326,9 @@ def tensor_rate(device: Device) -> tuple[float, str]:
 
 def step_constants(model: ImageModel, backend: str) -> tuple[float, float, str]:
     """(fraction of peak, fixed seconds per step, why) for this denoiser family on this backend."""
-    efficiencies, fixed_costs = STEP_EFFICIENCY[model.architecture], BLOCK_FIXED_SECONDS[model.architecture]
-    blocks = denoiser_blocks(model)
-    fixed = fixed_costs.get(backend, fixed_costs["cuda"]) * blocks
-    fixed_why = (f"{fixed * 1000:.1f} ms fixed per step ({blocks} blocks)"
-                 + ("" if backend in fixed_costs else " (CUDA's eager-runtime figure)"))
+    efficiencies, fixed_costs = STEP_EFFICIENCY[model.architecture], STEP_FIXED_SECONDS[model.architecture]
+    fixed = fixed_costs.get(backend, fixed_costs["cuda"])
+    fixed_why = f"{fixed * 1000:.1f} ms fixed per step" + ("" if backend in fixed_costs else " (CUDA's eager-runtime figure)")
     if backend in efficiencies:
         return efficiencies[backend], fixed, f"fitted {model.architecture} efficiency {efficiencies[backend]:.0%} for {backend}, {fixed_why}"
     scale = encoder_efficiency(backend)[0] / encoder_efficiency("cuda")[0]
