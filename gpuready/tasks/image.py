@@ -5,10 +5,13 @@ plus the VAE decoder's full-resolution activations and the runtime's overhead, u
 three strategies: everything on the GPU; model offload (components moved to the GPU one
 at a time, as diffusers' ``enable_model_cpu_offload`` and ComfyUI's low-VRAM mode do:
 GPU peak = largest component + activations); and the CPU. Speed: each denoising step
-runs the denoiser once per guidance pass (two with classifier-free guidance), and its
-cost is 2 x denoiser parameters x latent tokens (plus attention for transformers),
-compute bound. Once per image the text encoders read the prompt and the VAE decodes the
-latent: on a one-step model they cost as much as the denoising, so they are timed too.
+runs the denoiser once per guidance pass (two with classifier-free guidance, batched into
+one call), costing a fixed time per step (an eager runtime launching kernels from the host)
+plus its FLOPs at a fitted fraction of the tensor peak: a UNet's counted layer by layer over
+its published architecture, a transformer's 2 x parameters x tokens + attention. Once per
+image the text encoders read the prompt and the VAE decodes the latent: on a one-step
+model they cost as much as the denoising, so they are timed too. The constants and their
+cross-validated errors: benchmarks/score_image.py, benchmarks/ACCURACY.md.
 """
 
 from __future__ import annotations
@@ -97,8 +100,9 @@ STEP_FIXED_SECONDS = {"unet": {"cuda": 0.014, "metal": 0.0}, "dit": {"cuda": 0.0
 # leave-one-device-out error (benchmarks/ACCURACY.md, "Which terms stay"); the same term as the prompt
 # fit's PROMPT_GEFORCE_RATE in tasks/text_estimate.py.
 GEFORCE_TENSOR_RATE = 2.0
-# The cross-validated errors: leave-one-device-out median 18% over all rows, worst rows (SDXL on an A100,
-# end to end) about 2x; see benchmarks/ACCURACY.md, "Image generation".
+# The cross-validated errors: leave-one-device-out median 19% over 121 rows on 14 devices, 75th percentile
+# 38%, 93% of rows within 50%, worst rows (compiled SDXL on an A100, end to end) about 2x: a +/-50% band;
+# see benchmarks/ACCURACY.md, "Image generation".
 SPEED_UNCERTAINTY = 0.5
 
 
