@@ -68,6 +68,9 @@ def test_a_unet_entry_without_its_stages_is_refused():
     with pytest.raises(CatalogError, match="one count per stage"):
         image.parse_image_model(Entry({**data, "unet_channels": [320, 640], "unet_transformer_layers": [1],
                                        "cross_attention_dim": 768}, "test.toml"))
+    with pytest.raises(CatalogError, match="'unet_attention_heads' needs one count per stage"):
+        image.parse_image_model(Entry({**data, "unet_channels": [320, 640], "unet_transformer_layers": [1, 1],
+                                       "unet_attention_heads": [8], "cross_attention_dim": 768}, "test.toml"))
     with pytest.raises(CatalogError, match="whole numbers from 0"):
         image.parse_image_model(Entry({**data, "unet_channels": [320], "unet_transformer_layers": [-1],
                                        "cross_attention_dim": 768}, "test.toml"))

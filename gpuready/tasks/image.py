@@ -148,6 +148,9 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
     layers = _whole_numbers(entry, "unet_transformer_layers", positive=False)
     if len(channels) != len(layers) or (architecture == "unet" and not any(layers)):
         raise CatalogError(f"{entry.where}: 'unet_transformer_layers' needs one count per stage of 'unet_channels', at least one above 0")
+    heads = _whole_numbers(entry, "unet_attention_heads", positive=True)
+    if heads and len(heads) != len(channels):
+        raise CatalogError(f"{entry.where}: 'unet_attention_heads' needs one count per stage of 'unet_channels'")
     passes = entry.integer("guidance_passes")
     if passes not in (1, 2):
         raise CatalogError(f"{entry.where}: 'guidance_passes' must be 1 or 2")
@@ -162,7 +165,7 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         variants=variants,
         unet_channels=channels,
         unet_transformer_layers=layers,
-        unet_attention_heads=_whole_numbers(entry, "unet_attention_heads", positive=True) or tuple(c // 64 for c in channels),
+        unet_attention_heads=heads or tuple(max(1, c // 64) for c in channels),  # unstated: 64-wide heads
         unet_layers_per_block=entry.integer("unet_layers_per_block", required=False) or 2,
         cross_attention_dim=entry.integer("cross_attention_dim", required=False) or 768,
         denoiser_hidden_size=entry.integer("denoiser_hidden_size", required=False),
