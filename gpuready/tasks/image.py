@@ -74,14 +74,14 @@ ENCODER_TOKENS = {"clip-vit-l-14": 77, "openclip-vit-bigg-14": 77, "t5-v1_1-xxl"
 # (A10, A100, RTX A6000, H100 PCIe, RTX 3090, RTX 3080), the SDXL fast-diffusion and SDXL-Turbo rows;
 # "dit"/"cuda": the FLUX.1-dev rows (RTX 4090, RTX 6000 Ada; A100 end to end in diffusers); "unet"/"metal": Apple's
 # Core ML SD 1.4 rows (M1 Pro/Max/Ultra GPU), a different runtime from diffusers' MPS, the best Apple figure.
-# Rows whose source runs fp8 matmuls (aredden/flux-fp8-api) are scored at twice the FP16 rate, the FP8
-# tensor rate of Ada and Hopper (NVIDIA's whitepapers); gpuready's fp8 variants are weights stored in fp8
-# and computed in bf16 (ComfyUI's default), so the estimate keeps the FP16 rate. Rows whose attention is
+# Rows whose source runs fp8 matmuls (aredden/flux-fp8-api) are scored at the FP16 rate like the rest:
+# timing them at the FP8 tensor rate (twice FP16 on Ada and Hopper) did not lower the held-out error, and
+# gpuready's fp8 variants are weights stored in fp8 and computed in bf16 (ComfyUI's default). Rows whose attention is
 # not fused (diffusers before PyTorch 2's SDPA, without xformers) are scored with the score matrix's
 # memory traffic added (attention_scores x 4 fp16 accesses / bandwidth); gpuready predicts today's fused
 # attention. Compiled rows (torch.compile) are scored against these eager constants: gpuready predicts the
 # plain runtime.
-STEP_EFFICIENCY = {"unet": {"cuda": 0.38, "metal": 0.44}, "dit": {"cuda": 0.72}}
+STEP_EFFICIENCY = {"unet": {"cuda": 0.38, "metal": 0.44}, "dit": {"cuda": 0.85}}
 # Fixed seconds per step whatever the GPU's speed: an eager runtime launches every kernel of the denoiser
 # from Python, one after another (a UNet step is some 40-90 resnet and transformer blocks of several kernels
 # each), and a fast GPU waits for the host. It is why SD 1.5 at batch 1 runs no faster on an A100 (21.7
@@ -91,7 +91,7 @@ STEP_EFFICIENCY = {"unet": {"cuda": 0.38, "metal": 0.44}, "dit": {"cuda": 0.72}}
 # grid value with the lowest median error); a cost per block instead of per step scored no better
 # (benchmarks/ACCURACY.md). Apple's rows time one amount of work only, so the two cannot be told apart
 # there: metal takes 0 and its efficiency absorbs the overhead.
-STEP_FIXED_SECONDS = {"unet": {"cuda": 0.014, "metal": 0.0}, "dit": {"cuda": 0.08}}
+STEP_FIXED_SECONDS = {"unet": {"cuda": 0.014, "metal": 0.0}, "dit": {"cuda": 0.014}}
 # GeForce RTX cards: catalog/gpus.toml lists the FP16 tensor rate with FP32 accumulate, which NVIDIA's
 # Turing, Ampere and Ada whitepapers give as half the FP16-accumulate rate on GeForce (the workstation and
 # datacenter cards run both at the full rate). The diffusion rows show GeForce cards at the full rate: the
@@ -101,8 +101,8 @@ STEP_FIXED_SECONDS = {"unet": {"cuda": 0.014, "metal": 0.0}, "dit": {"cuda": 0.0
 # fit's PROMPT_GEFORCE_RATE in tasks/text_estimate.py.
 GEFORCE_TENSOR_RATE = 2.0
 # The cross-validated errors: leave-one-device-out median 19% over 121 rows on 14 devices, 75th percentile
-# 38%, 93% of rows within 50%, worst rows (compiled SDXL on an A100, end to end) about 2x: a +/-50% band;
-# see benchmarks/ACCURACY.md, "Image generation".
+# 37%, 91% of rows within 50%, the worst (compiled runs: SDXL end to end on an A100, FLUX on an RTX 4090)
+# about 2x: a +/-50% band; see benchmarks/ACCURACY.md, "Image generation".
 SPEED_UNCERTAINTY = 0.5
 
 
