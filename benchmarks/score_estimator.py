@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from gpuready.catalog.power import power_table  # noqa: E402
 from gpuready.catalog.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
-from gpuready.tasks import devices, image  # noqa: E402
+from gpuready.tasks import devices  # noqa: E402
 from gpuready.tasks import text_estimate as est  # noqa: E402
 from gpuready.tasks.devices import APPLE_CPU_BANDWIDTH_SHARE  # noqa: E402
 from gpuready.tasks.registry import load_catalog  # noqa: E402
@@ -34,6 +34,7 @@ from gpuready.tasks.text import LanguageModel  # noqa: E402
 from gpuready.tomlcompat import tomllib  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import score_image  # noqa: E402
 import score_speech  # noqa: E402
 import speed_report  # noqa: E402
 import speedfit  # noqa: E402
@@ -350,65 +351,9 @@ def cpu_placeholder() -> devices.Device:
 
 # --- image generation --------------------------------------------------------------------
 
-IMAGE_MODELS = {"sd-1.5": "sd-1.5", "sd-1.4": "sd-1.5", "sdxl": "sdxl", "sdxl-turbo": "sdxl-turbo", "flux.1-dev": "flux.1-dev"}
-IMAGE_BACKENDS = {"cuda": "cuda", "coreml-gpu": "metal", "coreml-all": "metal"}
-
 
 def image_generation(catalog, out: list[str]) -> None:
-    errors: dict[str, list[float]] = defaultdict(list)
-    observed: dict[tuple[str, str], list[float]] = defaultdict(list)
-    skipped = defaultdict(int)
-    whole: dict[str, list[float]] = defaultdict(list)
-    for row in load("image-generation"):
-        model = catalog.get(IMAGE_MODELS.get(row["model"], "")) if row["model"] in IMAGE_MODELS else None
-        backend = IMAGE_BACKENDS.get(row["backend"])
-        if model is None or backend is None:
-            skipped["model or backend not modelled"] += 1
-            continue
-        device = gpu_device(row, backend)
-        if device is None or not device.flops:
-            skipped["hardware not in the tables"] += 1
-            continue
-        width = row.get("width", model.resolution)
-        height = row.get("height", model.resolution)
-        step_s, _ = image.seconds_per_step(model, width, height, device)
-        step_s *= row.get("batch", 1)
-        ratio, _ = image.throughput_ratio(model, backend)
-        if "iterations_per_s" in row:
-            predicted, measured = 1 / step_s, row["iterations_per_s"]
-            implied = measured / predicted * ratio
-        else:
-            # End-to-end rows: the denoising steps plus the once-per-image text encoding and VAE decode.
-            once, _ = image.once_per_image_seconds(model, width, height, device)
-            once *= row.get("batch", 1)
-            predicted, measured = 1 / (step_s * row["steps"] + once), 1 / row["seconds_per_image"]
-            denoise = row["seconds_per_image"] - once
-            if denoise <= 0:
-                skipped["end-to-end row faster than its estimated encode + decode"] += 1
-                continue
-            implied = step_s * row["steps"] / denoise * ratio
-            whole[f"{model.id} ({backend})"].append(ape(predicted, measured))
-        errors[f"{model.architecture} ({backend})"].append(ape(predicted, measured))
-        observed[(model.architecture, backend)].append(implied)
-    out.append("## Image generation (steps per second of the denoiser)\n")
-    out.append("| denoiser (backend) | rows | median error | worst error |\n|---|---:|---:|---:|")
-    for key, values in sorted(errors.items()):
-        out.append(f"| {key} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
-    out.append(f"\nSkipped: {dict(skipped)}.\n")
-    out.append("Seconds per image end to end (steps + text encoders + VAE decode at FP32 peak), the rows that time a "
-               "whole image:\n")
-    out.append("| model (backend) | rows | median error | worst error |\n|---|---:|---:|---:|")
-    for key, values in sorted(whole.items()):
-        out.append(f"| {key} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |")
-    out.append("")
-    out.append("Throughput ratio each row implies (measured / (peak FLOPS / FLOPs per step)), median:\n")
-    out.append("| denoiser | backend | rows | fitted median | constant in tasks/image.py |\n|---|---|---:|---:|---:|")
-    for (arch, backend), values in sorted(observed.items()):
-        FITS[(f"THROUGHPUT_RATIO[{arch}]", backend)] = (statistics.median(values), image.THROUGHPUT_RATIO[arch].get(backend))
-        constant = image.THROUGHPUT_RATIO[arch].get(backend, "scaled from cuda")
-        constant = f"{constant:.2f}" if isinstance(constant, float) else constant
-        out.append(f"| {arch} | {backend} | {len(values)} | {statistics.median(values):.2f} | {constant} |")
-    out.append("")
+    score_image.report(load("image-generation"), catalog, gpu_device, source_key, FITS, out)
 
 
 def report() -> str:
@@ -420,7 +365,7 @@ def report() -> str:
            "(and catalog/cpus.toml for CPU rows). Errors are absolute percentage errors of the estimate against the "
            "measurement. Text-generation speeds are scored by cross-validation (fit on the other devices or "
            "publications, predict the held-out one) beside the in-sample figures; `python benchmarks/write_constants.py` "
-           "copies the fit into gpuready/tasks/text_estimate.py. Speech is cross-validated the same way (benchmarks/score_speech.py); image constants are still in-sample medians.", ""]
+           "copies the fit into gpuready/tasks/text_estimate.py. Image generation and speech are cross-validated the same way (benchmarks/score_image.py, benchmarks/score_speech.py).", ""]
     text_generation(catalog, out)
     image_generation(catalog, out)
     score_speech.report(SimpleNamespace(load=load, cpu_device=cpu_device, gpu_device=gpu_device, device_key=device_key,

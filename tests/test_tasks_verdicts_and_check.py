@@ -106,8 +106,9 @@ def test_an_rtx_4090_puts_flux_dev_in_model_offload_and_whisper_large_on_the_gpu
     verdicts = judge_all(CATALOG, with_gpu(ryzen(), "RTX 4090"), Options())
     images = summary(verdicts, "image-generation")
     assert images["flux.1-dev"] == ("runs", "bf16", "offload", "diffusers (CUDA) or ComfyUI")
-    # 11 s at its card's 50 steps: over the 10 s interactive limit, so "runs" (issue 12's floors)
-    assert images["sdxl"] == ("runs", "fp16", "gpu", "diffusers (CUDA) or ComfyUI")
+    # About 6 s at its card's 50 steps (diffusers measures 6.8-8.2 it/s on an RTX 4090: 6.1-7.4 s of steps,
+    # benchmarks/validation/image-generation.toml): under the 10 s interactive limit, so "runs-well" (issue 12's floors)
+    assert images["sdxl"] == ("runs-well", "fp16", "gpu", "diffusers (CUDA) or ComfyUI")
     assert summary(verdicts, "speech")["whisper-large-v3"] == ("runs-well", "fp16", "gpu", "faster-whisper (CUDA fp16)")
     assert summary(verdicts, "document-search")["bge-m3"][:3] == ("runs-well", "fp16", "gpu")
 

@@ -5,10 +5,13 @@ plus the VAE decoder's full-resolution activations and the runtime's overhead, u
 three strategies: everything on the GPU; model offload (components moved to the GPU one
 at a time, as diffusers' ``enable_model_cpu_offload`` and ComfyUI's low-VRAM mode do:
 GPU peak = largest component + activations); and the CPU. Speed: each denoising step
-runs the denoiser once per guidance pass (two with classifier-free guidance), and its
-cost is 2 x denoiser parameters x latent tokens (plus attention for transformers),
-compute bound. Once per image the text encoders read the prompt and the VAE decodes the
-latent: on a one-step model they cost as much as the denoising, so they are timed too.
+runs the denoiser once per guidance pass (two with classifier-free guidance, batched into
+one call), costing a fixed time per step (an eager runtime launching kernels from the host)
+plus its FLOPs at a fitted fraction of the tensor peak: a UNet's counted layer by layer over
+its published architecture, a transformer's 2 x parameters x tokens + attention. Once per
+image the text encoders read the prompt and the VAE decodes the latent: on a one-step
+model they cost as much as the denoising, so they are timed too. The constants and their
+cross-validated errors: benchmarks/score_image.py, benchmarks/ACCURACY.md.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_most, listed_variants
 from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
+from gpuready.tasks.text_estimate import is_geforce_rtx
 
 # Bits per weight of each precision as stored. ggml block formats from ggml/src/ggml-common.h:
 # block_q8_0 = fp16 scale + 32 int8 (34 bytes / 32 weights = 8.5 bits); block_q4_0 = fp16 scale
@@ -61,21 +65,45 @@ VAE_EFFICIENCY = 1.0
 # tokens FLOPs at the transformer-encoder efficiency fitted on Whisper (tasks/encoders.py).
 ENCODER_TOKENS = {"clip-vit-l-14": 77, "openclip-vit-bigg-14": 77, "t5-v1_1-xxl": 512}
 
-# Measured steps per second / (peak FLOPS / FLOPs per step), median per (backend, denoiser
-# architecture), fitted by benchmarks/score_estimator.py on benchmarks/validation/
-# image-generation.toml: "unet" on the diffusers torch 2.0 benchmark rows (SD 1.5 and SDXL
-# on T4, RTX 3090, RTX 4090; huggingface/diffusers docs/source/en/optimization/torch2.0.md),
-# "dit" on the FLUX.1-dev rows on RTX 4090 / RTX 6000 Ada (fp8 rows run fp8 matmuls at twice
-# the fp16 rate, which pulls the ratio up to 1.0); "unet"/"metal" on Apple's Core ML
-# Stable Diffusion 1.4 rows (apple/ml-stable-diffusion README, M1 Pro/Max/Ultra GPU), a
-# different runtime from diffusers' MPS, used as the best available Apple figure. For UNets the ratio exceeds 1:
-# the formula counts every weight at every latent position, but convolutions in the 2x, 4x
-# and 8x downsampled stages see 4-64x fewer positions, so it overcounts the work.
-THROUGHPUT_RATIO = {"unet": {"cuda": 4.52, "metal": 3.87}, "dit": {"cuda": 1.00}}
-# Backends without a fitted row scale the CUDA figure by their encoder efficiency relative
-# to CUDA's (tasks/encoders.py ENCODER_EFFICIENCY, fitted on CPU and CUDA Whisper encoders:
-# the same kind of compute-bound convolution + attention work), said so in the basis.
-SPEED_UNCERTAINTY = 0.5  # the validation errors: median 28% (UNet) to 47% (transformer), see benchmarks/ACCURACY.md
+# Speed of a denoising step: STEP_FIXED_SECONDS + FLOPs per step / (tensor peak x STEP_EFFICIENCY), both
+# fitted per denoiser family and backend by benchmarks/score_image.py on benchmarks/validation/
+# image-generation*.toml (scored leave-one-device-out in benchmarks/ACCURACY.md). STEP_EFFICIENCY is the
+# fraction of the FP16 tensor peak the denoiser's FLOPs reach in an eager runtime (diffusers, the
+# reference FLUX code): the median over the rows once the fixed cost is taken off. "unet"/"cuda": the
+# diffusers torch 2.0 benchmark (SD 1.5, SDXL on T4, A100, RTX 3090, RTX 4090), Lambda's SD 1.4 benchmarks
+# (A10, A100, RTX A6000, H100 PCIe, RTX 3090, RTX 3080), the SDXL fast-diffusion and SDXL-Turbo rows;
+# "dit"/"cuda": the FLUX.1-dev rows (RTX 4090, RTX 6000 Ada; A100 end to end in diffusers); "unet"/"metal": Apple's
+# Core ML SD 1.4 rows (M1 Pro/Max/Ultra GPU), a different runtime from diffusers' MPS, the best Apple figure.
+# Rows whose source runs fp8 matmuls (aredden/flux-fp8-api) are scored at the FP16 rate like the rest:
+# timing them at the FP8 tensor rate (twice FP16 on Ada and Hopper) did not lower the held-out error, and
+# gpuready's fp8 variants are weights stored in fp8 and computed in bf16 (ComfyUI's default). Rows whose attention is
+# not fused (diffusers before PyTorch 2's SDPA, without xformers) are scored with the score matrix's
+# memory traffic added (attention_scores x 4 fp16 accesses / bandwidth); gpuready predicts today's fused
+# attention. Compiled rows (torch.compile) are scored against these eager constants: gpuready predicts the
+# plain runtime.
+STEP_EFFICIENCY = {"unet": {"cuda": 0.38, "metal": 0.44}, "dit": {"cuda": 0.85}}
+# Fixed seconds per step whatever the GPU's speed: an eager runtime launches every kernel of the denoiser
+# from Python, one after another (a UNet step is some 40-90 resnet and transformer blocks of several kernels
+# each), and a fast GPU waits for the host. It is why SD 1.5 at batch 1 runs no faster on an A100 (21.7
+# it/s) than on an RTX 3090 (22.6 it/s) in diffusers' benchmark though the A100 has the higher tensor peak,
+# and why torch.compile with CUDA graphs (mode "reduce-overhead": the step's kernels replayed in one launch)
+# doubles the A100's speed at batch 1 (44.0 it/s) but adds 26% at batch 16. Fitted with the efficiency (the
+# grid value with the lowest median error); a cost per block instead of per step scored no better
+# (benchmarks/ACCURACY.md). Apple's rows time one amount of work only, so the two cannot be told apart
+# there: metal takes 0 and its efficiency absorbs the overhead.
+STEP_FIXED_SECONDS = {"unet": {"cuda": 0.014, "metal": 0.0}, "dit": {"cuda": 0.0125}}
+# GeForce RTX cards: catalog/gpus.toml lists the FP16 tensor rate with FP32 accumulate, which NVIDIA's
+# Turing, Ampere and Ada whitepapers give as half the FP16-accumulate rate on GeForce (the workstation and
+# datacenter cards run both at the full rate). The diffusion rows show GeForce cards at the full rate: the
+# RTX 4090 (165 TFLOPS in the table) is faster than the RTX 6000 Ada (364) on FLUX.1-dev, and the RTX 3090
+# (71) only 1.8x slower than the A100 (312) on SD 1.5 at batch 16. Kept because it lowers the
+# leave-one-device-out error (benchmarks/ACCURACY.md, "Which terms stay"); the same term as the prompt
+# fit's PROMPT_GEFORCE_RATE in tasks/text_estimate.py.
+GEFORCE_TENSOR_RATE = 2.0
+# The cross-validated errors: leave-one-device-out median 19% over 121 rows on 14 devices, 75th percentile
+# 37%, 91% of rows within 50%, the worst (compiled runs: SDXL end to end on an A100, FLUX on an RTX 4090)
+# about 2x: a +/-50% band; see benchmarks/ACCURACY.md, "Image generation".
+SPEED_UNCERTAINTY = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +115,11 @@ class ImageModel(ModelEntry):
     denoiser_params: float
     text_encoders: Mapping[str, float]  # name -> parameters
     vae_params: float
+    unet_channels: tuple[int, ...] = ()  # UNets: block_out_channels of the stages, from unet/config.json
+    unet_transformer_layers: tuple[int, ...] = ()  # UNets: transformer layers per attention block of each stage (0 = none)
+    unet_attention_heads: tuple[int, ...] = ()  # UNets: attention heads of each stage (config attention_head_dim)
+    unet_layers_per_block: int = 2  # UNets: resnets per down stage (one more per up stage)
+    cross_attention_dim: int = 768  # UNets: width of the text embedding the cross-attention reads
     denoiser_hidden_size: int | None = None  # transformers: width of the joint attention
     denoiser_layers: int | None = None  # transformers: attention blocks
     text_tokens: int = 0  # transformers: text tokens that join the image tokens
@@ -107,6 +140,17 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         raise CatalogError(f"{entry.where}: missing 'text_encoders' (a table of name = parameters)")
     if architecture == "dit" and not (entry.has("denoiser_hidden_size") and entry.has("denoiser_layers")):
         raise CatalogError(f"{entry.where}: a 'dit' model needs 'denoiser_hidden_size' and 'denoiser_layers'")
+    if architecture == "unet":
+        for key in ("unet_channels", "unet_transformer_layers", "cross_attention_dim"):
+            if not entry.has(key):
+                raise CatalogError(f"{entry.where}: a 'unet' model needs '{key}' (from its unet/config.json)")
+    channels = _whole_numbers(entry, "unet_channels", positive=True)
+    layers = _whole_numbers(entry, "unet_transformer_layers", positive=False)
+    if len(channels) != len(layers) or (architecture == "unet" and not any(layers)):
+        raise CatalogError(f"{entry.where}: 'unet_transformer_layers' needs one count per stage of 'unet_channels', at least one above 0")
+    heads = _whole_numbers(entry, "unet_attention_heads", positive=True)
+    if heads and len(heads) != len(channels):
+        raise CatalogError(f"{entry.where}: 'unet_attention_heads' needs one count per stage of 'unet_channels'")
     passes = entry.integer("guidance_passes")
     if passes not in (1, 2):
         raise CatalogError(f"{entry.where}: 'guidance_passes' must be 1 or 2")
@@ -119,6 +163,11 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         text_encoders=encoders,
         vae_params=entry.number("vae_params"),
         variants=variants,
+        unet_channels=channels,
+        unet_transformer_layers=layers,
+        unet_attention_heads=heads or tuple(max(1, c // 64) for c in channels),  # unstated: 64-wide heads
+        unet_layers_per_block=entry.integer("unet_layers_per_block", required=False) or 2,
+        cross_attention_dim=entry.integer("cross_attention_dim", required=False) or 768,
         denoiser_hidden_size=entry.integer("denoiser_hidden_size", required=False),
         denoiser_layers=entry.integer("denoiser_layers", required=False),
         text_tokens=entry.integer("text_tokens", required=False, positive=False) or 0,
@@ -126,6 +175,18 @@ def parse_image_model(entry: Entry, quants=None) -> ImageModel:
         variant_sizes=entry.mapping("variant_sizes"),
         **entry.card(),
     )
+
+
+def _whole_numbers(entry: Entry, key: str, positive: bool) -> tuple[int, ...]:
+    """A list of whole numbers (above 0, or from 0 when not ``positive``); () when absent."""
+    if not entry.has(key):
+        return ()
+    value = entry.data[key]
+    lowest = 1 if positive else 0
+    if not isinstance(value, list) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and lowest <= v <= 1_000_000 for v in value):
+        raise CatalogError(f"{entry.where}: '{key}' must be a list of whole numbers from {lowest} (got {value!r})")
+    return tuple(value)
 
 
 # --- formulas ------------------------------------------------------------------------
@@ -136,14 +197,112 @@ def latent_tokens(model: ImageModel, width: int, height: int) -> int:
     return (width // VAE_DOWNSAMPLE // model.patch_size) * (height // VAE_DOWNSAMPLE // model.patch_size)
 
 
+def unet_work(model: ImageModel, width: int, height: int) -> tuple[float, float, int, float]:
+    """(FLOPs of one forward, weights counted, blocks, self-attention scores) of a diffusers UNet2DConditionModel.
+
+    Walks the architecture its unet/config.json publishes (block_out_channels, transformer_layers_per_block,
+    layers_per_block, cross_attention_dim): every 3x3 convolution and linear layer costs 2 x its weights x
+    the latent positions of its stage (each down stage halves width and height, so a quarter of the
+    positions), attention adds 4 x positions^2 x width (self) and 4 x positions x text tokens x width (cross).
+    The weights it counts come to 831M for SD 1.5 (model card: 860M) and 2,541M for SDXL (2,567M); the
+    rest are the resnets' timestep projections and the size embeddings, run once per image, not per
+    position, so nothing that scales with the image is missing. Its
+    0.80 TFLOPs for one SD 1.5 forward at 512x512 matches NVIDIA's 1.68 TFLOPs per two-image step
+    (the VAE_DECODE_FLOPS_PER_PIXEL talk). Blocks = resnets + transformer layers (kernel launches scale with them);
+    scores = heads x positions^2 summed over the self-attention layers (attention_scores).
+    """
+    text = ENCODER_TOKENS["clip-vit-l-14"]
+    weights = flops = scores = 0.0
+    blocks = 0
+
+    def linear(inputs: int, outputs: int, positions: float, kernel: int = 1) -> None:
+        nonlocal weights, flops
+        weights += inputs * kernel * outputs
+        flops += 2 * inputs * kernel * outputs * positions
+
+    def conv(inputs: int, outputs: int, positions: float, kernel: int = 9) -> None:
+        linear(inputs, outputs, positions, kernel)
+
+    def resnet(inputs: int, outputs: int, positions: float) -> None:
+        nonlocal blocks
+        blocks += 1
+        conv(inputs, outputs, positions)
+        conv(outputs, outputs, positions)
+        if inputs != outputs:
+            conv(inputs, outputs, positions, kernel=1)
+
+    def transformer(width: int, layers: int, positions: float, heads: int) -> None:
+        nonlocal flops, blocks, scores
+        linear(width, width, positions)  # proj_in
+        for _ in range(layers):
+            blocks += 1
+            linear(width, 4 * width, positions)  # self-attention q, k, v, out
+            flops += 4 * positions**2 * width
+            scores += heads * positions**2
+            linear(width, 2 * width, positions)  # cross-attention q, out
+            linear(model.cross_attention_dim, 2 * width, text)  # cross-attention k, v over the prompt
+            flops += 4 * positions * text * width
+            linear(width, 8 * width, positions)  # GEGLU feed-forward in (2 x 4 x width)
+            linear(4 * width, width, positions)  # feed-forward out
+        linear(width, width, positions)  # proj_out
+
+    channels, layers, heads = model.unet_channels, model.unet_transformer_layers, model.unet_attention_heads
+    positions = float((width // VAE_DOWNSAMPLE) * (height // VAE_DOWNSAMPLE))
+    conv(4, channels[0], positions)
+    skips = [channels[0]]
+    current = channels[0]
+    for stage, out in enumerate(channels):
+        for _ in range(model.unet_layers_per_block):
+            resnet(current, out, positions)
+            current = out
+            if layers[stage]:
+                transformer(out, layers[stage], positions, heads[stage])
+            skips.append(out)
+        if stage < len(channels) - 1:
+            positions /= 4
+            conv(out, out, positions)  # strided downsampler
+            skips.append(out)
+    resnet(current, current, positions)  # mid block: resnet, transformer (the deepest stage's depth), resnet
+    transformer(current, max(layers), positions, heads[-1])
+    resnet(current, current, positions)
+    for stage in reversed(range(len(channels))):
+        out = channels[stage]
+        for _ in range(model.unet_layers_per_block + 1):
+            resnet(current + skips.pop(), out, positions)
+            current = out
+            if layers[stage]:
+                transformer(out, layers[stage], positions, heads[stage])
+        if stage > 0:
+            positions *= 4
+            conv(out, out, positions)  # upsampler
+    conv(channels[0], 4, positions)
+    return flops, weights, blocks, scores
+
+
+def denoiser_blocks(model: ImageModel) -> int:
+    """Blocks a forward pass runs one after another: UNet resnets + transformer layers; a DiT's transformer blocks."""
+    if model.architecture == "unet":
+        return unet_work(model, 512, 512)[2]
+    return model.denoiser_layers
+
+
+def attention_scores(model: ImageModel, width: int, height: int) -> float:
+    """Self-attention scores one forward computes (heads x tokens^2, summed over layers): the matrix an
+    attention that is not fused (no SDPA / xformers / flash) writes to memory and reads back."""
+    if model.architecture == "unet":
+        return unet_work(model, width, height)[3]
+    joint = latent_tokens(model, width, height) + model.text_tokens
+    return model.denoiser_hidden_size // 128 * joint**2 * model.denoiser_layers
+
+
 def flops_per_forward(model: ImageModel, width: int, height: int) -> float:
-    """2 x denoiser parameters x latent tokens; transformers add attention, 4 x tokens^2 x width x blocks."""
+    """UNets: counted over the published architecture (unet_work). Transformers: 2 x parameters x tokens
+    (every weight meets every token) + attention, 4 x tokens^2 x width x blocks."""
+    if model.architecture == "unet":
+        return unet_work(model, width, height)[0]
     tokens = latent_tokens(model, width, height)
-    flops = 2 * model.denoiser_params * tokens
-    if model.architecture == "dit":
-        joint = tokens + model.text_tokens
-        flops = 2 * model.denoiser_params * joint + 4 * joint**2 * model.denoiser_hidden_size * model.denoiser_layers
-    return flops
+    joint = tokens + model.text_tokens
+    return 2 * model.denoiser_params * joint + 4 * joint**2 * model.denoiser_hidden_size * model.denoiser_layers
 
 
 def flops_per_step(model: ImageModel, width: int, height: int) -> float:
@@ -165,21 +324,35 @@ def activation_bytes(width: int, height: int) -> int:
     return VAE_LIVE_MAPS * VAE_CHANNELS * width * height * 2
 
 
-def throughput_ratio(model: ImageModel, backend: str) -> tuple[float, str]:
-    fitted = THROUGHPUT_RATIO[model.architecture]
-    if backend in fitted:
-        return fitted[backend], f"fitted {model.architecture} ratio {fitted[backend]:.2f} for {backend} (benchmarks/validation)"
+def tensor_rate(device: Device) -> tuple[float, str]:
+    """How many times its table FP16 figure the denoiser's tensor work runs at: GEFORCE_TENSOR_RATE on a GeForce RTX card."""
+    if is_geforce_rtx(device):
+        return GEFORCE_TENSOR_RATE, f"x{GEFORCE_TENSOR_RATE:g} (GeForce RTX: FP16-accumulate tensor rate)"
+    return 1.0, ""
+
+
+def step_constants(model: ImageModel, backend: str) -> tuple[float, float, str]:
+    """(fraction of peak, fixed seconds per step, why) for this denoiser family on this backend."""
+    efficiencies, fixed_costs = STEP_EFFICIENCY[model.architecture], STEP_FIXED_SECONDS[model.architecture]
+    fixed = fixed_costs.get(backend, fixed_costs["cuda"])
+    fixed_why = f"{fixed * 1000:.1f} ms fixed per step" + ("" if backend in fixed_costs else " (CUDA's eager-runtime figure)")
+    if backend in efficiencies:
+        return efficiencies[backend], fixed, f"fitted {model.architecture} efficiency {efficiencies[backend]:.0%} for {backend}, {fixed_why}"
     scale = encoder_efficiency(backend)[0] / encoder_efficiency("cuda")[0]
-    value = fitted["cuda"] * scale
-    return value, f"{model.architecture} ratio {value:.2f}: the CUDA fit scaled by {backend}'s encoder efficiency relative to CUDA's (no {backend} rows)"
+    value = efficiencies["cuda"] * scale
+    return value, fixed, (f"{model.architecture} efficiency {value:.0%}: the CUDA fit scaled by {backend}'s encoder efficiency "
+                          f"relative to CUDA's (no {backend} rows), {fixed_why}")
 
 
-def seconds_per_step(model: ImageModel, width: int, height: int, device: Device) -> tuple[float | None, str]:
+def seconds_per_step(model: ImageModel, width: int, height: int, device: Device, batch: int = 1) -> tuple[float | None, str]:
+    """Fixed seconds per step + the batch's FLOPs per step at the fitted fraction of the tensor peak."""
     if not device.flops:
         return None, f"throughput of {device.name} unknown: speed not estimated"
-    ratio, why = throughput_ratio(model, device.backend)
-    flops = flops_per_step(model, width, height)
-    return flops / (device.flops * ratio), f"{flops / 1e12:.1f} TFLOPs per step; {device_flops_basis(device)}; {why}"
+    efficiency, fixed, why = step_constants(model, device.backend)
+    rate, rate_why = tensor_rate(device)
+    flops = flops_per_step(model, width, height) * batch
+    seconds = fixed + flops / (device.flops * rate * efficiency)
+    return seconds, f"{flops / 1e12:.2f} TFLOPs per step; {device_flops_basis(device)}{' ' + rate_why if rate_why else ''}; {why}"
 
 
 def fp32_flops(device: Device) -> tuple[float | None, str]:
