@@ -242,6 +242,11 @@ def section(catalog, rows: list[dict], fits: dict) -> list[str]:
            f"| devices | more than one CPU; GPU rows | {cpu_devices} CPU, {gpu_devices} GPU | "
            f"{'yes' if cpu_devices > 1 and gpu_devices else 'no'} |",
            "", f"Band: the 80th percentile of the LODO errors, +/-{band:.0%} (search.UNCERTAINTY). Skipped rows: {skipped or 'none'}.", "",
+           "Caveats: the CPU form (below) is chosen among three candidates on these same LODO errors, so the headline is "
+           "mildly optimistic; the core-scaling exponent rests on 1, 2 and 8 cores and small models (MiniLM, bge-small), "
+           "so 16-64-core estimates extrapolate it. gpuready counts 64 FP32 FLOPs a cycle for every AVX-512 core, but Zen 4 "
+           "runs 512-bit FMAs on 256-bit units (32 a cycle): its row's implied efficiency is half what its true peak "
+           "would give. The two-thread rows on the Xeon VM ran under load (see their notes) and are a floor.", "",
            "### Per device (sentence-transformers rows)", "",
            "| device | backend | rows | cores used | tokens | implied efficiency (median) | LODO median | LODO worst | in-sample median |",
            "|---|---|---:|---|---|---:|---:|---:|---:|"]
