@@ -5,7 +5,7 @@ Called by benchmarks/score_estimator.py, which puts its section into benchmarks/
 The estimate is compute bound: chunks/s = peak FLOPS x efficiency / FLOPs per chunk, with
 FLOPs per chunk = 2 x layer parameters x tokens + 4 x tokens^2 x width x layers
 (gpuready.tasks.search.flops_per_chunk). Each row's implied efficiency is
-measured chunks/s x FLOPs per chunk / peak FLOPS. The efficiency per backend is the median over
+measured chunks/s x FLOPs per chunk / peak FLOPS. A GPU backend's efficiency is the median over
 devices of each device's median implied efficiency (so a device measured at ten settings counts
 once). Rows run with sentence-transformers (what gpuready names as the runtime) are fitted;
 rows of other runtimes (ONNX, TEI, infinity, TensorRT) are scored against the same estimate and
@@ -14,9 +14,10 @@ shown beside, not fitted.
 Cross-validation: leave-one-device-out (LODO) fits on every other device and predicts the held-out
 device's rows; a backend left with no device falls back to the Whisper-encoder efficiency
 (tasks/encoders.py, fitted on whisper.cpp rows, not on these). Leave-one-source-out (LOSO) does the
-same per source. A backend keeps its own embedding constant only where that constant's LODO median
-beats the encoder fallback's median on the same rows; UNCERTAINTY is the 80th percentile of the
-LODO errors.
+same per source. For CPUs three forms compete on their LODO median: one core's share x
+cores^-exponent (least squares in log space over each (device, cores) median), one flat share (the
+median over devices), and the Whisper encoder's figure; a GPU backend keeps its own flat share only
+where it beats the encoder figure. UNCERTAINTY is the 80th percentile of the chosen form's LODO errors.
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ def device_for(row: dict) -> devices.Device | None:
 def scored_rows(catalog, rows: list[dict]) -> tuple[list[Row], dict[str, int]]:
     scored, skipped = [], defaultdict(int)
     for row in rows:
-        model = catalog.get(row["model"])
+        # A row may time a model outside the catalogue whose layers have a catalogued model's shapes
+        # (`shape_of`, with config.json evidence in its notes): FLOPs per chunk depend only on those.
+        model = catalog.get(row.get("shape_of", row["model"]))
         if model is None or model.task != "document-search":
             skipped["model not in the catalogue"] += 1
             continue
@@ -282,7 +285,8 @@ def section(catalog, rows: list[dict], fits: dict) -> list[str]:
     for r, e in sorted(lodo, key=lambda pair: (pair[0].device_key, pair[0].model.id, cores(pair[0]), pair[0].tokens)):
         train = variant_fit([x for x in fitted if x.device_key != r.device_key], variant, keep)
         used = cores(r) if r.backend == "cpu" else "-"
-        out.append(f"| {r.device_key} | {r.model.id} | {used} | {r.tokens} | {r.row.get('batch', '-')} "
+        name = r.row["model"] if "shape_of" not in r.row else f"{r.row['model']} (shapes of {r.model.id})"
+        out.append(f"| {r.device_key} | {name} | {used} | {r.tokens} | {r.row.get('batch', '-')} "
                    f"| {r.measured:.2f} | {predict(r, train):.2f} | {e:.1f}% | {r.implied:.3f} |")
     if others:
         out += ["", "Other runtimes, scored against the same estimate but not fitted (how far an optimised server "

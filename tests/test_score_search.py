@@ -141,3 +141,10 @@ def test_the_committed_constants_are_what_the_validation_rows_fit():
         key: None if constant is None else round(constant, 2) for key, (_, constant) in fits.items()}
     kept = {backend for (name, backend) in fits if name == "EMBEDDING_EFFICIENCY"}
     assert kept == set(search.EMBEDDING_EFFICIENCY)
+
+
+def test_a_row_of_an_uncatalogued_model_is_scored_with_the_shapes_it_names():
+    row = {**cpu_row("vm", 100, model="all-mpnet-base-v2"), "shape_of": "bge-base-en-v1.5"}
+    (scored,), _ = score_search.scored_rows(CATALOG, [row])
+    # 12 layers x 12 x 768^2 = 84,934,656 multiplying parameters: 2 x that x 256 + 4 x 256^2 x 768 x 12
+    assert scored.flops == 2 * 84_934_656 * 256 + 4 * 256**2 * 768 * 12

@@ -45,8 +45,8 @@ VARIANT_BITS = {"fp32": 32.0, "fp16": 16.0, "int8": 8.0}
 # https://huggingface.co/blog/bert-cpu-scaling-part-1, section 6, core count scaling). Fitted in
 # log space over each (device, cores) median; kept because its leave-one-device-out error beats
 # one flat CPU figure and the Whisper encoder's.
-CPU_EMBEDDING_EFFICIENCY = 0.59
-CPU_CORE_SCALING = 0.68
+CPU_EMBEDDING_EFFICIENCY = 0.61
+CPU_CORE_SCALING = 0.69
 # GPU backends: a backend keeps its own figure only where leave-one-device-out beats the Whisper
 # encoder's efficiency (tasks/encoders.py), which every other backend uses (none does yet: CUDA's
 # one device cannot be cross-validated, and the encoder's figure predicts it within 6%).
@@ -54,7 +54,7 @@ EMBEDDING_EFFICIENCY: dict[str, float] = {}
 # Relative band on chunks per second: the 80th percentile of the leave-one-device-out errors of
 # the sentence-transformers rows (benchmarks/score_search.py), so that about four in five
 # predictions for a device the constants never saw fall inside it.
-UNCERTAINTY = 0.29
+UNCERTAINTY = 0.3
 
 
 @dataclass(frozen=True, kw_only=True)
