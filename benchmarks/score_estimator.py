@@ -35,6 +35,7 @@ from gpuready.tomlcompat import tomllib  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import score_image  # noqa: E402
+import score_search  # noqa: E402
 import score_speech  # noqa: E402
 import speed_report  # noqa: E402
 import speedfit  # noqa: E402
@@ -370,9 +371,7 @@ def report() -> str:
     image_generation(catalog, out)
     score_speech.report(SimpleNamespace(load=load, cpu_device=cpu_device, gpu_device=gpu_device, device_key=device_key,
                                         source_key=source_key, CPU_SPECS=CPU_SPECS, FITS=FITS), catalog, out)
-    out += ["## Document search", "",
-            "No published measurements in benchmarks/validation yet: this estimate is unscored, and its "
-            "uncertainty band (+/-50% embedding) says so.", ""]
+    out += score_search.section(catalog, load("document-search"), FITS)
     return "\n".join(out)
 
 

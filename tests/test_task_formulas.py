@@ -195,24 +195,79 @@ def test_the_index_holds_float32_vectors_and_hnsw_links_per_chunk(model_id, docu
     assert search.index_bytes(model(model_id), documents) == expected
 
 
+@pytest.mark.parametrize(
+    ("model_id", "tokens", "flops"),
+    [
+        # 2 x 10,616,832 x 128 = 2,717,908,992 + attention 4 x 128^2 x 384 x 6 = 150,994,944
+        ("all-minilm-l6-v2", 128, 2_868_903_936),
+        # the cross-encoder has the same body: 1,358,954,496 + 4 x 64^2 x 384 x 6 = 37,748,736
+        ("ms-marco-minilm-l-6-v2", 64, 1_396_703_232),
+        # 2 x 301,989,888 x 512 = 309,237,645,312 + 4 x 512^2 x 1024 x 24 = 25,769,803,776
+        ("bge-large-en-v1.5", 512, 335_007_449_088),
+    ],
+)
+def test_flops_per_chunk_at_a_given_length_add_the_quadratic_attention_term(model_id, tokens, flops):
+    assert search.flops_per_chunk(model(model_id), tokens) == flops
+
+
 def test_chunks_per_second_are_device_flops_times_efficiency_over_flops_per_chunk():
-    minilm = model("all-minilm-l6-v2")
-    speed, _ = search.chunks_per_second(minilm, CPU)
-    # 2 x 22.7M parameters x 256 tokens + attention = 6.04 GFLOPs a chunk; CPU efficiency measured.
-    assert speed == pytest.approx(1e12 * search.CPU_EMBEDDING_EFFICIENCY / 6_039_797_760)
+    # An L4 (121 TFLOPS FP16) embedding 449-token chunks with bge-large: 291,005,104,128 FLOPs a chunk,
+    # at CUDA's efficiency (the Whisper encoder's 0.11 while no embedding constant earns its place).
+    share, _ = search.efficiency("cuda")
+    speed, basis = search.chunks_per_second(model("bge-large-en-v1.5"), gpu(24 * 1024**3, flops=121e12), 449)
+    assert speed == pytest.approx(121e12 * share / 291_005_104_128)
+    assert "291.0 GFLOPs per 449-token chunk" in basis
 
 
-def test_the_cpu_embedding_efficiency_reproduces_the_measurement_it_came_from():
-    from pathlib import Path
+@pytest.mark.parametrize("backend", ["cuda", "rocm", "metal", "sycl", "vulkan"])
+def test_a_gpu_backends_efficiency_is_its_fitted_one_else_the_whisper_encoders(backend):
+    share, why = search.efficiency(backend)
+    if backend in search.EMBEDDING_EFFICIENCY:
+        assert share == search.EMBEDDING_EFFICIENCY[backend] and "sentence-transformers" in why
+    else:
+        assert share == encoders.encoder_efficiency(backend)[0] and "no embedding measurement" in why
 
-    from gpuready.tomlcompat import tomllib
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "validation" / "document-search.toml"
-    (row,) = tomllib.loads(path.read_text())["measurements"]
-    cpu = devices.Device(kind="cpu", name=row["cpu_hint"], backend="cpu", usable_memory_bytes=None, bandwidth_bytes_per_s=None,
-                     flops=devices.cpu_peak_flops(row["physical_cores"], tuple(row["features"])))
-    speed, _ = search.chunks_per_second(model(row["model"]), cpu)
-    assert speed * 60 == pytest.approx(row["chunks_per_minute"], rel=0.01)
+@pytest.mark.parametrize("cores", [None, 1, 2, 8, 16, 64])
+def test_a_cpus_efficiency_is_one_cores_share_times_cores_to_the_minus_scaling(cores):
+    share, why = search.efficiency("cpu", cores)
+    used = cores or 1  # unknown cores: one core's share
+    assert share == pytest.approx(search.CPU_EMBEDDING_EFFICIENCY * used**-search.CPU_CORE_SCALING)
+    assert f"x {used} cores^-" in why
+
+
+def test_a_cpu_speed_uses_its_own_core_count():
+    # 8 cores x 3 GHz x 64 FLOPs a cycle = 1.536 TFLOPS; bge-small at 449 tokens:
+    # 2 x 12 x 384^2 x 12 x 449 = 19,067,830,272 + 4 x 449^2 x 384 x 12 = 3,715,909,632 -> 22,783,739,904 FLOPs.
+    cpu = devices.Device("cpu", "8-core", "cpu", None, None, 1.536e12, cores=8)
+    speed, basis = search.chunks_per_second(model("bge-small-en-v1.5"), cpu, 449)
+    share = search.CPU_EMBEDDING_EFFICIENCY * 8**-search.CPU_CORE_SCALING
+    assert speed == pytest.approx(1.536e12 * share / 22_783_739_904)
+    assert "8 cores" in basis
+
+
+@pytest.mark.parametrize("model_id", [m.id for m in CATALOG.for_task("document-search")])
+def test_more_flops_never_slower_and_longer_chunks_never_more_chunks_per_second(model_id):
+    chosen = model(model_id)
+    for backend in ("cpu", "cuda", "metal"):
+        kind = "cpu" if backend == "cpu" else "gpu"
+        speeds = [search.chunks_per_second(chosen, devices.Device(kind, "d", backend, None, None, flops))[0]
+                  for flops in (1e11, 1e12, 5e12, 1e14, 1e15)]
+        assert speeds == sorted(speeds)
+        if backend == "cpu":
+            # More cores of the same kind: more FLOPS, and never slower although each core's share falls.
+            by_cores = [search.chunks_per_second(chosen, devices.Device(kind, "d", backend, None, None, n * 192e9, cores=n))[0]
+                        for n in (1, 2, 4, 8, 16, 64, 128)]
+            assert by_cores == sorted(by_cores)
+        by_length = [search.chunks_per_second(chosen, devices.Device(kind, "d", backend, None, None, 1e13), tokens)[0]
+                     for tokens in (1, 16, 128, 256, 512, 2048, 8192)]
+        assert by_length == sorted(by_length, reverse=True)
+        assert len(set(by_length)) == len(by_length)
+
+
+def test_no_flops_figure_means_no_speed_said_so():
+    speed, why = search.chunks_per_second(model("all-minilm-l6-v2"), devices.Device("gpu", "Mystery GPU", "vulkan", None, None, None))
+    assert speed is None and "Mystery GPU" in why
 
 
 def test_the_index_lives_in_system_memory_even_when_the_model_runs_on_the_gpu():

@@ -97,7 +97,9 @@ def test_a_gpu_less_ryzen_desktop_runs_small_models_of_every_task_on_the_cpu():
     assert images["sdxl-turbo"][:3] == ("runs-well", "fp16", "cpu")
     assert images["flux.1-dev"][0] == "too-slow"
     search = summary(verdicts, "document-search")
-    assert search["all-minilm-l6-v2"] == ("runs-well", "fp16", "cpu", "sentence-transformers (CPU)")  # ~9,900 chunks a minute at 32% of peak
+    # 3.07 TFLOPS x 61% for one core x 16^-0.69 = 9% of peak / 6.04 GFLOPs a chunk: ~2,700 chunks a minute, so the
+    # default 50,000-chunk collection takes ~18 min: "runs" (over the 10-minute "runs-well" ceiling).
+    assert search["all-minilm-l6-v2"] == ("runs", "fp16", "cpu", "sentence-transformers (CPU)")
     assert {v.speed_unit for v in verdicts if v.placement} == {"tokens/s", "s/image", "x realtime", "chunks/s", "pairs/s",
                                                                "training tokens/s"}
 

@@ -50,6 +50,7 @@ class Device:
     # bandwidth_source "this-machine" (gpuready bench): where and when, and the relative spread.
     bandwidth_detail: str | None = None
     bandwidth_spread: float | None = None
+    cores: int | None = None  # CPU: physical cores the peak counts (compute-bound work splits across them)
     # The vector (FP32 shader / CUDA-core) rate, where the table gives one: dequantising weights
     # runs there, not on the tensor cores that `flops` (the FP16 matrix rate) counts.
     vector_flops: float | None = None
@@ -227,5 +228,6 @@ def cpu_device(hardware: Hardware) -> Device:
         bandwidth_bytes_per_s=bandwidth,
         flops=cpu_peak_flops(cpu.physical_cores, cpu.features),
         bandwidth_source=_source_kind(cpu.bandwidth_source),
+        cores=cpu.physical_cores,
         **measured,
     )
