@@ -297,3 +297,12 @@ def test_a_table_gpu_carries_its_board_power_and_nvml_limit_wins():
     assert gpu_device(hardware).power_watts == 450  # catalog/power.toml: Total Graphics Power 450 W
     capped = dataclasses.replace(hardware, gpus=tuple(dataclasses.replace(g, power_limit_w=300.0) for g in hardware.gpus))
     assert gpu_device(capped).power_watts == 300.0  # a user-set limit (nvidia-smi -pl) is what the card may draw
+
+
+def test_bf16_on_vulkan_warns_that_drivers_without_bfloat16_run_it_far_slower():
+    bf16, f16 = (CATALOG.quants[q] for q in ("BF16", "F16"))
+    vulkan = gpu(backend="vulkan")
+    warned = est.estimate(LLAMA_8B, bf16, 4096, vulkan, CPU, 64 * GIB)
+    assert any(line.startswith("BF16 on Vulkan: where the driver lacks bfloat16") for line in warned.basis)
+    assert not any(line.startswith("BF16 on Vulkan") for line in est.estimate(LLAMA_8B, f16, 4096, vulkan, CPU, 64 * GIB).basis)
+    assert not any(line.startswith("BF16 on Vulkan") for line in est.estimate(LLAMA_8B, bf16, 4096, gpu(), CPU, 64 * GIB).basis)

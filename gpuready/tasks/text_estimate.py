@@ -573,6 +573,9 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
+        if device.backend == "vulkan" and quant_id.upper().startswith("BF16"):
+            lines.append("BF16 on Vulkan: where the driver lacks bfloat16 (llama.cpp prints 'bf16: 0') BF16 ran at about a "
+                         "third of this (Radeon 8060S, kyuz0/amd-strix-halo-toolboxes, benchmarks/validation); F16 or Q8_0 avoid it")
         if device.flops:
             lines.append(
                 f"prompt: {device.flops / 1e12:.1f} TFLOPS peak"
