@@ -155,8 +155,9 @@ def fit(host: Host, path: str, context_tokens: int, budget_s: float = FIT_BUDGET
 
 def read_results(printed: CommandResult, fitted: CommandResult, context_tokens: int,
                  budget_s: float = FIT_BUDGET_S, version: CommandResult | None = None) -> LlamaFit:
-    """A LlamaFit from the two runs' results; whatever could not be read becomes an error line."""
+    """A LlamaFit from the runs' results; whatever could not be read becomes an error line."""
     errors: list[str] = []
+    failed: dict[str, str] = {}  # run -> why it gave no answer
     devices: tuple[DeviceMemory, ...] = ()
     arguments, layers = None, None
     if printed.ok:
@@ -165,16 +166,19 @@ def read_results(printed: CommandResult, fitted: CommandResult, context_tokens: 
         except FitOutputError as error:
             errors.append(str(error))
     else:
-        errors.append(f"memory print {_why(printed, budget_s)}")
+        failed["memory print"] = _why(printed, budget_s)
     if fitted.ok:
         try:
             arguments, layers = parse_arguments(fitted.stdout)
         except FitOutputError as error:
             errors.append(str(error))
     else:
-        errors.append(f"fit {_why(fitted, budget_s)}")
-    if len(errors) == 2 and errors[0].split(": ", 1)[-1] == errors[1].split(": ", 1)[-1]:
-        errors = [f"could not plan this file ({errors[1].split(' ', 1)[1]})"]
+        failed["fit"] = _why(fitted, budget_s)
+    reasons = {why.split(": ", 1)[-1] for why in failed.values()}
+    if len(failed) == 2 and len(reasons) == 1 and ": " in failed["fit"]:
+        errors.append(f"could not plan this file ({failed['fit']})")  # both failed the same way: say it once
+    else:
+        errors += [f"{run} {why}" for run, why in failed.items()]
     build = parse_version(version.stderr + version.stdout) if version is not None and version.ok else None
     return LlamaFit(context_tokens, devices, arguments, layers, build, tuple(errors))
 
