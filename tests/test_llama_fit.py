@@ -113,7 +113,7 @@ def test_estimate_json_carries_llama_cpps_answer(gguf, fake_on_path, capsys):
     }
 
 
-def test_the_context_asked_for_is_the_one_llama_cpp_is_asked_about(gguf, tmp_path, monkeypatch):
+def test_the_context_asked_for_is_the_one_llama_cpp_is_asked_about(gguf):
     seen = []
 
     class Recording(LiveHost):
