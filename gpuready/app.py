@@ -205,3 +205,26 @@ def context_warning(report: Report) -> str | None:
         return None
     return (f"--context {asked:,} is longer than every model's maximum (the longest is {max(judged):,} tokens); "
             "each model is judged at its own maximum")
+
+
+def start_llama_fit(request: Request, path: str, context_tokens: int):
+    """Start llama.cpp's own plan for a local GGUF (gpuready.modelfiles.llamafit) in the background,
+    or None when the hardware judged is not this machine (--hardware, --gpu, --memory): its
+    planner sizes against the devices it sees. A recorded machine (--machine) answers from its
+    recording, where the command is normally absent."""
+    if request.hardware_file or request.gpu or request.memory:
+        return None
+    from gpuready.host import host_from_environment
+    from gpuready.modelfiles.llamafit import start
+
+    return start(host_from_environment(request.machine), path, context_tokens)
+
+
+def llama_fit(started):
+    """What llama-fit-params answered (a LlamaFit), or None: not started, or not installed."""
+    if started is None:
+        return None
+    from gpuready.modelfiles.llamafit import collect
+
+    return collect(started)
+

@@ -150,10 +150,18 @@ def test_mig_instances_are_judged_one_at_a_time_by_their_own_memory():
     assert (device.name, device.count, device.usable_memory_bytes) == ("NVIDIA A100-SXM4-40GB MIG 3g.20gb", 1, 21058551808)
 
 
-def test_a_unified_nvidia_system_uses_available_system_memory_for_the_gpu():
+def test_a_unified_nvidia_system_uses_available_system_memory_for_the_gpu_less_llama_cpps_fit_margin():
     hardware, _ = probe("nvidia-gb10-dgx-spark")
     device = gpu_device(hardware)
-    assert (device.unified, device.usable_memory_bytes) == (True, 118566368 * 1024)
+    # MemAvailable of the recording, less the 1024 MiB llama.cpp's --fit keeps free by default.
+    assert (device.unified, device.usable_memory_bytes) == (True, 118566368 * 1024 - 1024 * 1024**2)
+
+
+def test_an_apu_keeps_llama_cpps_fit_margin_free_but_apple_silicon_does_not():
+    # Strix Halo: 107,001,114,624 bytes of carve-out + GTT free (the probe's figure), less 1024 MiB.
+    assert gpu_device(probe("amd-strix-halo")[0]).usable_memory_bytes == 107001114624 - 1024 * 1024**2
+    # M3 Max: Metal's working-set limit (48 GiB) as it is; it already leaves a quarter to macOS.
+    assert gpu_device(probe("mac-m3-max-40c-64gb")[0]).usable_memory_bytes == 48 * 1024**3
 
 
 def test_reasons_say_how_much_vram_is_free_and_what_is_left_over():

@@ -259,9 +259,16 @@ def cmd_estimate(args) -> int:
 
     catalog = _catalog(args)
     local = local_kind(args.model)
+    started = None
     if local:
         model, catalog, quant = _local_model(args, catalog)
         args.quant = quant
+        if local == "gguf" and args.task in (None, "text-generation"):
+            from gpuready.app import start_llama_fit
+            from gpuready.tasks.text import context_tokens
+
+            # llama.cpp's own planner runs while the machine is probed.
+            started = start_llama_fit(request(args), args.model, context_tokens(model, _options(args)))
     else:
         validate(Requirement(model=args.model, quant=args.quant, task=args.task), catalog)
         model = catalog.get(args.model)
@@ -271,14 +278,29 @@ def cmd_estimate(args) -> int:
     for outcome in resident:
         sys.stderr.write(f"with {outcome.reason}\n")
     verdict = judge_model(model, catalog, hardware, replace(_options(args), measured_speeds=loaded.measured_speeds), args.task)
+    from gpuready.app import llama_fit
+
+    fitted = llama_fit(started)
     if args.json:
-        sys.stdout.write(json.dumps(verdict_json(verdict), indent=2) + "\n")
+        data = verdict_json(verdict)
+        if fitted is not None:
+            from gpuready.modelfiles.llamafit import to_json
+
+            data["llama_cpp_fit"] = to_json(fitted)
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         from gpuready.frontends.text import render_estimate
 
         if local:
             sys.stdout.write(describe(model, catalog, args.quant))
-        sys.stdout.write(render_estimate(verdict))
+        beside = ""
+        if fitted is not None:
+            from gpuready.modelfiles.llamafit import render
+
+            memory = verdict.estimate.memory if verdict.estimate is not None else None
+            ours = memory.weights_bytes + memory.kv_cache_bytes + memory.compute_bytes if memory is not None else None
+            beside = render(fitted, ours, model.layers, amx="amx_int8" in hardware.cpu.features)
+        sys.stdout.write(render_estimate(verdict, beside))
     for problem in problems:
         sys.stderr.write(f"problem: [{problem.probe}] {problem.message}\n")
     return ExitCode.READY

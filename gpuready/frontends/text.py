@@ -263,10 +263,11 @@ def render_task_estimate(verdict: Verdict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_estimate(verdict: Verdict) -> str:
-    """Full breakdown for one model, as `gpuready estimate` prints it."""
+def render_estimate(verdict: Verdict, beside_memory: str = "") -> str:
+    """Full breakdown for one model, as `gpuready estimate` prints it; ``beside_memory`` (text
+    lines, e.g. llama.cpp's own plan) follows the memory breakdown."""
     if verdict.task != "text-generation":
-        return render_task_estimate(verdict)
+        return render_task_estimate(verdict) + beside_memory
     lines = [f"{verdict.model_name} ({verdict.model_id}) at {verdict.context_tokens:,} tokens of context", ""]
     lines.append(f"Verdict   {LEVEL_WORDS[verdict.level]}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
     estimate = verdict.estimate
@@ -287,6 +288,8 @@ def render_estimate(verdict: Verdict) -> str:
         ]
         if estimate.placement == "split":
             lines.append(f"  on GPU {fmt_gb(estimate.gpu_memory_bytes)}, in system memory {fmt_gb(estimate.system_memory_bytes)}")
+        if beside_memory:
+            lines += ["", beside_memory.rstrip("\n")]
         if estimate.speed and placed:
             speed = estimate.speed
             lines += [
@@ -321,6 +324,8 @@ def render_estimate(verdict: Verdict) -> str:
             for v in verdict.variants
         ]
         lines += table(rows, ["QUANT", "VERDICT", "MEMORY", "WHERE", "GEN tok/s"], right={2, 4})
+    if beside_memory and estimate is None:
+        lines += ["", beside_memory.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

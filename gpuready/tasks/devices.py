@@ -33,6 +33,18 @@ RUNTIME_OVERHEAD_BYTES = {
 }
 
 
+# Unified memory a non-Apple GPU leaves free (AMD APUs such as Strix Halo, NVIDIA GB10 and
+# Jetson, Intel and AMD integrated graphics). Its "free" figure is the whole system's available
+# memory, which the runtime's host buffers and every other process draw on too, so an exact fit
+# can still run out: `--fit on` did on Strix Halo (https://github.com/ggml-org/llama.cpp/issues/21801),
+# and llama.cpp's free-memory reading there tracks system RAM rather than what the GPU may map
+# (https://github.com/ggml-org/llama.cpp/issues/24626). llama.cpp's own planner keeps 1024 MiB free
+# on every device by default (common/common.h fit_params_target; `--fit-target`, "target margin
+# per device for --fit option, default: 1024"); gpuready keeps the same. Apple silicon's usable
+# figure is Metal's working-set limit, which already leaves a quarter to a third to the system.
+UNIFIED_MEMORY_MARGIN_BYTES = 1024 * MIB
+
+
 @dataclass(frozen=True)
 class Device:
     """Where (part of) a model runs: a GPU, a group of identical GPUs, unified memory, or the CPU."""
@@ -160,6 +172,8 @@ def gpu_device(hardware: Hardware) -> Device | None:
             # Unified memory is shared with everything else running: the GPU gets at most
             # its own limit (e.g. Metal's working set) and at most what is free right now.
             total_usable = min(total_usable, system_free)
+        if unified and total_usable and first.vendor != "apple":
+            total_usable = max(0, total_usable - UNIFIED_MEMORY_MARGIN_BYTES)
         label = f"{len(gpus)} x {name}" if len(gpus) > 1 else name
         device = Device(
             kind="gpu",

@@ -18,7 +18,7 @@ from gpuready.tasks import judge as one_judge
 from gpuready.tasks import text_estimate as est
 from gpuready.tasks.text_estimate import LanguageModel
 from gpuready.tasks.base import Task, level_at_least
-from gpuready.tasks.devices import Device
+from gpuready.tasks.devices import UNIFIED_MEMORY_MARGIN_BYTES, Device
 from gpuready.tasks.measured import with_measured_speed
 from gpuready.tasks.verdict import LEVELS
 from gpuready.units import fmt_gb
@@ -238,6 +238,11 @@ def notes(model: LanguageModel, hardware: Hardware, gpu: Device | None) -> list[
         found.append(
             "usable GPU memory is Metal's working-set limit (about 2/3 of unified memory up to 32 GB, "
             "3/4 above), or iogpu.wired_limit_mb when raised"
+        )
+    elif gpu is not None and gpu.unified:
+        found.append(
+            f"{UNIFIED_MEMORY_MARGIN_BYTES / 1024**3:g} GiB of the shared memory is kept free (llama.cpp's --fit keeps the same "
+            "margin): on unified memory an exact fit can still run out"
         )
     for npu in hardware.npus:
         tops = f", {npu.tops_int8:g} TOPS" if npu.tops_int8 else ""
