@@ -18,7 +18,8 @@ from gpuready.report import build_report, report_json, schema_text
 from gpuready.tasks import concurrency
 from gpuready.tasks.devices import Device
 from gpuready.tasks.registry import judge_model, load_catalog
-from gpuready.tasks.text_estimate import BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY, kv_cache_bytes
+from gpuready.tasks import text_estimate as est
+from gpuready.tasks.text_estimate import BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY, LAYER_SECONDS, UNPACK_OPS_PER_WEIGHT, kv_cache_bytes
 from gpuready.tasks.verdict import Options
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
@@ -40,7 +41,10 @@ def hardware():
 def test_a_batched_step_reads_the_weights_once_and_each_users_half_full_cache():
     weights, kv = 4 * 10**9, 10**9
     result = concurrency.batched(LLAMA, weights, kv, 4, GPU, CPU, 1.0)
-    memory_s = (weights + 4 * kv * 0.5) / (1e12 * BANDWIDTH_EFFICIENCY["cuda"])  # 6 GB at 680 GB/s
+    # 6 GB over effective bandwidth, plus the step's fixed cost (32 layers' launches) and unpacking the K-quant
+    # weights once: the single-user step's terms, paid once for all four users
+    memory_s = ((weights + 4 * kv * 0.5) / (1e12 * BANDWIDTH_EFFICIENCY["cuda"]) + 32 * LAYER_SECONDS["cuda"]
+                + LLAMA.active_params * UNPACK_OPS_PER_WEIGHT["k-quant"] / 100e12)
     compute_s = 4 * 2 * LLAMA.active_params / (100e12 * COMPUTE_EFFICIENCY["cuda"])
     assert memory_s > compute_s
     assert result == concurrency.Batched(4, pytest.approx(4 / memory_s), pytest.approx(1 / memory_s), "memory")
@@ -50,6 +54,15 @@ def test_with_enough_users_decoding_becomes_compute_bound_and_the_aggregate_stop
     result = concurrency.batched(LLAMA, 4 * 10**9, 0, 512, GPU, CPU, 1.0)
     assert result.bound == "compute"
     assert result.aggregate_tokens_per_s == pytest.approx(100e12 * COMPUTE_EFFICIENCY["cuda"] / (2 * LLAMA.active_params))
+
+
+def test_one_user_in_a_batch_is_the_single_user_step_and_each_of_several_is_no_faster():
+    weights, kv = 4 * 10**9, 10**9
+    single = est.speed(LLAMA, est.MemoryBreakdown(weights, 0, 0, 0), 0, GPU, CPU, 1.0, "Q4_K_M")
+    one = concurrency.batched(LLAMA, weights, 0, 1, GPU, CPU, 1.0, "Q4_K_M")
+    assert one.per_user_tokens_per_s == pytest.approx(single.generation_tokens_per_s)
+    many = concurrency.batched(LLAMA, weights, kv, 4, GPU, CPU, 1.0, "Q4_K_M")
+    assert many.per_user_tokens_per_s < single.generation_tokens_per_s < many.aggregate_tokens_per_s
 
 
 @pytest.mark.parametrize("kv", [0, 10**8, 10**9])

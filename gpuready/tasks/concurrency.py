@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuready.tasks.devices import Device
-from gpuready.tasks.text_estimate import BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY, LanguageModel, matmul_params, weights_read_bytes
+from gpuready.tasks import text_estimate
+from gpuready.tasks.text_estimate import COMPUTE_EFFICIENCY, LanguageModel, matmul_params, weights_read_bytes
 
 # Each user's KV cache is taken as half full on average over a conversation that fills the
 # context (an assumption, stated in the basis).
@@ -28,10 +29,12 @@ class Batched:
 
 
 def step_seconds(model: LanguageModel, weights_read: float, kv_bytes_per_user: float, users: int,
-                 device: Device, fraction: float) -> tuple[float, str]:
-    """One decoding step's time on one device holding ``fraction`` of the layers."""
-    bandwidth = device.bandwidth_bytes_per_s * BANDWIDTH_EFFICIENCY.get(device.backend, BANDWIDTH_EFFICIENCY["cpu"])
-    memory_time = fraction * (weights_read + users * kv_bytes_per_user * AVERAGE_CACHE_FILL) / bandwidth
+                 device: Device, fraction: float, family: str = "k-quant") -> tuple[float, str]:
+    """One decoding step's time on one device holding ``fraction`` of the layers: the single-user step
+    (text_estimate.step_seconds: bytes, fixed per-layer cost, unpacking) with every user's cache read, or
+    the matrix work of ``users`` tokens, whichever is longer."""
+    memory_time = text_estimate.step_seconds(model, weights_read + users * kv_bytes_per_user * AVERAGE_CACHE_FILL,
+                                             device, fraction, family)
     compute_time = 0.0
     if device.flops:
         compute = device.flops * COMPUTE_EFFICIENCY.get(device.backend, COMPUTE_EFFICIENCY["cpu"])
@@ -40,17 +43,18 @@ def step_seconds(model: LanguageModel, weights_read: float, kv_bytes_per_user: f
 
 
 def batched(model: LanguageModel, weights_bytes: int, kv_bytes_per_user: int, users: int,
-            gpu: Device | None, cpu: Device, gpu_fraction: float) -> Batched | None:
+            gpu: Device | None, cpu: Device, gpu_fraction: float, quant_id: str = "") -> Batched | None:
     """Aggregate and per-user generation speed of ``users`` sequences decoded together;
     None when a device's bandwidth is unknown. Time on a GPU and a CPU part adds up (split placement)."""
     weights_read = weights_read_bytes(model, weights_bytes)
+    family = text_estimate.quant_family(quant_id) if quant_id else "k-quant"
     total, bounds = 0.0, []
     for device, fraction in ((gpu, gpu_fraction), (cpu, 1.0 - gpu_fraction)):
         if fraction <= 0:
             continue
         if device is None or not device.bandwidth_bytes_per_s:
             return None
-        seconds, bound = step_seconds(model, weights_read, kv_bytes_per_user, users, device, fraction)
+        seconds, bound = step_seconds(model, weights_read, kv_bytes_per_user, users, device, fraction, family)
         total += seconds
         bounds.append((seconds, bound))
     if total <= 0:

@@ -125,7 +125,9 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
     reasons = list(chosen.reasons)
     headline = estimate.headline if chosen.fits else None
     if headline is not None:
-        reasons.insert(0, f"{chosen.variant}: {task.describe(model, estimate, options)} (+/-{headline.uncertainty:.0%})")
+        described = task.describe(model, estimate, options)
+        # A description that states its figures' bands itself (text generation: generation and prompt) gets no second one.
+        reasons.insert(0, f"{chosen.variant}: {described}" + ("" if "+/-" in described else f" (+/-{headline.uncertainty:.0%})"))
     on_gpu = estimate.placement in ("gpu", "split", "offload")
     reasons += task.notes(model, hardware, gpu if on_gpu else None)
     suggestions = []

@@ -150,7 +150,7 @@ def with_users(model: LanguageModel, found: est.Estimate, gpu: Device | None, cp
         return replace(found, users=users)
     kv_per_user = found.memory.kv_cache_bytes // users
     result = concurrency.batched(model, found.memory.weights_bytes, kv_per_user, users,
-                                 gpu if found.gpu_fraction > 0 else None, cpu, found.gpu_fraction)
+                                 gpu if found.gpu_fraction > 0 else None, cpu, found.gpu_fraction, found.quant)
     if result is None:
         return replace(found, users=users)
     return replace(found, users=users, batched=result, basis=found.basis + (concurrency.basis(result, found.context_tokens),))
@@ -195,7 +195,10 @@ def describe(model: LanguageModel, estimate: est.Estimate, options) -> str:
         return (f"about {batched.per_user_tokens_per_s:.0f} tokens/s for each of {batched.users} users, "
                 f"{batched.aggregate_tokens_per_s:.0f} tokens/s in all")
     if speed.prompt_tokens_per_s:
-        return f"about {speed.generation_tokens_per_s:.0f} tokens/s generation, {speed.prompt_tokens_per_s:.0f} tokens/s prompt"
+        # Each figure with its own band: prompt speed is harder to predict than generation (PROMPT_BAND).
+        band = f" (+/-{speed.prompt_uncertainty:.0%})" if speed.prompt_uncertainty else ""
+        return (f"about {speed.generation_tokens_per_s:.0f} tokens/s generation (+/-{speed.uncertainty:.0%}), "
+                f"{speed.prompt_tokens_per_s:.0f} tokens/s prompt{band}")
     return f"about {speed.generation_tokens_per_s:.0f} tokens/s generation"
 
 

@@ -419,6 +419,16 @@ def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant
     return bytes_read / (device.bandwidth_bytes_per_s * efficiency) + fixed
 
 
+def step_seconds(model: LanguageModel, bytes_read: float, device: Device, fraction: float, family: str = "k-quant") -> float:
+    """One decoding step on a device holding ``fraction`` of the layers: its share of ``bytes_read`` over effective
+    bandwidth, plus its layers' fixed cost, plus unpacking its share of the quantised weights. A batched step of
+    several users costs the same, with every user's KV cache in ``bytes_read`` (gpuready.tasks.concurrency)."""
+    layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
+    unpack = (matmul_params(model) * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.unpack_flops
+              if device.unpack_flops else 0.0)
+    return _seconds_per_token(bytes_read * fraction, device, family, layers) + unpack
+
+
 def is_geforce_rtx(device: Device) -> bool:
     """A GeForce RTX card: tensor cores whose FP32-accumulate rate (the table's FLOPS) is half the FP16-accumulate rate."""
     return device.kind == "gpu" and "GeForce RTX" in device.name
@@ -480,10 +490,8 @@ def speed(
     for device, fraction in devices:
         if fraction <= 0:
             continue
-        layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
-        unpack = matmul_params(model) * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.unpack_flops if device.unpack_flops else 0.0
-        empty += _seconds_per_token(weights_read * fraction, device, family, layers) + unpack
-        full += _seconds_per_token((weights_read + memory.kv_cache_bytes) * fraction, device, family, layers) + unpack
+        empty += step_seconds(model, weights_read, device, fraction, family)
+        full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, fraction, family)
         if device.flops:
             prompt += _prompt_seconds_per_token(model, device, family) * fraction
     used = [device for device, fraction in devices if fraction > 0]
