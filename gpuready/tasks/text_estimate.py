@@ -48,21 +48,22 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.90,
-    "cuda": 0.95,
+    "cpu": 0.89,
+    "cuda": 0.87,
     "cuda-hbm": 0.78,
-    "metal": 0.87,
-    "rocm": 0.88,
-    "sycl": 0.72,
-    "vulkan": 0.81,
+    "metal": 0.86,
+    "rocm": 0.89,
+    "rocm-hbm": 0.75,
+    "sycl": 0.73,
+    "vulkan": 0.82,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.70,
-    "cuda": 0.38,
+    "cuda": 0.49,
     "metal": 0.62,
-    "rocm": 0.55,
+    "rocm": 0.48,
     "sycl": 0.30,
-    "vulkan": 0.31,
+    "vulkan": 0.37,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -88,13 +89,14 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 233.7e-6,
-    "cuda": 94.0e-6,
-    "cuda-hbm": 123.9e-6,
-    "metal": 153.3e-6,
-    "rocm": 97.8e-6,
+    "cpu": 226.5e-6,
+    "cuda": 52.9e-6,
+    "cuda-hbm": 118.8e-6,
+    "metal": 153.6e-6,
+    "rocm": 91.0e-6,
+    "rocm-hbm": 141.5e-6,
     "sycl": 0.0e-6,
-    "vulkan": 30.3e-6,
+    "vulkan": 30.2e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -104,9 +106,9 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.51,
-    "legacy": 1.73,
-    "mxfp4": 13.96,
+    "k-quant": 3.73,
+    "legacy": 1.43,
+    "mxfp4": 14.61,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -123,9 +125,9 @@ MOE_LAYER_FACTOR = 1.00
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
     "cpu": 0.79,
-    "cuda": 0.80,
-    "metal": 0.56,
-    "rocm": 0.54,
+    "cuda": 0.73,
+    "metal": 0.57,
+    "rocm": 0.52,
     "sycl": 1.00,
     "vulkan": 0.38,
 }
@@ -146,8 +148,8 @@ PROMPT_SECONDS_PER_TFLOP = {
 # is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.9864e-12,
-    "metal": 0.0153e-12,
+    "cuda": 2.4875e-12,
+    "metal": 0.0000e-12,
     "rocm": 0.0000e-12,
     "sycl": 0.0000e-12,
     "vulkan": 0.0000e-12,
@@ -168,20 +170,20 @@ PROMPT_GEFORCE_RATE = 2.00
 PROMPT_MOE_FACTOR = 1.00
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.26,
+    "float": 1.19,
     "k-quant": 1.00,
-    "legacy": 1.05,
-    "mxfp4": 0.64,
+    "legacy": 1.03,
+    "mxfp4": 0.63,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
 # devices in five fall inside it. Backends measured on fewer than 3 devices (sycl: one) get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.23,
-    "cuda": 0.13,
+    "cpu": 0.24,
+    "cuda": 0.15,
     "metal": 0.12,
-    "rocm": 0.14,
+    "rocm": 0.12,
     "sycl": 0.50,
     "vulkan": 0.18,
 }
@@ -190,12 +192,12 @@ SPEED_BAND = {
 # harder to predict than generation (software and power limits, not one memory bus), so its band
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
-    "cpu": 0.54,
-    "cuda": 0.42,
-    "metal": 0.19,
-    "rocm": 0.37,
-    "sycl": 0.54,
-    "vulkan": 1.94,
+    "cpu": 0.51,
+    "cuda": 0.49,
+    "metal": 0.22,
+    "rocm": 0.45,
+    "sycl": 0.53,
+    "vulkan": 1.28,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
