@@ -306,7 +306,9 @@ def text_generation(catalog, out: list[str]) -> None:
             if device.kind == "gpu" and not model.is_moe:
                 baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
         else:
-            prompt_rows.append(speedfit.PromptRow(backend, family, implied, device_key(row, device), source_key(row),
+            # The prompt's matrix-matrix kernels dequantise a tile at a time: no separate 2-/3-bit K-quant family there.
+            prompt_family = "k-quant" if family == speedfit.LOW_BIT_FAMILY else family
+            prompt_rows.append(speedfit.PromptRow(backend, prompt_family, implied, device_key(row, device), source_key(row),
                                                   work / device.flops, work / 1e12,
                                                   f"{model.id} {quant_id}",
                                                   GEFORCE_FULL_RATE if est.is_geforce_rtx(device) else 1.0, model.is_moe,

@@ -42,7 +42,10 @@ def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...]) -> tupl
 
 def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str], fits: dict) -> None:
     """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill `fits`."""
-    gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation, ("layers", "families", "hbm", "moe", "unpack"))
+    gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation,
+                                         ("layers", "families", "hbm", "moe", "unpack", "lowbit"))
+    # "lowbit": 2- and 3-bit K-quants as their own family (their own unpacking cost), or folded into K-quants.
+    gen_rows = speedfit.merge_low_bit(gen_rows, gen_terms["lowbit"])
     # The prompt model in the generation model's form: seconds per token = (2 x active params / peak FLOPS) / e
     # + (2 x active params in TFLOP) x s, where s (seconds per TFLOP, the "layers" slot) is a backend's software
     # ceiling that no faster GPU lifts (an H100 reads a 7B prompt no faster than an RTX 4090 in these rows).
@@ -112,18 +115,19 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     out.append("\nWhere a target is missed, the largest errors (tables below) say why. Generation: BF16 on a Vulkan "
                "device whose driver lacks bfloat16 (Strix Halo's Radeon 8060S; llama.cpp prints 'bf16: 0') runs at a third "
                "of its byte-bound speed; a two-GPU Arc A770 Vulkan MoE run; 2- and 3-bit K-quants in January 2024 builds "
-               "(RTX 3090 and Tesla P40, PR #4766), whose unpacking was slow then; an Iris Xe whose memory speed is not "
+               "(RTX 3090 and Tesla P40, PR #4766), slower than the 2025-26 builds the same family is fitted on; an Iris Xe whose memory speed is not "
                "stated; Vulkan on an RTX 2070 without cooperative-matrix support. Prompt: Vulkan devices without matrix "
                "cores or bfloat16 (RTX 2070, RTX 2080 Ti, Iris Xe, Radeon 8060S BF16), whose table FLOPS they cannot use. "
                "Terms tried and dropped because they raised the held-out error: separate constants for builds older than "
-               "mid-2024 (generation LODO 7.5% -> 9.4%, LOSO 7.5% -> 10.5%; prompt 31.8% -> 33.8%); a separate unpacking "
-               "cost for 2- and 3-bit K-quants (LODO 7.54% -> 7.84%: it fixes the January 2024 rows and breaks the "
-               "2025-26 Strix Halo Q3_K_S rows); a prompt term at the GPU's vector (FP32) rate (22.4% against 21.2% then); "
+               "mid-2024 (generation LODO 7.5% -> 9.4%, LOSO 7.5% -> 10.5%; prompt 31.8% -> 33.8%); a prompt term at the GPU's vector (FP32) rate (22.4% against 21.2% then); "
                "Vulkan prompts at the vector rate (24.3% against 22.5%); a per-core bandwidth cap for CPU rows "
-               "(LODO 9.2% / LOSO 10.3% against 8.8% / 9.9% then). Kept in this round: the untied input embedding left "
+               "(LODO 9.2% / LOSO 10.3% against 8.8% / 9.9% then). Kept in this round: 2- and 3-bit K-quants as their own "
+               "family with their own unpacking cost (\"lowbit\": dropped while only one device had such rows, kept "
+               "once the Tesla P40 and Strix Halo rows came: \"Which terms stay\"), the untied input embedding left "
                "out of the bytes and FLOPs a token needs (generation LODO 8.8% -> 8.6%, LOSO 9.9% -> 8.8%), unpacking at "
                "the GPU's vector rate instead of its tensor rate (8.6% -> 8.1%), and the prompt's power limit (\"Which "
-               "terms stay\": held-out 21.6% for the power form against 30.6% for a per-TFLOP ceiling). Prompt speed still misses its "
+               "terms stay\" compares it with a per-TFLOP ceiling on the same rows). Figures of dropped terms are as "
+               "measured when each was tried, on the rows of that time. Prompt speed still misses its "
                "15% goal: the same GPU ran 2-3x faster in 2025-26 builds than in the December 2023 rows, and which "
                "Vulkan devices get matrix cores depends on the driver, which the tables cannot say; its band (PROMPT_BAND, "
                "\"Bands: prompt\" below) is stated apart from the generation band and is wide.\n")
@@ -166,10 +170,13 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         record(out, fits, "LAYER_SECONDS (microseconds)", backend, fit.layer_s[backend] * 1e6,
                est.LAYER_SECONDS[backend] * 1e6 if backend in est.LAYER_SECONDS else None)
     record(out, fits, "MOE_LAYER_FACTOR", "all", fit.moe_layer_factor, est.MOE_LAYER_FACTOR)
-    for family in sorted(fit.unpack_ops):
-        record(out, fits, "UNPACK_OPS_PER_WEIGHT", family, fit.unpack_ops[family], est.UNPACK_OPS_PER_WEIGHT.get(family))
-    for family in sorted(fit.family):
-        record(out, fits, "QUANT_FAMILY_EFFICIENCY", family, fit.family[family], est.QUANT_FAMILY_EFFICIENCY.get(family))
+    # Without the "lowbit" term, 2- and 3-bit K-quants take the K-quants' constants.
+    unpack_ops = {speedfit.LOW_BIT_FAMILY: fit.unpack_ops[speedfit.REFERENCE_FAMILY], **fit.unpack_ops}
+    family_share = {speedfit.LOW_BIT_FAMILY: fit.family[speedfit.REFERENCE_FAMILY], **fit.family}
+    for family in sorted(unpack_ops):
+        record(out, fits, "UNPACK_OPS_PER_WEIGHT", family, unpack_ops[family], est.UNPACK_OPS_PER_WEIGHT.get(family))
+    for family in sorted(family_share):
+        record(out, fits, "QUANT_FAMILY_EFFICIENCY", family, family_share[family], est.QUANT_FAMILY_EFFICIENCY.get(family))
     for backend in sorted(pfit.efficiency):
         record(out, fits, "PROMPT_EFFICIENCY", backend, pfit.efficiency[backend], est.PROMPT_EFFICIENCY.get(backend))
         ceiling = pfit.layer_s[backend] if prompt_form == "ceiling" else 0.0

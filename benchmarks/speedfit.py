@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 REFERENCE_FAMILY = "k-quant"
 # 1 / the highest efficiency a fit may return for its first term (bandwidth for generation,
@@ -85,9 +85,20 @@ class PromptFit:
     family: dict
 
 
+LOW_BIT_FAMILY = "k-quant-low"
+
+
+def merge_low_bit(rows: list, on: bool) -> list:
+    """Rows with 2- and 3-bit K-quants in their own family (the "lowbit" term), or folded into K-quants."""
+    if on:
+        return rows
+    return [replace(row, family=REFERENCE_FAMILY) if row.family == LOW_BIT_FAMILY else row for row in rows]
+
+
 def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True,
-                   moe: bool = True, unpack: bool = True) -> GenFit:
+                   moe: bool = True, unpack: bool = True, lowbit: bool = True) -> GenFit:
     """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and unpacking ops, MoE factor."""
+    rows = merge_low_bit(rows, lowbit)
     inverse = {klass(row, hbm): 1.5 for row in rows}
     fixed = {klass(row, hbm): 0.0 for row in rows}
     ratio = {row.family: 1.0 for row in rows}
@@ -202,6 +213,7 @@ def error(predicted: float, measured: float) -> float:
 
 def cross_validate_generation(rows: list[GenRow], key: str, **terms) -> list[tuple[GenRow, float]]:
     """Each row with its error when its group (device or source) is left out of the fit."""
+    rows = merge_low_bit(rows, terms.get("lowbit", True))
     out = []
     for group in sorted({getattr(row, key) for row in rows}):
         train = [row for row in rows if getattr(row, key) != group]

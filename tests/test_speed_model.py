@@ -43,7 +43,7 @@ def load_speedfit():
 
 @pytest.mark.parametrize(
     ("quant", "family"),
-    [("Q4_K_M", "k-quant"), ("Q6_K", "k-quant"), ("Q4_0", "legacy"), ("Q8_0", "legacy"), ("F16", "float"),
+    [("Q4_K_M", "k-quant"), ("Q6_K", "k-quant"), ("Q2_K", "k-quant-low"), ("Q3_K_M", "k-quant-low"), ("Q4_0", "legacy"), ("Q8_0", "legacy"), ("F16", "float"),
      ("BF16", "float"), ("IQ4_XS", "i-quant"), ("MXFP4", "mxfp4"), ("AWQ-4bit", "other")],
 )
 def test_each_quantisation_belongs_to_its_kernel_family(quant, family):
@@ -306,3 +306,22 @@ def test_bf16_on_vulkan_warns_that_drivers_without_bfloat16_run_it_far_slower():
     assert any(line.startswith("BF16 on Vulkan: where the driver lacks bfloat16") for line in warned.basis)
     assert not any(line.startswith("BF16 on Vulkan") for line in est.estimate(LLAMA_8B, f16, 4096, vulkan, CPU, 64 * GIB).basis)
     assert not any(line.startswith("BF16 on Vulkan") for line in est.estimate(LLAMA_8B, bf16, 4096, gpu(), CPU, 64 * GIB).basis)
+
+
+def test_a_3_bit_k_quant_pays_its_own_unpacking_cost_per_weight():
+    memory = est.MemoryBreakdown(3_000_000_000, 0, 0, 0)
+    q3 = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q3_K_M")
+    q4 = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
+    # the same bytes and layers; the unpacking term uses each family's operations a weight
+    assert 1 / q3.generation_tokens_per_s - 1 / q4.generation_tokens_per_s == pytest.approx(
+        unpack_s(8.03e9, 100e12, "k-quant-low") - unpack_s(8.03e9, 100e12, "k-quant"))
+
+
+def test_without_the_lowbit_term_2_and_3_bit_k_quants_are_fitted_as_k_quants():
+    speedfit = load_speedfit()
+    row = speedfit.GenRow("cuda", "k-quant-low", 0.01, 32, 0.02, "d", "s", weight_s=1e-4)
+    assert speedfit.merge_low_bit([row], False)[0].family == "k-quant"
+    assert speedfit.merge_low_bit([row], True)[0].family == "k-quant-low"
+    fit = speedfit.fit_generation([row, speedfit.GenRow("cuda", "k-quant", 0.01, 32, 0.015, "e", "s", weight_s=1e-4)],
+                                  lowbit=False)
+    assert "k-quant-low" not in fit.unpack_ops

@@ -48,14 +48,14 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.89,
-    "cuda": 0.87,
-    "cuda-hbm": 0.78,
-    "metal": 0.86,
-    "rocm": 0.89,
+    "cpu": 0.91,
+    "cuda": 0.85,
+    "cuda-hbm": 0.79,
+    "metal": 0.87,
+    "rocm": 0.91,
     "rocm-hbm": 0.75,
-    "sycl": 0.73,
-    "vulkan": 0.82,
+    "sycl": 0.72,
+    "vulkan": 0.84,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.70,
@@ -85,18 +85,19 @@ SPEED_UNCERTAINTY = {"measured": 0.25, "table": 0.25, "assumed": 0.5}
 QUANT_FAMILY_EFFICIENCY = {
     "float": 1.00,
     "k-quant": 1.00,
+    "k-quant-low": 1.00,
     "legacy": 1.00,
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 226.5e-6,
-    "cuda": 52.9e-6,
-    "cuda-hbm": 118.8e-6,
-    "metal": 153.6e-6,
-    "rocm": 91.0e-6,
-    "rocm-hbm": 141.5e-6,
+    "cpu": 246.4e-6,
+    "cuda": 43.0e-6,
+    "cuda-hbm": 117.4e-6,
+    "metal": 153.4e-6,
+    "rocm": 91.7e-6,
+    "rocm-hbm": 138.7e-6,
     "sycl": 0.0e-6,
-    "vulkan": 30.2e-6,
+    "vulkan": 32.5e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -106,14 +107,15 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.73,
-    "legacy": 1.43,
-    "mxfp4": 14.61,
+    "k-quant": 3.42,
+    "k-quant-low": 27.09,
+    "legacy": 1.72,
+    "mxfp4": 7.83,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
 # ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
-MOE_LAYER_FACTOR = 1.00
+MOE_LAYER_FACTOR = 2.39
 # Prompt processing of a language model: seconds per prompt token = 2 x active parameters /
 # (peak FLOPS x PROMPT_EFFICIENCY x family share) + 2 x active parameters in TFLOP x
 # PROMPT_SECONDS_PER_TFLOP. The second term is each backend's software ceiling, the rate no
@@ -181,11 +183,11 @@ PROMPT_FAMILY_EFFICIENCY = {
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
     "cpu": 0.24,
-    "cuda": 0.15,
+    "cuda": 0.16,
     "metal": 0.12,
     "rocm": 0.12,
     "sycl": 0.50,
-    "vulkan": 0.18,
+    "vulkan": 0.25,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
@@ -208,7 +210,8 @@ TTFT_PROMPT_TOKENS = 512
 
 
 def quant_family(quant_id: str) -> str:
-    """The kernel family of a quantisation id: k-quant, legacy, float, i-quant, mxfp4 (else "other")."""
+    """The kernel family of a quantisation id: k-quant (k-quant-low for 2 and 3 bits), legacy, float, i-quant, mxfp4
+    (else "other")."""
     name = quant_id.upper().split(" ")[0]
     if name.startswith("IQ"):
         return "i-quant"
@@ -216,6 +219,10 @@ def quant_family(quant_id: str) -> str:
         return "mxfp4"
     if name in ("F16", "BF16", "F32", "FP16", "FP32"):
         return "float"
+    if name.startswith(("Q2_K", "Q3_K")):
+        # 2- and 3-bit K-quants unpack more bit fields per weight (Q3_K: two low bits plus a high-bit
+        # mask and 6-bit scales) than Q4_K-Q6_K: their own unpacking cost where the fit keeps it.
+        return "k-quant-low"
     if name.startswith("Q") and "_K" in name:
         return "k-quant"
     if name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"):
