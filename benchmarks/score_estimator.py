@@ -368,7 +368,7 @@ def report() -> str:
            "(and catalog/cpus.toml for CPU rows). Errors are absolute percentage errors of the estimate against the "
            "measurement. Text-generation speeds are scored by cross-validation (fit on the other devices or "
            "publications, predict the held-out one) beside the in-sample figures; `python benchmarks/write_constants.py` "
-           "copies the fit into gpuready/tasks/text_estimate.py. Image generation and speech are cross-validated the same way (benchmarks/score_image.py, benchmarks/score_speech.py).", ""]
+           "copies the fit into gpuready/tasks/text_estimate.py. Image generation, speech and document search are cross-validated the same way (benchmarks/score_image.py, benchmarks/score_speech.py, benchmarks/score_search.py).", ""]
     text_generation(catalog, out)
     image_generation(catalog, out)
     score_speech.report(SimpleNamespace(load=load, cpu_device=cpu_device, gpu_device=gpu_device, device_key=device_key,
