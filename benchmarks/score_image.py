@@ -21,6 +21,8 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
+from speedfit import error as ape
+
 from gpuready.catalog.tables import gpu_table
 from gpuready.tasks import devices, image
 
@@ -232,10 +234,6 @@ def fit(rows: list[ImageRow], terms: Terms) -> tuple[float, float, float]:
     _, efficiency, fixed = best
     compiled_efficiency = implied_efficiency(compiled, fixed, terms) if compiled else efficiency
     return efficiency, fixed, compiled_efficiency
-
-
-def ape(estimated: float, measured: float) -> float:
-    return abs(estimated - measured) / measured * 100
 
 
 def held_out(rows: list[ImageRow], terms: Terms, key) -> dict[int, float] | None:

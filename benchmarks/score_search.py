@@ -27,6 +27,8 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from speedfit import error, percentile
+
 from gpuready.catalog.tables import gpu_table
 from gpuready.tasks import devices, encoders, search
 
@@ -151,10 +153,6 @@ def predict(r: Row, params: dict[str, tuple[float, float]]) -> float:
     return r.device.flops * share / r.flops
 
 
-def error(predicted: float, measured: float) -> float:
-    return abs(predicted - measured) / measured * 100
-
-
 VARIANTS = ("scaling", "flat", "encoder")  # CPU: one-core share x cores^-exponent; one flat share; the Whisper encoder's
 
 
@@ -171,11 +169,6 @@ def held_out(rows: list[Row], key, variant: str = "scaling", keep: set[str] | No
         params = variant_fit([r for r in rows if key(r) != group], variant, keep)
         out += [(r, error(predict(r, params), r.measured)) for r in rows if key(r) == group]
     return out
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
 
 
 def choose(rows: list[Row]) -> tuple[str, set[str], dict[str, dict[str, float]]]:

@@ -15,6 +15,8 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from speedfit import error as ape
+
 from gpuready.tasks import devices, encoders, speech
 from gpuready.tasks import text_estimate as est
 
@@ -176,10 +178,6 @@ def held_out(rows: list[Row], key, fit, predict) -> dict[int, float]:
     return errors
 
 
-def ape(estimated: float, measured: float) -> float:
-    return abs(estimated - measured) / measured * 100
-
-
 def summary(values) -> str:
     values = list(values)
     return f"{statistics.median(values):.0f}% | {max(values):.0f}%" if values else "- | -"
@@ -317,33 +315,33 @@ def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str])
             out.append(f"| {why} | {device} | {len(values)} | {summary(values)} |")
     out.append(f"\nSkipped: {dict(skipped)}.\n")
     terms_tried(fitted, out)
-    fits = stt_fits(fitted)
     out.append("Encoder efficiency each row implies, median (tasks/encoders.py ENCODER_EFFICIENCY, also used by image "
                "generation's text encoders and document search):\n")
-    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
-    for backend, value in sorted(fits[0]["plain"].items()):
-        se.FITS[("ENCODER_EFFICIENCY", backend)] = (value, encoders.ENCODER_EFFICIENCY.get(backend))
-        count = sum(1 for r in fitted if r.kind == "encoder" and r.backend == backend)
-        out.append(f"| {backend} | {count} | {value:.2f} | {encoders.ENCODER_EFFICIENCY.get(backend, '-')} |")
+    constant_table(se, out, "ENCODER_EFFICIENCY", fits[0]["plain"], encoders.ENCODER_EFFICIENCY, fitted, "encoder")
     out.append("\nWhisper encoder efficiency at width 1,280, falling in proportion to d_model below it (tasks/speech.py "
                "WHISPER_ENCODER_EFFICIENCY x width_share), fitted on the same rows:\n")
-    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
-    for backend, wide in sorted(fits[0]["wide"].items()):
-        se.FITS[("WHISPER_ENCODER_EFFICIENCY", backend)] = (wide, speech.WHISPER_ENCODER_EFFICIENCY.get(backend))
-        count = sum(1 for r in fitted if r.kind == "encoder" and r.backend == backend)
-        out.append(f"| {backend} | {count} | {wide:.2f} | {speech.WHISPER_ENCODER_EFFICIENCY.get(backend, '-')} |")
+    constant_table(se, out, "WHISPER_ENCODER_EFFICIENCY", fits[0]["wide"], speech.WHISPER_ENCODER_EFFICIENCY, fitted, "encoder")
     out.append("\nDecoder bandwidth efficiency each faster-whisper row implies (time left after the estimated encoder), "
                "median (tasks/speech.py DECODER_EFFICIENCY; one device, so in-sample only):\n")
-    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
-    for backend, value in sorted(fits[1].items()):
-        if backend in speech.DECODER_EFFICIENCY:
-            se.FITS[("DECODER_EFFICIENCY", backend)] = (value, speech.DECODER_EFFICIENCY[backend])
-        count = sum(1 for r in fitted if r.kind == "realtime" and r.backend == backend)
-        out.append(f"| {backend} | {count} | {value:.2f} | {speech.DECODER_EFFICIENCY.get(backend, '- (text-generation constant)')} |")
+    # A backend without a decoder constant of its own keeps text generation's: nothing to pin.
+    constant_table(se, out, "DECODER_EFFICIENCY", fits[1], speech.DECODER_EFFICIENCY, fitted, "realtime",
+                   missing="- (text-generation constant)", pin_missing=False)
     band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
     se.FITS[("STT_UNCERTAINTY", "all")] = (band, speech.STT_UNCERTAINTY)
     out.append(f"\nBand (tasks/speech.py STT_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "
                f"(constant {speech.STT_UNCERTAINTY}).\n")
+
+
+def constant_table(se, out: list[str], name: str, fitted_values: dict[str, float], constants: dict[str, float],
+                   rows: list[Row], kind: str, missing: str = "-", pin_missing: bool = True) -> None:
+    """One fitted constant per backend beside gpuready's, each recorded in se.FITS (tests pin the two equal);
+    ``pin_missing`` False: a backend gpuready has no constant for is shown but not pinned."""
+    out.append("| backend | rows | fitted median | constant |\n|---|---:|---:|---:|")
+    for backend, value in sorted(fitted_values.items()):
+        if pin_missing or backend in constants:
+            se.FITS[(name, backend)] = (value, constants.get(backend))
+        count = sum(1 for r in rows if r.kind == kind and r.backend == backend)
+        out.append(f"| {backend} | {count} | {value:.2f} | {constants.get(backend, missing)} |")
 
 
 def terms_tried(rows: list[Row], out: list[str]) -> None:
