@@ -136,6 +136,10 @@ def no_notes(*_args) -> list[str]:
     return []
 
 
+def no_words(*_args) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class Task:
     """What the one judge (gpuready.tasks.judge) needs from a task. Each hook is a plain function.
@@ -145,6 +149,8 @@ class Task:
     estimate(model, variant, catalog, gpu, cpu, options) -> estimate of that variant.
     level(model, estimate, options) -> (level, reasons): the speed against the task's floors.
     describe(model, estimate, options) -> the headline speed in words ("about 20 tokens/s generation").
+    describe_after_band(model, estimate, options) -> words that follow the headline's band: a second
+        figure with its own band (text generation: ", 900 tokens/s prompt (+/-49%)").
     runtime(model, estimate, gpu, catalog) -> the runtime that would run it ("whisper.cpp (CUDA)").
     quality(model, variant, catalog) -> (preference, label): higher preference is picked first
         among variants at the same level; label is lossless | near-lossless | good | fair | poor | None.
@@ -172,6 +178,7 @@ class Task:
     notes: Callable[..., list[str]] = no_notes
     context: Callable[..., int | None] = never
     least_memory: Callable[..., str] | None = None
+    describe_after_band: Callable[..., str] = no_words
     # Among runnable variants, whether a fuller GPU placement beats quality: for text generation a
     # split GPU+CPU placement is several times slower, so yes; elsewhere the higher quality wins.
     placement_first: bool = False

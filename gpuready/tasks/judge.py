@@ -125,9 +125,8 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
     reasons = list(chosen.reasons)
     headline = estimate.headline if chosen.fits else None
     if headline is not None:
-        described = task.describe(model, estimate, options)
-        # A description that states its figures' bands itself (text generation: generation and prompt) gets no second one.
-        reasons.insert(0, f"{chosen.variant}: {described}" + ("" if "+/-" in described else f" (+/-{headline.uncertainty:.0%})"))
+        reasons.insert(0, f"{chosen.variant}: {task.describe(model, estimate, options)} (+/-{headline.uncertainty:.0%})"
+                          + task.describe_after_band(model, estimate, options))
     on_gpu = estimate.placement in ("gpu", "split", "offload")
     reasons += task.notes(model, hardware, gpu if on_gpu else None)
     suggestions = []

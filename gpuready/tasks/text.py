@@ -194,12 +194,16 @@ def describe(model: LanguageModel, estimate: est.Estimate, options) -> str:
         batched = estimate.batched
         return (f"about {batched.per_user_tokens_per_s:.0f} tokens/s for each of {batched.users} users, "
                 f"{batched.aggregate_tokens_per_s:.0f} tokens/s in all")
-    if speed.prompt_tokens_per_s:
-        # Each figure with its own band: prompt speed is harder to predict than generation (PROMPT_BAND).
-        band = f" (+/-{speed.prompt_uncertainty:.0%})" if speed.prompt_uncertainty else ""
-        return (f"about {speed.generation_tokens_per_s:.0f} tokens/s generation (+/-{speed.uncertainty:.0%}), "
-                f"{speed.prompt_tokens_per_s:.0f} tokens/s prompt{band}")
     return f"about {speed.generation_tokens_per_s:.0f} tokens/s generation"
+
+
+def prompt_words(model: LanguageModel, estimate: est.Estimate, options) -> str:
+    """The prompt speed after the generation figure's band, with its own, wider band (PROMPT_BAND)."""
+    speed = estimate.speed
+    if estimate.batched is not None or not speed.prompt_tokens_per_s:
+        return ""
+    band = f" (+/-{speed.prompt_uncertainty:.0%})" if speed.prompt_uncertainty else ""
+    return f", {speed.prompt_tokens_per_s:.0f} tokens/s prompt{band}"
 
 
 def runtime(model: LanguageModel, estimate: est.Estimate, gpu: Device | None, catalog) -> str:
@@ -264,6 +268,7 @@ TASK = Task(
     estimate=estimate,
     level=level,
     describe=describe,
+    describe_after_band=prompt_words,
     runtime=runtime,
     quality=quality,
     refuse=refuse,
