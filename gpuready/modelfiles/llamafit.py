@@ -69,10 +69,6 @@ class LlamaFit:
     def total_bytes(self) -> int | None:
         return sum(d.total_bytes for d in self.devices) if self.devices else None
 
-    def part_bytes(self, part: str) -> int:
-        """The sum over devices of one part: model, context or compute."""
-        return sum(getattr(d, f"{part}_bytes") for d in self.devices)
-
 
 class FitOutputError(ValueError):
     """llama-fit-params printed something other than what its source says it prints."""

@@ -113,18 +113,13 @@ def backend_for(gpu: GPU) -> str:
 
 
 def _table_spec(gpu: GPU):
-    """The GPU's catalog/gpus.toml row, if it was matched to one."""
+    """The GPU's catalog/gpus.toml row, if it was matched to one: its memory type (HBM GPUs have their own
+    speed constants) and its FP32 vector rate (where quantised weights are unpacked)."""
     if not gpu.table_id:
         return None
     from gpuready.catalog.tables import gpu_table
 
     return next((spec for spec in gpu_table() if spec.id == gpu.table_id), None)
-
-
-def _memory_type(gpu: GPU) -> str | None:
-    """The memory type of the GPU's catalog/gpus.toml row (HBM GPUs have their own speed constants)."""
-    spec = _table_spec(gpu)
-    return spec.memory_type if spec else None
 
 
 def _power_watts(gpu: GPU) -> float | None:
@@ -135,12 +130,6 @@ def _power_watts(gpu: GPU) -> float | None:
 
     power = power_table().gpu(gpu.table_id) if gpu.table_id else None
     return power.watts if power else None
-
-
-def _vector_flops(gpu: GPU) -> float | None:
-    """The FP32 vector rate of the GPU's table row (catalog/gpus.toml fp32_tflops)."""
-    spec = _table_spec(gpu)
-    return spec.fp32_flops if spec else None
 
 
 def gpu_usable_bytes(gpu: GPU) -> int | None:
@@ -175,6 +164,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
         if unified and total_usable and first.vendor != "apple":
             total_usable = max(0, total_usable - UNIFIED_MEMORY_MARGIN_BYTES)
         label = f"{len(gpus)} x {name}" if len(gpus) > 1 else name
+        spec = _table_spec(first)
         device = Device(
             kind="gpu",
             name=label,
@@ -185,8 +175,8 @@ def gpu_device(hardware: Hardware) -> Device | None:
             bandwidth_source=_source_kind(first.bandwidth_source),
             count=len(gpus),
             unified=unified,
-            memory_type=_memory_type(first),
-            vector_flops=(_vector_flops(first) or 0) * len(gpus) or None,
+            memory_type=spec.memory_type if spec else None,
+            vector_flops=spec.fp32_flops * len(gpus) if spec and spec.fp32_flops else None,
             power_watts=(_power_watts(first) or 0) * len(gpus) or None,
             **_measured(first.bandwidth_source),
         )
