@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device
+from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device, one_card
 
 
 @dataclass(frozen=True)
@@ -215,8 +215,10 @@ def bits_quality(bits: Mapping[str, float]) -> Callable[..., tuple[float, None]]
 
 
 def place_whole(components: Mapping[str, int], gpu: Device | None, cpu: Device) -> tuple[str, Device, tuple[MemoryPart, ...]]:
-    """All of a model on the GPU when it fits there with the runtime's overhead, else on the CPU:
-    (placement, device, memory parts with the overhead added)."""
+    """All of a model on one GPU when it fits there with the runtime's overhead, else on the CPU:
+    (placement, device, memory parts with the overhead added). Of a group of identical GPUs the model
+    gets one card: these runtimes put a model on one device."""
+    gpu = one_card(gpu)
     needed = sum(components.values())
     placement, device, overhead = "cpu", cpu, RUNTIME_OVERHEAD_BYTES["cpu"]
     if gpu is not None and gpu.usable_memory_bytes:

@@ -8,7 +8,7 @@ and unified memory is capped by what the system has free.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuready.hardware import GPU, Hardware
 
@@ -56,7 +56,11 @@ class Device:
     bandwidth_bytes_per_s: float | None
     flops: float | None
     bandwidth_source: str = "table"  # measured | table | assumed
-    count: int = 1  # identical GPUs splitting the layers
+    # Identical GPUs splitting the layers. `flops`, `vector_flops` and `power_watts` stay one card's:
+    # llama.cpp's layer split runs the cards one after another for a token (and for a prompt of one
+    # micro-batch), and the one-GPU runtimes (diffusers, faster-whisper, sentence-transformers) use one
+    # card; `usable_memory_bytes` is the group's (see one_card).
+    count: int = 1
     unified: bool = False  # shares memory with the CPU (Apple silicon, APUs)
     memory_type: str | None = None  # GDDR6X, HBM3, LPDDR5 ...: HBM GPUs have their own speed constants
     # bandwidth_source "this-machine" (gpuready bench): where and when, and the relative spread.
@@ -171,18 +175,27 @@ def gpu_device(hardware: Hardware) -> Device | None:
             backend=backend_for(first),
             usable_memory_bytes=total_usable,
             bandwidth_bytes_per_s=first.bandwidth_bytes_per_s,
-            flops=(first.fp16_flops or 0) * len(gpus) or None,
+            flops=first.fp16_flops or None,
             bandwidth_source=_source_kind(first.bandwidth_source),
             count=len(gpus),
             unified=unified,
             memory_type=spec.memory_type if spec else None,
-            vector_flops=spec.fp32_flops * len(gpus) if spec and spec.fp32_flops else None,
-            power_watts=(_power_watts(first) or 0) * len(gpus) or None,
+            vector_flops=spec.fp32_flops if spec and spec.fp32_flops else None,
+            power_watts=_power_watts(first),
             **_measured(first.bandwidth_source),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device
     return best
+
+
+def one_card(gpu: Device | None) -> Device | None:
+    """One GPU of a group of identical ones: what a runtime that puts a model on one device gets
+    (faster-whisper's device_index, sentence-transformers' device, a diffusers pipeline without a device map)."""
+    if gpu is None or gpu.count == 1:
+        return gpu
+    usable = gpu.usable_memory_bytes // gpu.count if gpu.usable_memory_bytes else gpu.usable_memory_bytes
+    return replace(gpu, name=gpu.name.split(" x ", 1)[1], usable_memory_bytes=usable, count=1)
 
 
 def memory_word(gpu: Device) -> str:

@@ -75,22 +75,17 @@ def variants(model, catalog, gpu: Device | None, options) -> list[str]:
     return [options.method] if options.method in METHODS else list(METHODS)
 
 
-def one_gpu(gpu: Device | None) -> Device | None:
-    """Training keeps a whole copy on each GPU (data parallel): a group fits as one of its GPUs does."""
-    if gpu is None or gpu.count == 1 or not gpu.usable_memory_bytes:
-        return gpu
-    return replace(gpu, usable_memory_bytes=gpu.usable_memory_bytes // gpu.count)
-
-
 def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, options) -> TaskEstimate:
     """Memory at the step's peak, placement (one GPU, else the CPU), and training tokens/s."""
     plan = replace(recipe(variant, options), sequence_tokens=sequence_tokens(model, options))
     components = memory_components(model, plan)
-    placement, device, parts = place_whole(components, one_gpu(gpu), cpu)
+    # Training keeps a whole copy on each GPU (data parallel): a group fits as one of its cards does.
+    placement, device, parts = place_whole(components, gpu, cpu)
     memory = MemoryParts(parts)
     flops = flops_per_token(model, plan)
     efficiency = TRAINING_EFFICIENCY.get(device.backend, TRAINING_EFFICIENCY["cpu"])
-    peak = device.flops if placement == "cpu" or gpu is None else gpu.flops
+    # Data parallel: every card trains on its own micro-batches, so a group's speed adds up.
+    peak = device.flops if placement == "cpu" or gpu is None or not gpu.flops else gpu.flops * gpu.count
     speed = peak * efficiency / flops if peak else None
     loss = next(size for label, size in components.items() if label.startswith("loss"))
     low = memory.total_bytes - loss

@@ -21,7 +21,7 @@ from typing import Mapping
 
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_most, listed_variants
-from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device
+from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device, one_card
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 from gpuready.tasks.text_estimate import is_geforce_rtx
 
@@ -386,6 +386,25 @@ def once_per_image_seconds(model: ImageModel, width: int, height: int, device: D
 # --- estimate --------------------------------------------------------------------------
 
 
+def spread_over_cards(components: dict[str, int], activations: int, overhead: int, gpu: Device) -> list[list[str]] | None:
+    """Components placed whole on the cards of a group of identical GPUs, largest first onto the first card
+    with room (the denoiser's card also holds the activations; every card holds its runtime overhead), as
+    diffusers' pipeline-level device_map="balanced" places them (docs: optimization/memory, "Device placement");
+    None when the group is one card or a component fits on no card."""
+    if gpu.count < 2 or not gpu.usable_memory_bytes:
+        return None
+    room = [gpu.usable_memory_bytes // gpu.count - overhead] * gpu.count
+    cards: list[list[str]] = [[] for _ in room]
+    for name in sorted(components, key=components.get, reverse=True):
+        need = components[name] + (activations if name == "denoiser" else 0)
+        slot = next((n for n, free in enumerate(room) if need <= free), None)
+        if slot is None:
+            return None
+        room[slot] -= need
+        cards[slot].append(name)
+    return cards
+
+
 def estimate(
     model: ImageModel, variant: str, width: int, height: int, steps: int, gpu: Device | None, cpu: Device
 ) -> TaskEstimate:
@@ -406,14 +425,25 @@ def estimate(
     ]
     total = sum(components.values())
     placement, device = "cpu", cpu
-    if gpu is not None and gpu.usable_memory_bytes:
-        overhead = RUNTIME_OVERHEAD_BYTES.get(gpu.backend, RUNTIME_OVERHEAD_BYTES["cpu"])
-        if total + activations + overhead <= gpu.usable_memory_bytes:
-            placement, device = "gpu", gpu
+    card = one_card(gpu)  # a pipeline without a device map runs on one GPU of a group
+    if card is not None and card.usable_memory_bytes:
+        overhead = RUNTIME_OVERHEAD_BYTES.get(card.backend, RUNTIME_OVERHEAD_BYTES["cpu"])
+        spread = spread_over_cards(components, activations, overhead, gpu) if total + activations + overhead > card.usable_memory_bytes else None
+        if total + activations + overhead <= card.usable_memory_bytes:
+            placement, device = "gpu", card
             parts = [MemoryPart(f"{k} ({variant})" if k == "denoiser" else k, v, "gpu") for k, v in components.items()]
             parts += [MemoryPart("activations", activations, "gpu"), MemoryPart("runtime overhead", overhead, "gpu")]
-            basis.append(f"all components on {gpu.name} ({gpu.backend})")
-        elif not gpu.unified and max(components.values()) + activations + overhead <= gpu.usable_memory_bytes:
+            basis.append(f"all components on {card.name} ({card.backend})")
+        elif spread:
+            placement, device = "gpu", card
+            parts = [MemoryPart(f"{k} ({variant})" if k == "denoiser" else k, v, "gpu") for k, v in components.items()]
+            parts += [MemoryPart("activations", activations, "gpu"),
+                      MemoryPart(f"runtime overhead x {gpu.count} GPUs", overhead * gpu.count, "gpu")]
+            basis.append(f"components spread over {gpu.name} (diffusers device_map=\"balanced\"): "
+                         + "; ".join(f"card {n + 1}: {', '.join(names)}" for n, names in enumerate(spread) if names)
+                         + "; they run one after another, so the speed is one card's")
+        elif not card.unified and max(components.values()) + activations + overhead <= card.usable_memory_bytes:
+            gpu = card
             placement, device = "offload", gpu
             largest = max(components, key=components.get)
             parts = [MemoryPart(f"{largest} (largest component)", components[largest], "gpu"),

@@ -596,6 +596,7 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
         if device.flops:
             lines.append(
                 f"prompt: {device.flops / 1e12:.1f} TFLOPS peak"
+                + (" (one card's: the cards take their layers in turn)" if device.count > 1 else "")
                 + (f" x {matrix_rate(device):.0f} (GeForce FP16-accumulate rate)" if matrix_rate(device) != 1.0 else "")
                 + f" x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
                 + (f", plus {PROMPT_SECONDS_PER_TFLOP[device.backend] * 1e3:.1f} ms a TFLOP (software ceiling)"
