@@ -152,10 +152,16 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
     spec = gpu_spec(row)
     if spec is None:
         return None
+    # Vulkan: what the run's own ggml_vulkan line states (vulkan_matrix_cores, vulkan_bf16), else what gpuready
+    # assumes for the architecture (devices.VULKAN_MATRIX_CORES); BF16 matrix shapes only where the line says bf16: 1.
+    stated = row.get("vulkan_matrix_cores")
+    matrix_cores = (stated.lower() != "none") if stated else devices.vulkan_matrix_cores(spec.vendor, spec.architecture)
     return devices.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
                       bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
                       unified=spec.vendor == "apple", memory_type=spec.memory_type, vector_flops=spec.fp32_flops,
-                      power_watts=power.watts if (power := power_table().gpu(spec.id)) else None)
+                      power_watts=power.watts if (power := power_table().gpu(spec.id)) else None,
+                      matrix_cores=matrix_cores if backend == "vulkan" else None,
+                      bf16_matrix=bool(row.get("vulkan_bf16")) and bool(matrix_cores) if backend == "vulkan" else None)
 
 
 def cpu_device(row: dict) -> devices.Device | None:
@@ -290,7 +296,8 @@ def text_generation(catalog, out: list[str]) -> None:
         if kind == "generation":
             implied = row["tokens_per_s"] * bytes_read / device.bandwidth_bytes_per_s
         else:
-            implied = row["tokens_per_s"] * work / device.flops
+            # Vulkan without (BF16) matrix cores: the scalar shader at the vector rate (est.vulkan_rate).
+            implied = row["tokens_per_s"] * work / (device.flops * est.vulkan_rate(device, est.is_bf16(quant_id)))
         fork = next((name for name in FORKS if name in row.get("implementation", "")), None)
         if fork:
             forks[(kind, fork)].append((ape(predicted, row["tokens_per_s"]), implied))
@@ -308,9 +315,10 @@ def text_generation(catalog, out: list[str]) -> None:
             # The prompt's matrix-matrix kernels dequantise a tile at a time: no separate 2-/3-bit K-quant family there.
             prompt_family = "k-quant" if family == speedfit.LOW_BIT_FAMILY else family
             prompt_rows.append(speedfit.PromptRow(backend, prompt_family, implied, device_key(row, device), source_key(row),
-                                                  work / device.flops, work / 1e12,
-                                                  f"{model.id} {quant_id}",
-                                                  GEFORCE_FULL_RATE if est.is_geforce_rtx(device) else 1.0, model.is_moe,
+                                                  work / (device.flops * est.vulkan_rate(device, est.is_bf16(quant_id))),
+                                                  work / 1e12, f"{model.id} {quant_id}",
+                                                  GEFORCE_FULL_RATE if est.is_geforce_rtx(device)
+                                                  and est.vulkan_rate(device, est.is_bf16(quant_id)) == 1.0 else 1.0, model.is_moe,
                                                   work / device.power_watts if device.power_watts else 0.0))
         if backend == "cpu":
             cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
@@ -387,7 +395,7 @@ def constants_text() -> str:
             tables["PROMPT_SECONDS_PER_TFLOP"][key] = f"{fitted:.2f}e-3"
         elif name == "PROMPT_JOULES_PER_FLOP (picojoules)":
             tables["PROMPT_JOULES_PER_FLOP"][key] = f"{fitted:.4f}e-12"
-        elif name in ("MOE_LAYER_FACTOR", "PROMPT_GEFORCE_RATE", "PROMPT_MOE_FACTOR"):
+        elif name in ("MOE_LAYER_FACTOR", "PROMPT_GEFORCE_RATE", "PROMPT_MOE_EFFICIENCY"):
             tables[name] = f"{fitted:.2f}"
         elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY", "UNPACK_OPS_PER_WEIGHT",
                       "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND", "PROMPT_BAND"):

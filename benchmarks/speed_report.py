@@ -8,12 +8,28 @@ writes Markdown lines into `out` and each fitted constant with gpuready's value 
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 import speedfit
 
 from gpuready.tasks import text_estimate as est
 
 MIN_BAND_DEVICES = 3
+MOE_FAMILY = "moe"
+
+
+def prompt_families(rows: list, families: bool, moe: bool) -> tuple[list, bool]:
+    """Rows as the prompt fit sees them, and whether it fits family shares of the compute term.
+
+    "families": each quant family's matrix kernel at its own share of K-quants' efficiency. "moe": a
+    mixture-of-experts model's compute at its own share instead (ggml_mul_mat_id: each expert multiplies
+    only the tokens routed to it, k of n experts, so a 512-token micro-batch becomes many small products,
+    plus the router and the gather between them).
+    """
+    if not families and not moe:
+        return rows, False
+    return [replace(r, family=MOE_FAMILY if moe and r.moe else (r.family if families else speedfit.REFERENCE_FAMILY))
+            for r in rows], True
 
 
 def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...]) -> tuple[dict, list[tuple[str, float, float]]]:
@@ -51,16 +67,16 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     # ceiling that no faster GPU lifts (an H100 reads a 7B prompt no faster than an RTX 4090 in these rows).
     legacy_pfit = speedfit.fit_prompt(prompt_rows, families=False)
     # "geforce": a GeForce RTX card's compute term at the full FP16-accumulate rate (rate x its table FLOPS);
-    # "moe": a mixture-of-experts model's ceiling (per-TFLOP) term scaled by one fitted factor (small
-    # per-expert batches, the gather and the router between the matrix products).
+    # "moe": a mixture-of-experts model's compute term at its own fitted share (prompt_families).
     # The second term has two candidate forms, each fitted per backend in the "layers" slot of the fit:
     # "ceiling", seconds per TFLOP of work (a software rate no faster GPU lifts), or "power", joules per
     # FLOP over the board's power limit (a board at its limit cannot run its tensor cores at peak). Both
     # forms go through the same term choice; the one with the lower held-out error is kept.
     def prompt_cv(rows, key, geforce=True, ceiling=True, families=True, moe=True, power=None):
         second = ceiling if power is None else power
-        return speedfit.cross_validate_generation(full_rate(rows, geforce), key, layers=second, families=families,
-                                                  hbm=False, moe=moe, unpack=False)
+        rows, shares = prompt_families(full_rate(rows, geforce), families, moe)
+        return speedfit.cross_validate_generation(rows, key, layers=second, families=shares,
+                                                  hbm=False, moe=False, unpack=False)
 
     candidates = {}
     for form in ("ceiling", "power"):
@@ -75,14 +91,15 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                      for form in ("ceiling", "power") for label, score, best in candidates[form][3]]
     second_on = prompt_terms[prompt_form]
     fit = speedfit.fit_generation(gen_rows, **gen_terms)
-    prompt_rows = full_rate(prompt_rows, prompt_terms["geforce"])
-    pfit = speedfit.fit_generation(prompt_rows, layers=second_on, families=prompt_terms["families"],
-                                   hbm=False, moe=prompt_terms["moe"], unpack=False)
+    prompt_rows, shares = prompt_families(full_rate(prompt_rows, prompt_terms["geforce"]), prompt_terms["families"],
+                                          prompt_terms["moe"])
+    pfit = speedfit.fit_generation(prompt_rows, layers=second_on, families=shares, hbm=False, moe=False, unpack=False)
     lodo = speedfit.cross_validate_generation(gen_rows, "device", **gen_terms)
     loso = speedfit.cross_validate_generation(gen_rows, "source", **gen_terms)
     inside = [(row, speedfit.error(speedfit.predict_generation(row, fit), 1 / row.measured_s)) for row in gen_rows]
-    p_lodo = prompt_cv(prompt_rows, "device", **{**prompt_terms, "geforce": False})  # rows already at their rate
-    p_loso = prompt_cv(prompt_rows, "source", **{**prompt_terms, "geforce": False})
+    # The rows are already at their rate and in their (MoE) families: no second transformation.
+    p_lodo = prompt_cv(prompt_rows, "device", **{**prompt_terms, "geforce": False, "families": shares, "moe": False})
+    p_loso = prompt_cv(prompt_rows, "source", **{**prompt_terms, "geforce": False, "families": shares, "moe": False})
     p_inside = [(row, speedfit.error(speedfit.predict_generation(row, pfit), 1 / row.measured_s)) for row in prompt_rows]
     devices = {row.device for row in gen_rows}
     backends = sorted({row.backend for row in gen_rows})
@@ -112,25 +129,37 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         ("band coverage", "70-90%", f"{share:.0%}", 0.7 <= share <= 0.9),
     ):
         out.append(f"| {label} | {goal} | {measured} | {'yes' if met else 'no'} |")
-    out.append("\nWhere a target is missed, the largest errors (tables below) say why. Generation: BF16 on a Vulkan "
-               "device whose driver lacks bfloat16 (Strix Halo's Radeon 8060S; llama.cpp prints 'bf16: 0') runs at a third "
-               "of its byte-bound speed; a two-GPU Arc A770 Vulkan MoE run; 2- and 3-bit K-quants in January 2024 builds "
-               "(RTX 3090 and Tesla P40, PR #4766), slower than the 2025-26 builds the same family is fitted on; an Iris Xe whose memory speed is not "
-               "stated; Vulkan on an RTX 2070 without cooperative-matrix support. Prompt: Vulkan devices without matrix "
-               "cores or bfloat16 (RTX 2070, RTX 2080 Ti, Iris Xe, Radeon 8060S BF16), whose table FLOPS they cannot use. "
-               "Terms tried and dropped because they raised the held-out error: separate constants for builds older than "
-               "mid-2024 (generation LODO 7.5% -> 9.4%, LOSO 7.5% -> 10.5%; prompt 31.8% -> 33.8%); a prompt term at the GPU's vector (FP32) rate (22.4% against 21.2% then); "
-               "Vulkan prompts at the vector rate (24.3% against 22.5%); a per-core bandwidth cap for CPU rows "
-               "(LODO 9.2% / LOSO 10.3% against 8.8% / 9.9% then). Kept in this round: 2- and 3-bit K-quants as their own "
-               "family with their own unpacking cost (\"lowbit\": dropped while only one device had such rows, kept "
-               "once the Tesla P40 and Strix Halo rows came: \"Which terms stay\"), the untied input embedding left "
-               "out of the bytes and FLOPs a token needs (generation LODO 8.8% -> 8.6%, LOSO 9.9% -> 8.8%), unpacking at "
-               "the GPU's vector rate instead of its tensor rate (8.6% -> 8.1%), and the prompt's power limit (\"Which "
-               "terms stay\" compares it with a per-TFLOP ceiling on the same rows). Figures of dropped terms are as "
-               "measured when each was tried, on the rows of that time. Prompt speed still misses its "
-               "15% goal: the same GPU ran 2-3x faster in 2025-26 builds than in the December 2023 rows, and which "
-               "Vulkan devices get matrix cores depends on the driver, which the tables cannot say; its band (PROMPT_BAND, "
-               "\"Bands: prompt\" below) is stated apart from the generation band and is wide.\n")
+    out.append("\nWhere a target is missed, the largest errors (tables below) say why. Generation: Qwen3-30B-A3B BF16 on "
+               "Strix Halo's Radeon 8060S under Vulkan runs at a third of its byte-bound speed, which llama.cpp's source "
+               "does not explain (its matrix-vector shaders widen BF16 without the bfloat16 extension, "
+               "docs/vulkan-capabilities.md section 4); a two-GPU Arc A770 Vulkan MoE run; 2- and 3-bit K-quants in "
+               "January 2024 builds (RTX 3090 and Tesla P40, PR #4766), slower than the 2025-26 builds the same family is "
+               "fitted on; an Iris Xe whose memory speed is not stated; a May 2025 Vulkan build on an RTX 2070. Prompt: "
+               "a Vulkan RTX 2080 Ti whose source prints no device line (gpuready assumes Turing gets matrix cores); BF16 "
+               "MoE on the Radeon 8060S; December 2023 builds of Q4_0 on the A100 and RTX 3090, about half as fast as "
+               "2025-26 builds on the same GPU; ROCm on CDNA 2 (MI210); MoE on GB10; the 24-core M1 Max. "
+               "Kept in this round, each by the held-out term choice or as a stated fact of the run: a board power for "
+               "every GPU of catalog/gpus.toml that has one published (power.toml, 52 -> 138 GPUs; GPUs without one got "
+               "no power term: prompt LODO 26.6% -> 24.5%, LOSO 30.3% -> 29.1%); the capabilities llama.cpp's Vulkan "
+               "backend prints per device (docs/vulkan-capabilities.md: a run without matrix cores, or BF16 weights "
+               "without BF16 matrix shapes, runs its scalar shader at the FP32 vector rate; the row's own ggml_vulkan "
+               "line where its source prints one, else the architecture's, devices.VULKAN_MATRIX_CORES: LODO 24.5% -> "
+               "23.2%, LOSO 29.1% -> 25.8%; the Vulkan rows' LODO median 33.5% -> 20.1% with the power data); a mixture-of-experts model's compute at its own "
+               "share (PROMPT_MOE_EFFICIENCY, replacing a factor on the second term: 23.2% -> 22.2%, LOSO 25.8% -> "
+               "24.7%, worst 485% -> 218%). Tried and dropped this round: the vector rate at twice FP32 (packed FP16; "
+               "25.5% against 23.2%), the vector rate only where the table lists a matrix rate (24.2%), and the weights "
+               "streamed once per 512-token micro-batch at the generation bandwidth (22.6% against 22.2%, worst 776%). "
+               "Dropped in earlier rounds: separate constants for builds older than mid-2024 (generation LODO 7.5% -> "
+               "9.4%, LOSO 7.5% -> 10.5%; prompt 31.8% -> 33.8%); a prompt term at the vector rate for every GPU (22.4% "
+               "against 21.2% then); a per-core bandwidth cap for CPU rows (LODO 9.2% / LOSO 10.3% against 8.8% / 9.9% "
+               "then). Kept in earlier rounds: 2- and 3-bit K-quants as their own family (\"lowbit\"), the untied input "
+               "embedding left out of the bytes and FLOPs a token needs (generation LODO 8.8% -> 8.6%), unpacking at the "
+               "GPU's vector rate (8.6% -> 8.1%), and the prompt's power limit (\"Which terms stay\" compares it with a "
+               "per-TFLOP ceiling on the same rows). Figures of terms are as measured when each was tried, on the rows of "
+               "that time. Prompt speed still misses its 15% goal: the same GPU ran about 2x faster in 2025-26 builds "
+               "than in the December 2023 rows (RTX 4090, llama-2-7b Q4_0: 5,531 t/s in XiongjieDai's table, 11,993 in "
+               "the 2025 scoreboard), and one set of constants cannot be within 15% of both; its band (PROMPT_BAND, "
+               "\"Bands: prompt\" below) is stated apart from the generation band.\n")
     out.append(f"\nBaseline, one line (0.72 x peak bandwidth / file size, GPU rows of dense models, {len(baseline)} rows): "
                f"median {statistics.median(baseline):.1f}%, worst {max(baseline):.0f}%.\n")
     for task, a, b, c in (("Generation", lodo, loso, inside), ("Prompt processing", p_lodo, p_loso, p_inside)):
@@ -143,13 +172,13 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
             out.append(f"| {backend} | {len(ea)} | {n_dev} | {statistics.median(ea):.1f}% | {max(ea):.0f}% | "
                        f"{statistics.median(eb):.1f}% | {max(eb):.0f}% | {statistics.median(ec):.1f}% | {max(ec):.0f}% |")
         out.append("")
-        out.append(f"{task} per quant family (LODO):\n")
+        out.append(f"{task} per quant family (LODO{'; mixture-of-experts models as one class' if task != 'Generation' and prompt_terms['moe'] else ''}):\n")
         out.append("| family | rows | median | worst |\n|---|---:|---:|---:|")
         for family in sorted({row.family for row, _ in a}):
             ea = [e for r, e in a if r.family == family]
             out.append(f"| {family} | {len(ea)} | {statistics.median(ea):.1f}% | {max(ea):.0f}% |")
         out.append("")
-    time_to_first_token(gen_rows, prompt_rows, gen_terms, {**prompt_terms, "second": second_on}, out)
+    time_to_first_token(gen_rows, prompt_rows, gen_terms, {"families": shares, "second": second_on}, out)
     out.append("### Which terms stay\n")
     out.append("A term is kept only if dropping it raises the held-out error, the mean of the leave-one-device-out and "
                "leave-one-source-out medians (tried in order; a dropped term's constants are neutral: efficiency 1.0, "
@@ -186,9 +215,9 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         record(out, fits, "PROMPT_JOULES_PER_FLOP (picojoules)", backend, joules * 1e12,
                est.PROMPT_JOULES_PER_FLOP[backend] * 1e12 if backend in est.PROMPT_JOULES_PER_FLOP else None)
     record(out, fits, "PROMPT_GEFORCE_RATE", "all", 2.0 if prompt_terms["geforce"] else 1.0, est.PROMPT_GEFORCE_RATE)
-    record(out, fits, "PROMPT_MOE_FACTOR", "all", pfit.moe_layer_factor, est.PROMPT_MOE_FACTOR)
-    for family in sorted(pfit.family):
-        record(out, fits, "PROMPT_FAMILY_EFFICIENCY", family, pfit.family[family], est.PROMPT_FAMILY_EFFICIENCY.get(family))
+    record(out, fits, "PROMPT_MOE_EFFICIENCY", "all", pfit.family.get(MOE_FAMILY, 1.0), est.PROMPT_MOE_EFFICIENCY)
+    for family in sorted(set(pfit.family) - {MOE_FAMILY} | set(est.PROMPT_FAMILY_EFFICIENCY)):
+        record(out, fits, "PROMPT_FAMILY_EFFICIENCY", family, pfit.family.get(family, 1.0), est.PROMPT_FAMILY_EFFICIENCY.get(family))
     out.append("\nCOMPUTE_EFFICIENCY (the one-term median of each backend's prompt rows) stays the backend scale the "
                "image and speech estimators use; the language-model prompt uses PROMPT_EFFICIENCY and "
                "PROMPT_SECONDS_PER_TFLOP. Every fitted efficiency is capped at 1 (the table's peak).\n")
@@ -214,7 +243,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     for row, err in sorted(p_lodo, key=lambda pair: -pair[1])[:10]:
         train = [r for r in prompt_rows if r.device != row.device]
         predicted = speedfit.predict_generation(row, speedfit.fit_generation(
-            train, layers=second_on, families=prompt_terms["families"], hbm=False, moe=prompt_terms["moe"], unpack=False))
+            train, layers=second_on, families=shares, hbm=False, moe=False, unpack=False))
         source = row.source.replace("https://github.com/", "").split("/blob/")[0]
         out.append(f"| {row.device} | {row.backend} | {row.variant} | {source} | {1 / row.measured_s:.0f} | {predicted:.0f} | {err:.0f}% |")
     out.append("")
@@ -240,8 +269,7 @@ def time_to_first_token(gen_rows: list, prompt_rows: list, gen_terms: dict, prom
     for device in sorted({p.device for p, _ in pairs}):
         gen_fit = speedfit.fit_generation([r for r in gen_rows if r.device != device], **gen_terms)
         prompt_fit = speedfit.fit_generation([r for r in prompt_rows if r.device != device], layers=prompt_terms["second"],
-                                             families=prompt_terms["families"], hbm=False, moe=prompt_terms["moe"],
-                                             unpack=False)
+                                             families=prompt_terms["families"], hbm=False, moe=False, unpack=False)
         for prompt, gen in ((p, g) for p, g in pairs if p.device == device):
             measured = 512 * prompt.measured_s + gen.measured_s
             predicted = 512 / speedfit.predict_generation(prompt, prompt_fit) + 1 / speedfit.predict_generation(gen, gen_fit)

@@ -303,7 +303,7 @@ def test_bf16_on_vulkan_warns_that_drivers_without_bfloat16_run_it_far_slower():
     bf16, f16 = (CATALOG.quants[q] for q in ("BF16", "F16"))
     vulkan = gpu(backend="vulkan")
     warned = est.estimate(LLAMA_8B, bf16, 4096, vulkan, CPU, 64 * GIB)
-    assert any(line.startswith("BF16 on Vulkan: where the driver lacks bfloat16") for line in warned.basis)
+    assert any(line.startswith("BF16 on Vulkan: a Radeon 8060S") for line in warned.basis)
     assert not any(line.startswith("BF16 on Vulkan") for line in est.estimate(LLAMA_8B, f16, 4096, vulkan, CPU, 64 * GIB).basis)
     assert not any(line.startswith("BF16 on Vulkan") for line in est.estimate(LLAMA_8B, bf16, 4096, gpu(), CPU, 64 * GIB).basis)
 
@@ -325,3 +325,61 @@ def test_without_the_lowbit_term_2_and_3_bit_k_quants_are_fitted_as_k_quants():
     fit = speedfit.fit_generation([row, speedfit.GenRow("cuda", "k-quant", 0.01, 32, 0.015, "e", "s", weight_s=1e-4)],
                                   lowbit=False)
     assert "k-quant-low" not in fit.unpack_ops
+
+
+# --- Vulkan without matrix cores, and mixture-of-experts prompts -------------------------------
+
+
+def vulkan_gpu(matrix_cores, bf16_matrix=None):
+    return replace(gpu(backend="vulkan", flops=120e12), vector_flops=30e12, matrix_cores=matrix_cores,
+                   bf16_matrix=bf16_matrix)
+
+
+@pytest.mark.parametrize(
+    ("matrix_cores", "bf16_matrix", "quant", "rate"),
+    [
+        (True, None, "Q4_K_M", 1.0),    # cooperative matrix: the table's matrix rate
+        (None, None, "Q4_K_M", 1.0),    # not known: the table stands
+        (False, None, "Q4_K_M", 0.25),  # scalar shader: 30 of 120 TFLOPS, the FP32 vector rate
+        (True, None, "BF16", 0.25),     # BF16 without BF16 matrix shapes is promoted to FP32
+        (True, True, "BF16", 1.0),      # BF16 matrix shapes (the line says bf16: 1)
+        (False, True, "BF16", 0.25),    # no matrix cores at all
+    ],
+)
+def test_vulkan_prompts_run_at_the_vector_rate_without_matrix_cores(matrix_cores, bf16_matrix, quant, rate):
+    device = vulkan_gpu(matrix_cores, bf16_matrix)
+    assert est.vulkan_rate(device, est.is_bf16(quant)) == rate
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    result = est.speed(LLAMA_8B, memory, 0, device, CPU, 1.0, quant)
+    work = 2 * 8.03e9
+    family = est.PROMPT_FAMILY_EFFICIENCY.get(est.quant_family(quant), 1.0)
+    assert 1 / result.prompt_tokens_per_s == pytest.approx(work / (120e12 * rate * est.PROMPT_EFFICIENCY["vulkan"] * family))
+
+
+def test_other_backends_and_a_vulkan_gpu_without_a_vector_figure_keep_the_table_rate():
+    assert est.vulkan_rate(replace(gpu(), vector_flops=30e12, matrix_cores=False)) == 1.0  # CUDA
+    assert est.vulkan_rate(replace(gpu(backend="vulkan"), matrix_cores=False)) == 1.0  # no vector figure
+
+
+def test_the_architecture_decides_vulkan_matrix_cores_where_no_line_says():
+    assert devices.vulkan_matrix_cores("intel", "Xe-HPG (Alchemist)") is False  # blocked by llama.cpp
+    assert devices.vulkan_matrix_cores("intel", "Xe2-HPG (Battlemage)") is True
+    assert devices.vulkan_matrix_cores("amd", "RDNA 2") is False
+    assert devices.vulkan_matrix_cores("amd", "RDNA 4") is True
+    assert devices.vulkan_matrix_cores("nvidia", "Volta") is None  # not established: the table stands
+    from gpuready.catalog.tables import gpu_table
+
+    architectures = {(spec.vendor, spec.architecture) for spec in gpu_table() if spec.vendor != "apple"}
+    assert set(devices.VULKAN_MATRIX_CORES) <= architectures  # every key names a real table architecture
+
+
+def test_a_mixture_of_experts_prompt_runs_at_its_own_share_of_the_compute(monkeypatch):
+    monkeypatch.setattr(est, "PROMPT_MOE_EFFICIENCY", 0.5)
+    monkeypatch.setitem(est.PROMPT_JOULES_PER_FLOP, "cuda", 0.0)
+    moe = replace(LLAMA_8B, params=4 * LLAMA_8B.active_params)  # 4x the parameters, the same active ones
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    result = est.speed(moe, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
+    # its active FLOPs at half the backend's efficiency, in place of the K-quant share
+    work = 2 * est.matmul_params(moe)
+    assert work == 2 * LLAMA_8B.active_params
+    assert 1 / result.prompt_tokens_per_s == pytest.approx(work / (100e12 * est.PROMPT_EFFICIENCY["cuda"] * 0.5))

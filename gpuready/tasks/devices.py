@@ -73,6 +73,11 @@ class Device:
     # The board's power limit in watts (NVML's enforced limit, else catalog/power.toml; Apple: the
     # whole Mac): sustained tensor throughput is at most this over the energy of a FLOP.
     power_watts: float | None = None
+    # llama.cpp's Vulkan backend only (docs/vulkan-capabilities.md): whether it multiplies matrices on this GPU's
+    # matrix cores (cooperative matrix; False: the scalar shader on the vector units), and whether it has BF16
+    # matrix shapes (False or None: BF16 weights are promoted to FP32 there). None: not known.
+    matrix_cores: bool | None = None
+    bf16_matrix: bool | None = None
 
     @property
     def unpack_flops(self) -> float | None:
@@ -106,6 +111,27 @@ def cpu_peak_flops(physical_cores: int | None, features: tuple[str, ...]) -> flo
 
 
 BACKEND_BY_VENDOR = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "sycl"}
+
+
+# What llama.cpp's Vulkan backend gets, per (vendor, architecture of catalog/gpus.toml), with today's drivers
+# (docs/vulkan-capabilities.md, section 2: ggml_vk_khr_cooperative_matrix_support and the device lines quoted
+# there). Matrix cores: NVIDIA Turing and later expose VK_KHR_cooperative_matrix; AMD RDNA3/3.5/4 get it (RADV
+# since Mesa 23.3, AMD's drivers only for RDNA3-class); Intel Xe2 is allowed, Arc Alchemist is blocked by
+# llama.cpp ("older hardware (ex. Arc A770) has performance regressions"); RDNA2 and older, CDNA, Xe-LP and
+# Gen9 have none. Architectures not listed: unknown (None), and the table's FLOPS stand.
+VULKAN_MATRIX_CORES = {
+    ("nvidia", "Turing"): True, ("nvidia", "Ampere"): True, ("nvidia", "Ada Lovelace"): True,
+    ("nvidia", "Hopper"): True, ("nvidia", "Blackwell"): True, ("nvidia", "Pascal"): False,
+    ("amd", "RDNA 3"): True, ("amd", "RDNA 3.5"): True, ("amd", "RDNA 4"): True,
+    ("amd", "RDNA 2"): False, ("amd", "CDNA"): False, ("amd", "CDNA 2"): False, ("amd", "CDNA 3"): False,
+    ("intel", "Xe2-HPG (Battlemage)"): True, ("intel", "Xe2-LPG (Lunar Lake)"): True,
+    ("intel", "Xe-HPG (Alchemist)"): False, ("intel", "Xe-LP (Gen12)"): False, ("intel", "Gen9.5"): False,
+}
+
+
+def vulkan_matrix_cores(vendor: str | None, architecture: str | None) -> bool | None:
+    """Whether llama.cpp's Vulkan backend uses this architecture's matrix cores today; None when not known."""
+    return VULKAN_MATRIX_CORES.get((vendor or "", architecture or ""))
 
 
 def backend_for(gpu: GPU) -> str:
@@ -182,6 +208,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
             memory_type=spec.memory_type if spec else None,
             vector_flops=spec.fp32_flops if spec and spec.fp32_flops else None,
             power_watts=_power_watts(first),
+            matrix_cores=vulkan_matrix_cores(spec.vendor, spec.architecture) if spec else None,
             **_measured(first.bandwidth_source),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):

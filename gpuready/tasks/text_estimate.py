@@ -63,7 +63,7 @@ COMPUTE_EFFICIENCY = {
     "metal": 0.62,
     "rocm": 0.48,
     "sycl": 0.30,
-    "vulkan": 0.37,
+    "vulkan": 0.46,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -126,12 +126,12 @@ MOE_LAYER_FACTOR = 2.39
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 0.79,
-    "cuda": 0.73,
-    "metal": 0.57,
-    "rocm": 0.52,
+    "cpu": 0.81,
+    "cuda": 0.99,
+    "metal": 0.62,
+    "rocm": 1.00,
     "sycl": 1.00,
-    "vulkan": 0.38,
+    "vulkan": 0.48,
 }
 PROMPT_SECONDS_PER_TFLOP = {
     "cpu": 0.00e-3,
@@ -150,11 +150,11 @@ PROMPT_SECONDS_PER_TFLOP = {
 # is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.4875e-12,
+    "cuda": 2.6672e-12,
     "metal": 0.0000e-12,
-    "rocm": 0.0000e-12,
+    "rocm": 3.1527e-12,
     "sycl": 0.0000e-12,
-    "vulkan": 0.0000e-12,
+    "vulkan": 0.6832e-12,
 }
 # The matrix rate llama.cpp's prompt kernels reach on a GeForce RTX card, in multiples of the
 # FLOPS catalog/gpus.toml lists for it. That table gives GeForce cards NVIDIA's FP16 tensor rate
@@ -166,16 +166,17 @@ PROMPT_JOULES_PER_FLOP = {
 # So a GeForce card gets this factor (2.0) and every other card 1.0; 1.0 when the fit drops the
 # term (benchmarks/ACCURACY.md, "Which terms stay").
 PROMPT_GEFORCE_RATE = 2.00
-# A mixture-of-experts model's software ceiling (the PROMPT_SECONDS_PER_TFLOP term) in multiples of a
-# dense model's: each expert multiplies only its share of the batch, and the router and gather run
-# between the products (ggml_mul_mat_id). 1.0 when the fit drops the term.
-PROMPT_MOE_FACTOR = 1.00
+# A mixture-of-experts model's matrix kernels as a share of a dense model's (in place of its quant
+# family's share): ggml_mul_mat_id multiplies each expert by only the tokens routed to it (k of n
+# experts: 4 of 32 for gpt-oss-20b, 8 of 128 for Qwen3-30B-A3B), so a 512-token micro-batch becomes
+# many small products with the router and a gather between them. 1.0 when the fit drops the term.
+PROMPT_MOE_EFFICIENCY = 0.47
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.19,
+    "float": 1.00,
     "k-quant": 1.00,
-    "legacy": 1.03,
-    "mxfp4": 0.63,
+    "legacy": 1.00,
+    "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
@@ -194,12 +195,12 @@ SPEED_BAND = {
 # harder to predict than generation (software and power limits, not one memory bus), so its band
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
-    "cpu": 0.51,
+    "cpu": 0.48,
     "cuda": 0.49,
-    "metal": 0.22,
-    "rocm": 0.45,
-    "sycl": 0.53,
-    "vulkan": 1.28,
+    "metal": 0.27,
+    "rocm": 0.35,
+    "sycl": 0.50,
+    "vulkan": 0.56,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
@@ -443,21 +444,40 @@ def is_geforce_rtx(device: Device) -> bool:
     return device.kind == "gpu" and "GeForce RTX" in device.name
 
 
-def matrix_rate(device: Device) -> float:
-    """How many times its table FLOPS llama.cpp's prompt kernels can use: PROMPT_GEFORCE_RATE on a GeForce RTX card, else 1."""
+def is_bf16(quant_id: str) -> bool:
+    """BF16 weights (a quant id such as "BF16")."""
+    return quant_id.upper().startswith("BF16")
+
+
+def vulkan_rate(device: Device, bf16: bool = False) -> float:
+    """The share of its table FLOPS llama.cpp's Vulkan backend can reach: where it gets no matrix cores, or
+    multiplies BF16 weights without BF16 matrix shapes, its scalar shader runs on the vector units, and BF16 is
+    promoted to FP32 (docs/vulkan-capabilities.md, sections 3-4): the FP32 vector rate. 1 elsewhere."""
+    if device.backend != "vulkan" or not device.vector_flops or not device.flops:
+        return 1.0
+    if device.matrix_cores is False or (bf16 and not device.bf16_matrix):
+        return min(1.0, device.vector_flops / device.flops)
+    return 1.0
+
+
+def matrix_rate(device: Device, bf16: bool = False) -> float:
+    """How many times its table FLOPS llama.cpp's prompt kernels can use: the vector share on Vulkan without
+    matrix cores (vulkan_rate), else PROMPT_GEFORCE_RATE on a GeForce RTX card, else 1."""
+    vector = vulkan_rate(device, bf16)
+    if vector < 1.0:
+        return vector
     return PROMPT_GEFORCE_RATE if is_geforce_rtx(device) else 1.0
 
 
-def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant") -> float:
+def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant", bf16: bool = False) -> float:
     """Compute time at the backend's efficiency plus the second term: a per-TFLOP software ceiling or the
     energy of the FLOPs over the board's power limit (whichever form the fit kept)."""
     work = 2 * matmul_params(model)
     efficiency = PROMPT_EFFICIENCY.get(device.backend, PROMPT_EFFICIENCY["cpu"])
-    efficiency *= PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
-    flops = device.flops * matrix_rate(device)
-    moe = PROMPT_MOE_FACTOR if model.is_moe else 1.0
-    ceiling = PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0) * moe
-    joules = PROMPT_JOULES_PER_FLOP.get(device.backend, 0.0) * moe
+    efficiency *= PROMPT_MOE_EFFICIENCY if model.is_moe else PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
+    flops = device.flops * matrix_rate(device, bf16)
+    ceiling = PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0)
+    joules = PROMPT_JOULES_PER_FLOP.get(device.backend, 0.0)
     power = work * joules / device.power_watts if device.power_watts else 0.0
     return work / (flops * efficiency) + work / 1e12 * ceiling + power
 
@@ -502,7 +522,7 @@ def speed(
         empty += step_seconds(model, weights_read, device, fraction, family)
         full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, fraction, family)
         if device.flops:
-            prompt += _prompt_seconds_per_token(model, device, family) * fraction
+            prompt += _prompt_seconds_per_token(model, device, family, is_bf16(quant_id)) * fraction
     used = [device for device, fraction in devices if fraction > 0]
     uncertainty = speed_band([device.backend for device in used], [device.bandwidth_source for device in used],
                              tuple(device.bandwidth_spread or 0.0 for device in used if device.bandwidth_source == "this-machine"))
@@ -545,7 +565,7 @@ def estimate(
         if memory.total_bytes <= gpu.usable_memory_bytes:
             basis.append(f"all layers on {gpu.name} ({gpu.backend})")
             return Estimate(model.id, quant.id, context_tokens, "gpu", memory, 1.0, memory.total_bytes, 0,
-                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, gpu, cpu, 1.0, quant.id))
+                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, gpu, cpu, 1.0, quant.id, model.is_moe))
         if not gpu.unified:
             layer_bytes = memory.weights_bytes + memory.kv_cache_bytes
             room = gpu.usable_memory_bytes - memory.compute_bytes - memory.overhead_bytes
@@ -560,14 +580,15 @@ def estimate(
                     "(each token's time is the sum of both parts)"
                 )
                 return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
-                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction, quant.id))
+                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction, quant.id, model.is_moe))
     memory = memory_breakdown(model, quant, context_tokens, "cpu", users)
     basis.append("all layers on the CPU, weights in system memory")
     return Estimate(model.id, quant.id, context_tokens, "cpu", memory, 0.0, 0, memory.total_bytes,
-                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0, quant.id))
+                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0, quant.id, model.is_moe))
 
 
-def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float, quant_id: str = "") -> tuple[str, ...]:
+def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float, quant_id: str = "",
+                      moe: bool = False) -> tuple[str, ...]:
     lines = list(basis)
     family = quant_family(quant_id) if quant_id else "k-quant"
     for device, fraction in ((gpu, gpu_fraction), (cpu, 1 - gpu_fraction)):
@@ -590,15 +611,23 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
-        if device.backend == "vulkan" and quant_id.upper().startswith("BF16"):
-            lines.append("BF16 on Vulkan: where the driver lacks bfloat16 (llama.cpp prints 'bf16: 0') BF16 ran at about a "
-                         "third of this (Radeon 8060S, kyuz0/amd-strix-halo-toolboxes, benchmarks/validation); F16 or Q8_0 avoid it")
+        if device.backend == "vulkan" and is_bf16(quant_id):
+            lines.append("BF16 on Vulkan: a Radeon 8060S (RADV, 'bf16: 0') generated Qwen3-30B-A3B BF16 at a third of this "
+                         "(kyuz0/amd-strix-halo-toolboxes, benchmarks/validation), which llama.cpp's source does not explain "
+                         "(its matrix-vector shaders widen BF16 without the extension); F16 or Q8_0 avoid the risk")
         if device.flops:
+            rate, vector = matrix_rate(device, is_bf16(quant_id)), vulkan_rate(device, is_bf16(quant_id)) < 1.0
             lines.append(
                 f"prompt: {device.flops / 1e12:.1f} TFLOPS peak"
                 + (" (one card's: the cards take their layers in turn)" if device.count > 1 else "")
-                + (f" x {matrix_rate(device):.0f} (GeForce FP16-accumulate rate)" if matrix_rate(device) != 1.0 else "")
+                + (f" x {rate:.2f} (Vulkan without {'BF16 ' if device.matrix_cores is not False else ''}matrix cores: "
+                   f"the FP32 vector rate)" if vector else "")
+                + (f" x {rate:.0f} (GeForce FP16-accumulate rate)" if rate != 1.0 and not vector else "")
                 + f" x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
+                + (f" x {PROMPT_MOE_EFFICIENCY:.0%} for a mixture of experts (small per-expert products)"
+                   if moe and PROMPT_MOE_EFFICIENCY != 1.0 else "")
+                + (f" x {PROMPT_FAMILY_EFFICIENCY[family]:.0%} for {family}"
+                   if not moe and PROMPT_FAMILY_EFFICIENCY.get(family, 1.0) != 1.0 else "")
                 + (f", plus {PROMPT_SECONDS_PER_TFLOP[device.backend] * 1e3:.1f} ms a TFLOP (software ceiling)"
                    if PROMPT_SECONDS_PER_TFLOP.get(device.backend) else "")
                 + (f", at most {device.power_watts:.0f} W / {PROMPT_JOULES_PER_FLOP[device.backend] * 1e12:.2f} pJ a FLOP"
