@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from gpuready.catalog.tables import match_cpu
 from gpuready.hardware import GPU, Hardware
 
 MIB = 1024**2
@@ -73,6 +74,10 @@ class Device:
     # The board's power limit in watts (NVML's enforced limit, else catalog/power.toml; Apple: the
     # whole Mac): sustained tensor throughput is at most this over the energy of a FLOP.
     power_watts: float | None = None
+    # CPU: the clock catalog/cpus.toml states for the platform (Raspberry Pi boards), else None.
+    # `flops` keeps ASSUMED_CPU_CLOCK_HZ (what text generation's constants were fitted on); estimates
+    # that use the stated clock say so (tasks/speech.py stated_clock_peak).
+    clock_hz: float | None = None
 
     @property
     def unpack_flops(self) -> float | None:
@@ -246,5 +251,12 @@ def cpu_device(hardware: Hardware) -> Device:
         flops=cpu_peak_flops(cpu.physical_cores, cpu.features),
         bandwidth_source=_source_kind(cpu.bandwidth_source),
         cores=cpu.physical_cores,
+        clock_hz=stated_cpu_clock_hz(cpu.name),
         **measured,
     )
+
+
+def stated_cpu_clock_hz(name: str | None) -> float | None:
+    """The clock catalog/cpus.toml states for this CPU's platform, or None (then ASSUMED_CPU_CLOCK_HZ holds)."""
+    platform = match_cpu(name)
+    return platform.clock_hz if platform else None
