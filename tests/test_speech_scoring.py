@@ -282,3 +282,20 @@ def test_a_terms_variant_swaps_in_the_plain_count_and_the_assumed_clock_peak():
 )
 def test_only_runtimes_gpuready_estimates_are_fitted(raw, why):
     assert score_speech.tts_kept_out(raw) == why
+
+
+@pytest.mark.parametrize(
+    ("cores", "backend", "exponent", "share"),
+    [
+        (4, "cpu", 0.5, 0.5),  # 4^-0.5
+        (16, "cpu", 0.25, 0.5),  # 16^-0.25
+        (1, "cpu", 0.4, 1.0),  # one thread keeps its whole share
+        (0, "cuda", 0.5, 1.0),  # GPUs carry no thread term
+    ],
+)
+def test_the_thread_term_tried_is_a_power_of_the_threads_used(cores, backend, exponent, share):
+    tried = score_speech.Row(kind="tts", backend=backend, device="d", source="s", label="m (v)", measured=1.0,
+                             work=1e9, peak=1e11, cores=cores)
+    assert score_speech.thread_share(tried, exponent) == pytest.approx(share)
+    fits = {"table": {backend: 0.2}, "serial": 0.0, "exponent": exponent}
+    assert score_speech.tts_predict_terms(tried, fits) == pytest.approx(1e11 * 0.2 * share / 1e9)
