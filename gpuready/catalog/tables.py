@@ -56,6 +56,10 @@ class CPUPlatform:
     memory: str | None
     bandwidth_bytes_per_s: int
     source: str
+    # The clock every core of the platform runs at, where its vendor states one fixed figure (Raspberry Pi
+    # boards); None elsewhere (desktop and server parts boost by load and cooling, and gpuready assumes
+    # tasks/devices.py ASSUMED_CPU_CLOCK_HZ).
+    clock_hz: float | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,7 @@ def cpu_table(directory: Path | None = None) -> tuple[CPUPlatform, ...]:
                 memory=entry.text("memory", required=False),
                 bandwidth_bytes_per_s=int(entry.number("bandwidth_gb_s") * GB),
                 source=entry.text("source"),
+                clock_hz=clock * 1e9 if (clock := entry.number("clock_ghz", required=False)) else None,
             )
         )
     return tuple(platforms)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from gpuready.catalog.tables import match_cpu
 from gpuready.hardware import GPU, Hardware
 
 MIB = 1024**2
@@ -78,6 +79,10 @@ class Device:
     # matrix shapes (False or None: BF16 weights are promoted to FP32 there). None: not known.
     matrix_cores: bool | None = None
     bf16_matrix: bool | None = None
+    # CPU: the clock catalog/cpus.toml states for the platform (Raspberry Pi boards), else None.
+    # `flops` keeps ASSUMED_CPU_CLOCK_HZ (what text generation's constants were fitted on); estimates
+    # that use the stated clock say so (tasks/speech.py stated_clock_peak).
+    clock_hz: float | None = None
 
     @property
     def unpack_flops(self) -> float | None:
@@ -273,5 +278,12 @@ def cpu_device(hardware: Hardware) -> Device:
         flops=cpu_peak_flops(cpu.physical_cores, cpu.features),
         bandwidth_source=_source_kind(cpu.bandwidth_source),
         cores=cpu.physical_cores,
+        clock_hz=stated_cpu_clock_hz(cpu.name),
         **measured,
     )
+
+
+def stated_cpu_clock_hz(name: str | None) -> float | None:
+    """The clock catalog/cpus.toml states for this CPU's platform, or None (then ASSUMED_CPU_CLOCK_HZ holds)."""
+    platform = match_cpu(name)
+    return platform.clock_hz if platform else None

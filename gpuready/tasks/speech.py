@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import text_estimate
 from gpuready.tasks.base import Group, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
-from gpuready.tasks.devices import Device
+from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 from gpuready.tasks.measured import with_measured_encoder
 
@@ -57,17 +57,22 @@ VARIANT_BITS = {"fp32": 32.0, "fp16": 16.0, "int8": 8.0, "q8_0": 8.5, "q5_0": 5.
 # errors of all fitted speech-to-text rows (benchmarks/ACCURACY.md, speech-to-text headline).
 STT_UNCERTAINTY = 0.37
 # Text to speech: seconds per second of audio = FLOPs per second of audio / (peak x efficiency).
-# The FLOPs count the acoustic network once per output frame and pass, so convolutional vocoders
-# (VITS's HiFi-GAN, Kokoro's iSTFTNet run weights at many upsampled positions) are undercounted:
-# TTS_EFFICIENCY absorbs that, as the median over the published rows of
-# benchmarks/validation/speech-tts.toml per backend (cpu: Piper and Kokoro on a Raspberry Pi 4 at
-# 1-4 threads (sherpa-onnx; Kokoro v0.19 and v1.0), Piper on a Raspberry Pi 4 and a Ryzen 9 5950X
-# (Piper's author) and Kokoro on 4 vCPUs of an EPYC 7763; cuda: F5-TTS on an RTX 3090: one GPU
-# row, so its held-out error is the fallback's). Fitted by
-# benchmarks/score_speech.py. TTS_UNCERTAINTY is the 80th percentile of their leave-one-device-out
-# errors.
-TTS_EFFICIENCY = {"cpu": 0.050, "cuda": 0.41}
-TTS_UNCERTAINTY = 1.63
+# The FLOPs count the acoustic network once per output frame and pass (2 x its parameters x frames),
+# and the upsampling vocoder at the rates it really runs at (SpeechModel.vocoder_flops_per_second,
+# derived in catalog/speech.toml from the published HiFi-GAN / iSTFTNet configurations: Piper's
+# generator 3.9 GFLOPs per second of audio, Kokoro's 49.2). A CPU's peak uses the clock
+# catalog/cpus.toml states for its platform where it states one (Raspberry Pi boards; tts_peak_flops),
+# else the assumed 3.0 GHz. TTS_EFFICIENCY is the median share of that peak over the published rows of
+# benchmarks/validation/speech-tts.toml and speech-tts-more.toml that gpuready's runtimes describe, per
+# backend (cpu: Piper and Kokoro through ONNX Runtime on a Raspberry Pi 4 at 1-4 threads (sherpa-onnx),
+# Piper on a Raspberry Pi 4 and a Ryzen 9 5950X (Piper's author), Kokoro in PyTorch and ONNX Runtime on
+# 4 vCPUs of an EPYC 7763; cuda: F5-TTS on an RTX 3090 and Kokoro on an RTX 4060 Ti, one row each, so
+# each GPU held out is predicted from the other model's row). Both terms were kept because together
+# they lower the leave-one-device-out error (benchmarks/ACCURACY.md, "Text to speech", terms tried).
+# Fitted by benchmarks/score_speech.py. TTS_UNCERTAINTY is the 80th percentile of the rows'
+# leave-one-device-out errors.
+TTS_EFFICIENCY = {"cpu": 0.23, "cuda": 0.24}
+TTS_UNCERTAINTY = 0.77
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +84,11 @@ class SpeechModel(ModelEntry):
     decoder_layers: int | None = None
     frames_per_second: float | None = None  # tts: output frames per second of audio
     passes_per_frame: int = 1  # tts: e.g. flow-matching steps x guidance passes
+    # tts: the upsampling vocoder (HiFi-GAN / iSTFTNet generator) runs its convolutions at rates above the
+    # frame rate, so 2 x parameters x frames undercounts it: its parameters and its own FLOPs per second of
+    # audio, derived in catalog/speech.toml from the published generator configuration (0: no such vocoder).
+    vocoder_params: float = 0.0
+    vocoder_flops_per_second: float = 0.0
     task: str = "speech"
 
     @property
@@ -108,10 +118,14 @@ def parse_speech_model(entry: Entry, quants=None) -> SpeechModel:
         decoder_layers=entry.integer("decoder_layers", required=False),
         frames_per_second=entry.number("frames_per_second", required=False),
         passes_per_frame=entry.integer("passes_per_frame", required=False) or 1,
+        vocoder_params=entry.number("vocoder_params", required=False) or 0.0,
+        vocoder_flops_per_second=entry.number("vocoder_flops_per_second", required=False) or 0.0,
         **entry.card(),
     )
     if kind == "stt" and model.decoder_params <= 0:
         raise CatalogError(f"{entry.where}: 'params' is smaller than the encoder implied by d_model and encoder_layers")
+    if model.vocoder_params >= model.params:
+        raise CatalogError(f"{entry.where}: 'vocoder_params' must be smaller than 'params'")
     return model
 
 
@@ -183,8 +197,20 @@ def stt_realtime(model: SpeechModel, variant: str, device: Device) -> tuple[floa
 
 
 def tts_flops_per_audio_second(model: SpeechModel, passes: int | None = None) -> float:
-    """2 x parameters x output frames per second of audio x network passes per frame."""
-    return 2 * model.params * model.frames_per_second * (passes or model.passes_per_frame)
+    """2 x the parameters outside the vocoder x output frames per second of audio x network passes per frame,
+    plus the vocoder's own FLOPs per second of audio (catalog/speech.toml; it runs once, at its upsampled rates)."""
+    frame_params = model.params - model.vocoder_params
+    return 2 * frame_params * model.frames_per_second * (passes or model.passes_per_frame) + model.vocoder_flops_per_second
+
+
+def tts_peak_flops(device: Device) -> tuple[float, str]:
+    """The peak text to speech is estimated against: a CPU's peak at the clock catalog/cpus.toml states for its
+    platform (Raspberry Pi boards) in place of the assumed all-core clock; any other device's peak as it is."""
+    if device.kind != "cpu" or not device.clock_hz:
+        return device.flops, device_flops_basis(device)
+    peak = device.flops * device.clock_hz / ASSUMED_CPU_CLOCK_HZ
+    return peak, (f"{peak / 1e9:.0f} GFLOPS ({device.name} at its stated {device.clock_hz / 1e9:g} GHz, not the assumed "
+                  f"{ASSUMED_CPU_CLOCK_HZ / 1e9:g} GHz)")
 
 
 def tts_efficiency(backend: str) -> tuple[float, str]:
@@ -204,11 +230,13 @@ def tts_realtime(model: SpeechModel, device: Device) -> tuple[float | None, list
     # prompt); the efficiency is fitted on the rows of benchmarks/validation/speech-tts.toml.
     efficiency, why = tts_efficiency(device.backend)
     flops = tts_flops_per_audio_second(model)
-    seconds = flops / (device.flops * efficiency)
-    return 1.0 / seconds, [
-        f"{flops / 1e9:.1f} GFLOPs per second of audio (2 x {model.params / 1e6:.0f}M parameters x "
-        f"{model.frames_per_second:g} frames x {model.passes_per_frame} passes); {device_flops_basis(device)} x {why}"
-    ]
+    peak, peak_basis = tts_peak_flops(device)
+    seconds = flops / (peak * efficiency)
+    frame_params = model.params - model.vocoder_params
+    count = (f"2 x {frame_params / 1e6:.0f}M parameters x {model.frames_per_second:g} frames x {model.passes_per_frame} passes"
+             + (f" + the vocoder's {model.vocoder_flops_per_second / 1e9:.1f} GFLOPs at its upsampled rates"
+                if model.vocoder_flops_per_second else ""))
+    return 1.0 / seconds, [f"{flops / 1e9:.1f} GFLOPs per second of audio ({count}); {peak_basis} x {why}"]
 
 
 def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device, measured: tuple = ()) -> TaskEstimate:
