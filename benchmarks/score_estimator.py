@@ -82,6 +82,12 @@ CPU_SPECS = {
     "Raspberry Pi 4 (4GB)": ("Raspberry Pi 4 Model B", 4, ("neon",)),
     "AMD Ryzen 9 5950X 16-Core Processor": ("AMD Ryzen 9 5950X 16-Core Processor", 16, ("avx2", "fma")),
     "AMD EPYC 7763 (4 vCPUs)": ("AMD EPYC 7763 64-Core Processor", 64, ("avx2", "fma")),
+    # Xeon Platinum 8272CL: Cascade Lake (Xeon Scalable 2nd gen, AVX-512 with two FMA units as on the Platinum
+    # 8280, Intel ARK); a cloud SKU not on ARK, 26 cores. Its text-to-speech rows ran on 4 cores of it (threads = 4).
+    # Apple M4 Pro: a 12-core (8 performance + 4 efficiency) or 14-core CPU (Apple newsroom, Oct 2024); a row that does
+    # not say which bin is scored as the 12-core one.
+    "Apple M4 Pro": ("Apple M4 Pro", 12, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
+    "Intel Xeon Platinum 8272CL (4 cores)": ("Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz", 26, ("avx2", "avx512f", "fma")),
     # Intel ARK: Core i7-8750H 6 cores; not in catalog/cpus.toml, so only its compute-bound Whisper encoder rows score.
     "Intel(R) Core(TM) i7-8750H CPU @ 2.20GH (macOS Ventura 13.0.1)": ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", 6, ("avx2", "fma")),
 }
