@@ -144,16 +144,19 @@ def realtime_predict(row: Row, encoder_fits: dict[str, dict], decoder_table: dic
     return speech.WINDOW_SECONDS / (encode + speech.TOKENS_PER_WINDOW * per_token)
 
 
-def tts_fit(rows: list[Row]) -> dict[str, float]:
-    """TTS_EFFICIENCY: per backend, the median of (FLOPs per second of audio / peak) / measured seconds per second."""
-    implied = defaultdict(list)
-    for row in rows:
-        implied[row.backend].append(row.work * row.measured / row.peak)
-    return {backend: statistics.median(values) for backend, values in implied.items()}
+# The thread exponent's grid (tasks/speech.py TTS_CPU_THREAD_EXPONENT): 0 to 1 in steps of 0.05.
+THREAD_EXPONENTS = tuple(i / 20 for i in range(21))
 
 
-def tts_predict(row: Row, table: dict[str, float]) -> float:
-    return row.peak * fallback_efficiency(table, row.backend) / row.work
+def tts_fit(rows: list[Row]) -> dict:
+    """TTS_EFFICIENCY and TTS_CPU_THREAD_EXPONENT: per backend, the median of (FLOPs per second of audio / peak) /
+    measured seconds per second, a CPU row's share divided by threads^-a first (each CPU thread's share falls as a
+    power of the threads used), with a on THREAD_EXPONENTS where the rows' median error is least."""
+    return tts_fit_terms(rows, False, (0.0,), THREAD_EXPONENTS)
+
+
+def tts_predict(row: Row, fits: dict) -> float:
+    return tts_predict_terms(row, fits)
 
 
 def stt_fits(train: list[Row], geforce: float = 1.0) -> tuple[dict, dict]:
@@ -444,75 +447,134 @@ def tts_variant(rows: list[Row], vocoder: bool, clock: bool) -> list[Row]:
             for r in rows]
 
 
+@dataclass
+class Tried:
+    """One candidate formula's held-out figures (the terms-tried table)."""
+    name: str
+    rows: int
+    lodo: dict
+    loso: dict
+    in_sample: dict
+
+    @property
+    def lodo_median(self) -> float:
+        return statistics.median(self.lodo.values())
+
+    @property
+    def loso_median(self) -> float:
+        return statistics.median(self.loso.values())
+
+    def lowers(self, base: "Tried") -> bool:
+        """The rule a term is kept by: it lowers the LODO median without raising LOSO's."""
+        return self.lodo_median < base.lodo_median and self.loso_median <= base.loso_median
+
+    def against(self, base: "Tried") -> str:
+        if self.lowers(base):
+            return f"lowers LODO ({base.lodo_median:.0f}% -> {self.lodo_median:.0f}%) and LOSO does not rise"
+        if self.lodo_median >= base.lodo_median:
+            return f"LODO does not fall ({base.lodo_median:.0f}% -> {self.lodo_median:.0f}%)"
+        return f"LOSO rises ({base.loso_median:.0f}% -> {self.loso_median:.0f}%)"
+
+
+def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_model: bool = False, serials=(0.0,),
+                exponents=(0.0,)) -> Tried:
+    variant = tts_variant(rows, vocoder, clock)
+    in_sample, lodo, loso = cross_validated(variant, lambda train: tts_fit_terms(train, per_model, serials, exponents),
+                                            tts_predict_terms)
+    return Tried(name, len(variant), lodo, loso, in_sample)
+
+
 def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str]) -> None:
     cpus = len({r.device for r in rows if r.backend == "cpu"})
     gpus = len({r.device for r in rows if r.backend != "cpu"})
-    out.append(f"\nTerms tried, each judged held out ({cpus} CPU devices, {gpus} GPUs; kept only if it lowers the LODO "
-               "median without raising LOSO's far):\n")
+    out.append(f"\nTerms tried, each judged held out ({cpus} CPU devices, {gpus} GPUs; a term is kept only if it lowers "
+               "the LODO median without raising LOSO's; the 'kept' column is computed from the figures):\n")
     out.append("| formula | rows | LODO median | LODO worst | LOSO median | LOSO worst | in-sample median | kept |\n"
                "|---|---:|---:|---:|---:|---:|---:|---|")
     serials = tuple(i / 20 for i in range(11))
-    exponents = tuple(i / 20 for i in range(21))
-    plain = "2 x parameters x frames x passes / (peak at the assumed 3.0 GHz x efficiency per backend)"
-    candidates = [
-        (plain + " (the formula before these terms)", rows, False, False, False, (0.0,), (0.0,),
-         "no: both terms below lower the held-out error"),
-        ("... a Raspberry Pi at the clock catalog/cpus.toml states (1.8 GHz, product brief), not 3.0 GHz", rows, False,
-         True, False, (0.0,), (0.0,), "yes (with the next)"),
-        ("... the vocoder's FLOPs at its upsampled rates (catalog/speech.toml, from the published generator "
-         "configurations) in place of 2 x its weights x frames", rows, True, False, False, (0.0,), (0.0,),
-         "yes (with the last)"),
-        ("**both: the vocoder counted and a Raspberry Pi at 1.8 GHz**", rows, True, True, False, (0.0,), (0.0,), "**yes**"),
-        ("... both, with Piper's PyTorch rows fitted too", with_kept_out, True, True, False, (0.0,), (0.0,),
-         "no: another runtime than gpuready estimates (below)"),
-        ("... both, efficiency per catalogue model and backend (the backend's where the model has no rows)", rows, True,
-         True, True, (0.0,), (0.0,), "no: LODO barely moves and LOSO rises"),
-        ("... both, x Amdahl: a serial share of the one-thread work does not spread over the threads used (CPU "
-         "rows; the cores the peak counts; share fitted on a 0.05 grid)", rows, True, True, False, serials, (0.0,),
-         "no: LODO rises (in-sample and LOSO fall)"),
-        ("... both, x threads^-a: each CPU thread's share falls as a power of the threads used (document search's "
-         "CPU term; a fitted on a 0.05 grid)", rows, True, True, False, (0.0,), exponents,
-         "no: LODO rises (in-sample and LOSO fall)"),
-    ]
-    for name, members, vocoder, clock, per_model, grid, powers, kept in candidates:
-        variant = tts_variant(members, vocoder, clock)
-        in_sample, lodo, loso = cross_validated(variant, lambda train: tts_fit_terms(train, per_model, grid, powers),
-                                                tts_predict_terms)
-        out.append(f"| {name} | {len(variant)} | {summary(lodo.values())} | {summary(loso.values())} "
-                   f"| {statistics.median(in_sample.values()):.0f}% | {kept} |")
-    kept_rows = [r for r in rows if r.backend == "cpu"]
-    fits = tts_fit_terms(kept_rows, False, (0.0,), exponents)
+    plain = try_formula("2 x parameters x frames x passes / (peak at the assumed 3.0 GHz x efficiency per backend) "
+                        "(the formula before any term)", rows, False, False)
+    clock = try_formula("... a Raspberry Pi at the clock catalog/cpus.toml states (1.8 GHz, product brief), not 3.0 GHz",
+                        rows, False, True)
+    vocoder = try_formula("... the vocoder's FLOPs at its upsampled rates (catalog/speech.toml, from the published "
+                          "generator configurations) in place of 2 x its weights x frames", rows, True, False)
+    both = try_formula("... both: the vocoder counted and a Raspberry Pi at 1.8 GHz (the formula before the thread "
+                       "term)", rows, True, True)
+    amdahl_term = try_formula("... both, x Amdahl: a serial share of the one-thread work does not spread over the "
+                              "threads used (CPU rows; the cores the peak counts; share fitted on a 0.05 grid)", rows,
+                              True, True, serials=serials)
+    power = try_formula("**... both, x threads^-a: each CPU thread's share falls as a power of the threads used "
+                        "(document search's CPU term; a fitted on a 0.05 grid): gpuready's formula**", rows, True, True,
+                        exponents=THREAD_EXPONENTS)
+    torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
+                             exponents=THREAD_EXPONENTS)
+    per_model = try_formula("... gpuready's formula, efficiency per catalogue model and backend (the backend's where "
+                            "the model has no rows)", rows, True, True, per_model=True, exponents=THREAD_EXPONENTS)
+    counts_best = both.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
+    thread_terms = [t for t in (amdahl_term, power) if t.lowers(both)]
+    chosen = min(thread_terms, key=lambda t: t.lodo_median) if thread_terms else None
+
+    def thread_verdict(term: Tried) -> str:
+        if term is chosen:
+            return f"**yes**: {term.against(both)}, the lower LODO of the two thread terms"
+        if term in thread_terms:
+            return f"no: {term.against(both)}, but the power term lowers LODO further"
+        return f"no: {term.against(both)}"
+
+    kept = {
+        plain.name: (f"no: both count terms below lower LODO ({plain.lodo_median:.0f}% -> {both.lodo_median:.0f}%) and "
+                     f"LOSO ({plain.loso_median:.0f}% -> {both.loso_median:.0f}%)"),
+        clock.name: "yes, with the vocoder count" if counts_best else "yes (see the narrative)",
+        vocoder.name: "yes, with the clock" if counts_best else "yes (see the narrative)",
+        both.name: "yes, as the base of the thread terms" + ("" if counts_best else " (one count term alone does better)"),
+        amdahl_term.name: thread_verdict(amdahl_term),
+        power.name: thread_verdict(power),
+        torch_rows.name: "no: another runtime than gpuready estimates (below)",
+        per_model.name: ("would be kept: " if per_model.lowers(power) else "no: ") + per_model.against(power),
+    }
+    for tried in (plain, clock, vocoder, both, amdahl_term, power, torch_rows, per_model):
+        out.append(f"| {tried.name} | {tried.rows} | {summary(tried.lodo.values())} | {summary(tried.loso.values())} "
+                   f"| {statistics.median(tried.in_sample.values()):.0f}% | {kept[tried.name]} |")
+    cpu_rows = [r for r in rows if r.backend == "cpu"]
+    fits = tts_fit(rows)
     one_thread = defaultdict(list)
-    for row in kept_rows:
+    for row in cpu_rows:
         one_thread[row.device.removeprefix("cpu: ")].append(row.work * row.measured / row.peak
                                                            / thread_share(row, fits["exponent"]))
     shares = ", ".join(f"{statistics.median(v):.2f} on the {device}" for device, v in sorted(one_thread.items()))
+    pi = "cpu: Raspberry Pi 4 Model B"
+    without_pi = tts_fit([r for r in rows if r.device != pi])["exponent"] if any(r.device == pi for r in rows) else None
+    threads = sorted({r.cores for r in cpu_rows})
     out.append("\nWhy these terms: gpuready assumes a 3.0 GHz all-core clock for every CPU (gpuready/tasks/devices.py "
-               "ASSUMED_CPU_CLOCK_HZ), but a Raspberry Pi 4 runs at 1.8 GHz (Raspberry Pi 4 product brief, now "
+               "ASSUMED_CPU_CLOCK_HZ), but a Raspberry Pi 4 runs at 1.8 GHz (Raspberry Pi 4 product brief, "
                "catalog/cpus.toml clock_ghz), so its peak was overstated 1.7x. And 2 x parameters x frames counts each "
                "weight once per output frame, while a HiFi-GAN or iSTFTNet vocoder runs its convolutions at up to the "
                "audio sample rate: Piper's generator does 3.9 GFLOPs per second of audio with 1.7M weights, Kokoro's "
                "49.2 GFLOPs with 17.3M, so Kokoro costs 8.4x Piper per second of audio, not 3.8x; sherpa-onnx's "
-               "Raspberry Pi 4 table measures 7.8x to 9.7x (one to four threads, Kokoro v0.19 and v1.0). The clock "
-               "alone lowers both held-out medians. The vocoder count alone lowers LOSO and in-sample but raises LODO: "
-               "it makes Kokoro and Piper agree on the Raspberry Pi, whose rows, held out, are then predicted from "
-               "the x86 rows at a peak 1.7x too high. Together they give the lowest LODO median, with LOSO and "
-               "in-sample near the vocoder count's alone. A per-model efficiency barely moves the held-out error. The "
-               "thread terms explain the rows in sample (Amdahl or a power of the threads bring in-sample and LOSO far "
-               "down: the Pi speeds up only 2.2x to 2.4x from one to four threads) but raise LODO: with the power term "
-               f"(a = {fits['exponent']:.2f} on all rows) the share of a core's peak one thread reaches is {shares}, a "
-               "gap between CPU designs that rows from the other devices cannot predict for the held-out one, and with "
-               "three CPU devices each extra CPU constant is fitted on two.\n")
+               "Raspberry Pi 4 table measures 7.8x to 9.7x (one to four threads, Kokoro v0.19 and v1.0). "
+               f"The clock alone gives LODO {clock.lodo_median:.0f}% and the vocoder count alone "
+               f"{vocoder.lodo_median:.0f}%; together {both.lodo_median:.0f}% (LOSO {both.loso_median:.0f}%). "
+               "The thread terms carry what a flat share of all cores' peak cannot: the Pi speeds up only 2.2x to "
+               "2.4x from one to four threads (sherpa-onnx's table), so each thread's share of a core's peak falls as "
+               f"threads are added. With the power term (a = {fits['exponent']:.2f} fitted on all rows) the share of a "
+               f"core's peak one thread reaches is {shares}. The gap between CPU designs stays: the Xeon Platinum "
+               "8272CL's peak counts AVX-512 (two 512-bit FMA units, Intel ARK) that Kokoro's runtimes turn into far "
+               "less speed, and the Apple M4 Pro's PyTorch CPU run is faster than its NEON peak implies. "
+               + (f"The exponent is carried by the Pi's one-to-four-thread sweep: fitted without the Pi's rows it is "
+                  f"{without_pi:.2f}. " if without_pi is not None else "")
+               + f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: the margin the thread term wins by (LODO "
+               f"{both.lodo_median:.0f}% -> {power.lodo_median:.0f}%) is small beside the spread between devices.\n")
 
 
 def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     out.append("## Text to speech\n")
-    out.append("Rows: benchmarks/validation/speech-tts.toml and speech-tts-more.toml (real-time factors as published). "
-               "The estimate: FLOPs per second of audio (2 x the parameters outside the vocoder x output frames per "
-               "second x network passes per frame, plus the vocoder's own FLOPs at its upsampled rates, "
-               "catalog/speech.toml) over peak FLOPS (a CPU at the clock catalog/cpus.toml states for it, else the "
-               "assumed 3.0 GHz) x a per-backend efficiency (tasks/speech.py TTS_EFFICIENCY), so x real time = "
-               "peak x efficiency / FLOPs per second of audio. Scored as speech to text is.\n")
+    out.append("Rows: benchmarks/validation/speech-tts.toml, speech-tts-more.toml and speech-tts-devices.toml "
+               "(real-time factors as published). The estimate: FLOPs per second of audio (2 x the parameters outside "
+               "the vocoder x output frames per second x network passes per frame, plus the vocoder's own FLOPs at its "
+               "upsampled rates, catalog/speech.toml) over peak FLOPS (a CPU at the clock catalog/cpus.toml states for "
+               "it, else the assumed 3.0 GHz) x a per-backend efficiency (tasks/speech.py TTS_EFFICIENCY; on a CPU, "
+               "one thread's share x threads^-TTS_CPU_THREAD_EXPONENT), so x real time = peak x efficiency / FLOPs per "
+               "second of audio. Scored as speech to text is.\n")
     rows = [r for r in all_rows if r.in_fit]
     if not rows:
         out.append("No rows.\n")
@@ -533,23 +595,27 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     for (model, backend, device), indices in sorted(groups.items()):
         out.append(f"| {model} | {backend} | {device} | {len(indices)} | {summary(lodo[i] for i in indices)} "
                    f"| {summary(in_sample[i] for i in indices)} |")
-    table = tts_fit(rows)
+    fits = tts_fit(rows)
     outside = [r for r in all_rows if not r.in_fit]
     if outside:
         out.append("\nRows kept out of the fit (scored against the fitted constants):\n")
         out.append("| why | model | device | rows | median error | worst error |\n|---|---|---|---:|---:|---:|")
         kept = defaultdict(list)
         for row in outside:
-            kept[(row.kept_out, tts_model(row), row.device)].append(ape(tts_predict(row, table), row.measured))
+            kept[(row.kept_out, tts_model(row), row.device)].append(ape(tts_predict(row, fits), row.measured))
         for (why, model, device), values in sorted(kept.items()):
             out.append(f"| {why} | {model} | {device} | {len(values)} | {summary(values)} |")
-    out.append("\nEfficiency each row implies, median (tasks/speech.py TTS_EFFICIENCY):\n")
+    out.append("\nEfficiency each row implies, median (tasks/speech.py TTS_EFFICIENCY; a CPU row's share divided by "
+               "threads^-a first, so the CPU figure is one thread's share of a core's peak):\n")
     out.append("| backend | rows | devices | fitted median | constant |\n|---|---:|---:|---:|---:|")
-    for backend, value in sorted(table.items()):
+    for backend, value in sorted(fits["table"].items()):
         se.FITS[("TTS_EFFICIENCY", backend)] = (value, speech.TTS_EFFICIENCY.get(backend))
         members = [r for r in rows if r.backend == backend]
         out.append(f"| {backend} | {len(members)} | {len({r.device for r in members})} | {value:.3f} "
                    f"| {speech.TTS_EFFICIENCY.get(backend, '-')} |")
+    se.FITS[("TTS_CPU_THREAD_EXPONENT", "cpu")] = (fits["exponent"], speech.TTS_CPU_THREAD_EXPONENT)
+    out.append(f"\nThread exponent a (tasks/speech.py TTS_CPU_THREAD_EXPONENT), fitted with it on the 0.05 grid: "
+               f"{fits['exponent']:.2f} (constant {speech.TTS_CPU_THREAD_EXPONENT}).")
     gpu_note = [r for r in rows if r.backend != "cpu"]
     if len({r.device for r in gpu_note}) > 1:
         out.append("\nThe CUDA rows are one model per GPU (F5-TTS, a 336M-parameter DiT, on an RTX 3090; Kokoro on an "

@@ -122,7 +122,7 @@ def test_a_cpu_clock_comes_from_catalog_cpus_where_stated(name, clock):
     ("backend", "expected"),
     [
         ("cuda", speech.TTS_EFFICIENCY["cuda"]),
-        ("cpu", speech.TTS_EFFICIENCY["cpu"]),
+        ("cpu", speech.TTS_EFFICIENCY["cpu"]),  # no thread count: one thread's share
         # no rows: CUDA's fit x the backend's prompt efficiency relative to CUDA's
         ("metal", speech.TTS_EFFICIENCY["cuda"] * est.COMPUTE_EFFICIENCY["metal"] / est.COMPUTE_EFFICIENCY["cuda"]),
     ],
@@ -131,20 +131,32 @@ def test_tts_efficiency_per_backend_and_its_fallback(backend, expected):
     assert speech.tts_efficiency(backend)[0] == pytest.approx(expected)
 
 
+@pytest.mark.parametrize("threads", [1, 4, 16, 64])
+def test_a_cpu_threads_share_falls_as_a_power_of_the_threads(threads):
+    # one thread's share x threads^-a: 16 threads at a = 0.45 keep 16^-0.45 = 0.287 of it each
+    value, why = speech.tts_efficiency("cpu", threads)
+    assert value == pytest.approx(speech.TTS_EFFICIENCY["cpu"] * threads**-speech.TTS_CPU_THREAD_EXPONENT)
+    assert f"{threads} threads^-" in why
+    # a GPU backend has no thread term
+    assert speech.tts_efficiency("cuda", threads)[0] == speech.TTS_EFFICIENCY["cuda"]
+
+
 def test_tts_realtime_is_peak_times_efficiency_over_flops_per_audio_second():
     kokoro = CATALOG.get("kokoro-82m")
-    cpu = devices.Device("cpu", "Test CPU", "cpu", None, 50e9, 2e12)
+    cpu = devices.Device("cpu", "Test CPU", "cpu", None, 50e9, 2e12, cores=16)
     realtime, basis = speech.tts_realtime(kokoro, cpu)
-    assert realtime == pytest.approx(2e12 * speech.TTS_EFFICIENCY["cpu"] / 5.95484e10)
+    share = speech.TTS_EFFICIENCY["cpu"] * 16**-speech.TTS_CPU_THREAD_EXPONENT  # 16 physical cores, one thread each
+    assert realtime == pytest.approx(2e12 * share / 5.95484e10)
     assert "59.5 GFLOPs per second of audio" in basis[0] and "vocoder's 49.2 GFLOPs" in basis[0]
 
 
 def test_a_raspberry_pi_4_speaks_at_its_stated_clock():
-    # Piper on a Raspberry Pi 4: 115.2 GFLOPS at 1.8 GHz x the CPU efficiency / 7.069 GFLOPs per second of audio
+    # Piper on a Raspberry Pi 4: 115.2 GFLOPS at 1.8 GHz x the CPU efficiency at 4 threads / 7.069 GFLOPs per second of audio
     piper = CATALOG.get("piper-medium")
-    pi = devices.Device("cpu", "Raspberry Pi 4 Model B", "cpu", None, 12.8e9, 192e9, clock_hz=1.8e9)
+    pi = devices.Device("cpu", "Raspberry Pi 4 Model B", "cpu", None, 12.8e9, 192e9, clock_hz=1.8e9, cores=4)
     realtime, basis = speech.tts_realtime(piper, pi)
-    assert realtime == pytest.approx(115.2e9 * speech.TTS_EFFICIENCY["cpu"] / 7.0692484e9)
+    share = speech.TTS_EFFICIENCY["cpu"] * 4**-speech.TTS_CPU_THREAD_EXPONENT
+    assert realtime == pytest.approx(115.2e9 * share / 7.0692484e9)
     assert "stated 1.8 GHz" in basis[0]
 
 
@@ -201,10 +213,23 @@ def row(device: str, measured: float, work: float = 1e12, peak: float = 10e12, b
 
 
 def test_tts_fit_is_the_median_implied_efficiency():
-    # implied efficiency = work x (x real time) / peak: 0.1, 0.2, 0.4 -> median 0.2
+    # implied efficiency = work x (x real time) / peak: 0.1, 0.2, 0.4 -> median 0.2 (one thread each: no thread term)
     rows = [row("a", 1.0), row("b", 2.0), row("c", 4.0)]
-    assert score_speech.tts_fit(rows) == {"cpu": pytest.approx(0.2)}
-    assert score_speech.tts_predict(rows[0], {"cpu": 0.2}) == pytest.approx(2.0)
+    fits = score_speech.tts_fit(rows)
+    assert fits["table"] == {"cpu": pytest.approx(0.2)} and fits["exponent"] == 0.0
+    assert score_speech.tts_predict(rows[0], fits) == pytest.approx(2.0)
+
+
+def test_the_thread_exponent_is_recovered_from_rows_that_follow_it():
+    # rows made to follow one thread's share 0.3 x threads^-0.5: x real time = peak x 0.3 x threads^-0.5 / work
+    def threaded(device, threads):
+        peak = threads * 10e9
+        return score_speech.Row(kind="tts", backend="cpu", device=device, source="s", label="m (v)",
+                                measured=peak * 0.3 * threads**-0.5 / 1e9, work=1e9, peak=peak, cores=threads)
+    rows = [threaded("a", 1), threaded("a", 4), threaded("b", 16), threaded("c", 64)]
+    fits = score_speech.tts_fit(rows)
+    assert fits["exponent"] == pytest.approx(0.5) and fits["table"]["cpu"] == pytest.approx(0.3)
+    assert score_speech.tts_predict(rows[2], fits) == pytest.approx(rows[2].measured)
 
 
 def test_leave_one_device_out_never_sees_the_held_out_device():
@@ -253,7 +278,15 @@ def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
     assert all(r.in_fit == (r.kept_out is None) for r in rows)
     # every text-to-speech row of speech-tts.toml and speech-tts-more.toml has its hardware and model in the tables
     tts = [r for r in rows if r.kind == "tts"]
-    assert len(tts) == 24
+    assert len(tts) == 27
+    # 25 fitted on 7 devices: 5 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml among them)
+    fitted = [r for r in tts if r.in_fit]
+    assert len(fitted) == 25 and len({r.device for r in fitted}) == 7
+    assert {r.device for r in fitted if r.backend == "cpu"} >= {
+        "cpu: Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz", "cpu: Apple M4 Pro"}
+    # the Xeon's rows ran on 4 of its 26 cores: the peak and the thread term count those 4 (AVX-512: 64 FLOPs a cycle)
+    xeon = [r for r in tts if "8272CL" in r.device]
+    assert len(xeon) == 2 and all(r.cores == 4 and r.peak == pytest.approx(4 * 64 * 3.0e9) for r in xeon)
     # Piper run through PyTorch (rhasspy/piper issue #33) is scored but not fitted: gpuready estimates ONNX Runtime
     torch = [r for r in tts if r.kept_out == score_speech.PIPER_PYTORCH]
     assert len(torch) == 2 and all(r.label.startswith("piper-medium") for r in torch)

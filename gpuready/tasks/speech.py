@@ -62,17 +62,24 @@ STT_UNCERTAINTY = 0.37
 # derived in catalog/speech.toml from the published HiFi-GAN / iSTFTNet configurations: Piper's
 # generator 3.9 GFLOPs per second of audio, Kokoro's 49.2). A CPU's peak uses the clock
 # catalog/cpus.toml states for its platform where it states one (Raspberry Pi boards; tts_peak_flops),
-# else the assumed 3.0 GHz. TTS_EFFICIENCY is the median share of that peak over the published rows of
-# benchmarks/validation/speech-tts.toml and speech-tts-more.toml that gpuready's runtimes describe, per
-# backend (cpu: Piper and Kokoro through ONNX Runtime on a Raspberry Pi 4 at 1-4 threads (sherpa-onnx),
-# Piper on a Raspberry Pi 4 and a Ryzen 9 5950X (Piper's author), Kokoro in PyTorch and ONNX Runtime on
-# 4 vCPUs of an EPYC 7763; cuda: F5-TTS on an RTX 3090 and Kokoro on an RTX 4060 Ti, one row each, so
-# each GPU held out is predicted from the other model's row). Both terms were kept because together
-# they lower the leave-one-device-out error (benchmarks/ACCURACY.md, "Text to speech", terms tried).
-# Fitted by benchmarks/score_speech.py. TTS_UNCERTAINTY is the 80th percentile of the rows'
-# leave-one-device-out errors.
-TTS_EFFICIENCY = {"cpu": 0.23, "cuda": 0.24}
-TTS_UNCERTAINTY = 0.77
+# else the assumed 3.0 GHz. On a CPU the share of that peak falls with the threads the runtime spreads
+# over (ONNX Runtime and PyTorch use one per physical core by default): one thread reaches
+# TTS_EFFICIENCY["cpu"] of a core's peak, and each thread's share is multiplied by
+# threads^-TTS_CPU_THREAD_EXPONENT (document search's CPU term, tasks/search.py; sherpa-onnx's
+# Raspberry Pi 4 table has Piper and Kokoro only 2.2x to 2.4x faster on four threads than on one).
+# TTS_EFFICIENCY and the exponent are fitted together by benchmarks/score_speech.py over the
+# published rows of benchmarks/validation/speech-tts*.toml that gpuready's runtimes describe (cpu:
+# Piper and Kokoro through ONNX Runtime on a Raspberry Pi 4 at 1-4 threads (sherpa-onnx), Piper on a
+# Raspberry Pi 4 and a Ryzen 9 5950X (Piper's author), Kokoro in PyTorch and ONNX Runtime on 4 cores
+# of an EPYC 7763 and of a Xeon Platinum 8272CL (heyneo's CPU benchmarks), Kokoro in PyTorch on an
+# Apple M4 Pro (FluidAudio's benchmarks); cuda: F5-TTS on an RTX 3090 and Kokoro on an RTX 4060 Ti,
+# one row each, so each GPU held out is predicted from the other model's row). The vocoder count,
+# the stated clock and the thread term are kept because they lower the leave-one-device-out error
+# without raising the leave-one-source-out one (benchmarks/ACCURACY.md, "Text to speech", terms
+# tried). TTS_UNCERTAINTY is the 80th percentile of the rows' leave-one-device-out errors.
+TTS_EFFICIENCY = {"cpu": 0.33, "cuda": 0.24}
+TTS_CPU_THREAD_EXPONENT = 0.45
+TTS_UNCERTAINTY = 0.85
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -213,8 +220,16 @@ def tts_peak_flops(device: Device) -> tuple[float, str]:
                   f"{ASSUMED_CPU_CLOCK_HZ / 1e9:g} GHz)")
 
 
-def tts_efficiency(backend: str) -> tuple[float, str]:
-    """The fitted text-to-speech efficiency; other backends scale CUDA's by their prompt efficiency relative to CUDA's."""
+def tts_efficiency(backend: str, threads: int | None = None) -> tuple[float, str]:
+    """The fitted text-to-speech efficiency: on a CPU, one thread's share x threads^-TTS_CPU_THREAD_EXPONENT (threads:
+    the physical cores the peak counts; unknown: one); other backends without a fit scale CUDA's by their prompt
+    efficiency relative to CUDA's."""
+    if backend == "cpu":
+        used = max(1, threads or 1)
+        one = TTS_EFFICIENCY["cpu"]
+        value = one * used**-TTS_CPU_THREAD_EXPONENT
+        return value, (f"{value:.1%} cpu efficiency ({one:.0%} for one thread x {used} threads^-{TTS_CPU_THREAD_EXPONENT:.2f}; "
+                       "fitted on published TTS real-time factors)")
     if backend in TTS_EFFICIENCY:
         return TTS_EFFICIENCY[backend], f"{TTS_EFFICIENCY[backend]:.1%} {backend} efficiency (fitted on published TTS real-time factors)"
     prompt = text_estimate.COMPUTE_EFFICIENCY
@@ -228,7 +243,7 @@ def tts_realtime(model: SpeechModel, device: Device) -> tuple[float | None, list
         return None, [f"throughput of {device.name} unknown: speed not estimated"]
     # Every output frame of an utterance goes through the network at once (compute bound, like a
     # prompt); the efficiency is fitted on the rows of benchmarks/validation/speech-tts.toml.
-    efficiency, why = tts_efficiency(device.backend)
+    efficiency, why = tts_efficiency(device.backend, device.cores if device.kind == "cpu" else None)
     flops = tts_flops_per_audio_second(model)
     peak, peak_basis = tts_peak_flops(device)
     seconds = flops / (peak * efficiency)
