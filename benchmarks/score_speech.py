@@ -558,8 +558,8 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str]) -
                "2.4x from one to four threads (sherpa-onnx's table), so each thread's share of a core's peak falls as "
                f"threads are added. With the power term (a = {fits['exponent']:.2f} fitted on all rows) the share of a "
                f"core's peak one thread reaches is {shares}. The gap between CPU designs stays: the Xeon Platinum "
-               "8272CL's peak counts AVX-512 (two 512-bit FMA units, Intel ARK) that Kokoro's runtimes turn into far "
-               "less speed, and the Apple M4 Pro's PyTorch CPU run is faster than its NEON peak implies. "
+               "8272CL's peak counts AVX-512 at two FMA units (as Intel ARK states for the Platinum 8280), which "
+               "Kokoro's runtimes turn into far less speed, and the Apple M4 Pro's PyTorch CPU run is faster than its NEON peak implies. "
                + (f"The exponent is carried by the Pi's one-to-four-thread sweep: fitted without the Pi's rows it is "
                   f"{without_pi:.2f}. " if without_pi is not None else "")
                + f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: the margin the thread term wins by (LODO "

@@ -332,3 +332,26 @@ def test_the_thread_term_tried_is_a_power_of_the_threads_used(cores, backend, ex
     assert score_speech.thread_share(tried, exponent) == pytest.approx(share)
     fits = {"table": {backend: 0.2}, "serial": 0.0, "exponent": exponent}
     assert score_speech.tts_predict_terms(tried, fits) == pytest.approx(1e11 * 0.2 * share / 1e9)
+
+
+def test_gpuready_speaks_each_fitted_cpu_row_as_the_scorer_predicts_it_with_gpuready_constants():
+    # the scorer's formula and tasks/speech.py's are one: a CPU with the row's threads as its cores, its peak at the
+    # assumed clock (`extra`) and its stated clock, gets the speed the scorer predicts from gpuready's own constants
+    se = importlib.util.spec_from_file_location("score_estimator_parity", BENCHMARKS / "score_estimator.py")
+    module = importlib.util.module_from_spec(se)
+    se.loader.exec_module(module)
+    from types import SimpleNamespace
+
+    helpers = SimpleNamespace(load=module.load, cpu_device=module.cpu_device, gpu_device=module.gpu_device,
+                              device_key=module.device_key, source_key=module.source_key, CPU_SPECS=module.CPU_SPECS, FITS={})
+    rows, _ = score_speech.speech_rows(helpers, CATALOG)
+    constants = {"table": dict(speech.TTS_EFFICIENCY), "serial": 0.0, "exponent": speech.TTS_CPU_THREAD_EXPONENT}
+    checked = 0
+    for tts in (r for r in rows if r.kind == "tts" and r.backend == "cpu" and r.in_fit):
+        name = tts.device.removeprefix("cpu: ")
+        cpu = devices.Device("cpu", name, "cpu", None, 1e9, tts.extra[1], clock_hz=devices.stated_cpu_clock_hz(name),
+                             cores=tts.cores)
+        realtime, _ = speech.tts_realtime(CATALOG.get(score_speech.tts_model(tts)), cpu)
+        assert realtime == pytest.approx(score_speech.tts_predict(tts, constants))
+        checked += 1
+    assert checked == 23
