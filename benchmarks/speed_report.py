@@ -119,6 +119,19 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     coverage = [hit for _, _, hit in speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
                                                              floor=est.SPEED_UNCERTAINTY["assumed"] * 100)]
     share = sum(coverage) / len(coverage)
+    def per_device(errors: list) -> float:
+        """The median of each device's median held-out error: every device weighs the same, however many rows it has."""
+        by_device: dict[str, list[float]] = {}
+        for row, err in errors:
+            by_device.setdefault(row.device, []).append(err)
+        return statistics.median(statistics.median(v) for v in by_device.values())
+
+    apple = {task: sum(r.backend == "metal" for r in rows) for task, rows in (("generation", gen_rows), ("prompt", prompt_rows))}
+    out.append(f"\nThe medians above weigh every row the same. Weighing every device the same (the median of each "
+               f"device's median LODO error): generation {per_device(lodo):.1f}%, prompt {per_device(p_lodo):.1f}%. "
+               f"Apple GPUs (Metal) are {apple['generation']} of the {len(gen_rows)} generation rows and "
+               f"{apple['prompt']} of the {len(prompt_rows)} prompt rows; the per-backend tables below give each "
+               f"backend's own figures.")
     out.append("\nTargets (issue 10), leave-one-device-out:\n")
     out.append("| target | goal | measured | met |\n|---|---|---|---|")
     for label, goal, measured, met in (

@@ -383,3 +383,16 @@ def test_a_mixture_of_experts_prompt_runs_at_its_own_share_of_the_compute(monkey
     work = 2 * est.matmul_params(moe)
     assert work == 2 * LLAMA_8B.active_params
     assert 1 / result.prompt_tokens_per_s == pytest.approx(work / (100e12 * est.PROMPT_EFFICIENCY["cuda"] * 0.5))
+
+
+@pytest.mark.parametrize("backend", ["cuda", "rocm", "metal", "vulkan", "sycl"])
+@pytest.mark.parametrize("quant", ["Q4_K_M", "Q8_0", "BF16"])
+def test_more_flops_never_slows_the_prompt_and_matrix_cores_never_hurt(backend, quant):
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    speeds = [est.speed(LLAMA_8B, memory, 0, replace(gpu(backend=backend, flops=f), vector_flops=f / 4, power_watts=300.0),
+                        CPU, 1.0, quant).prompt_tokens_per_s for f in (50e12, 100e12, 200e12)]
+    assert speeds == sorted(speeds)
+    without, unknown, with_cores = (
+        est.speed(LLAMA_8B, memory, 0, replace(gpu(backend=backend), vector_flops=25e12, matrix_cores=cores, bf16_matrix=cores),
+                  CPU, 1.0, quant).prompt_tokens_per_s for cores in (False, None, True))
+    assert without <= unknown <= with_cores
