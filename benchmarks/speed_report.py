@@ -68,28 +68,35 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     legacy_pfit = speedfit.fit_prompt(prompt_rows, families=False)
     # "geforce": a GeForce RTX card's compute term at the full FP16-accumulate rate (rate x its table FLOPS);
     # "moe": a mixture-of-experts model's compute term at its own fitted share (prompt_families).
-    # The second term has two candidate forms, each fitted per backend in the "layers" slot of the fit:
+    # The second term has two candidate forms, fitted per backend in the "layers" slot of the fit:
     # "ceiling", seconds per TFLOP of work (a software rate no faster GPU lifts), or "power", joules per
-    # FLOP over the board's power limit (a board at its limit cannot run its tensor cores at peak). Both
-    # forms go through the same term choice; the one with the lower held-out error is kept.
-    def prompt_cv(rows, key, geforce=True, ceiling=True, families=True, moe=True, power=None):
-        second = ceiling if power is None else power
+    # FLOP over the board's power limit (a board at its limit cannot run its tensor cores at peak). Each
+    # backend takes the form that predicts its own held-out rows better (an Apple entry's "power" is the
+    # whole Mac's at the wall, a discrete card's its board limit); then the term choice runs on the result.
+    def prompt_cv(rows, key, geforce=True, second=True, families=True, moe=True):
         rows, shares = prompt_families(full_rate(rows, geforce), families, moe)
         return speedfit.cross_validate_generation(rows, key, layers=second, families=shares,
                                                   hbm=False, moe=False, unpack=False)
 
-    candidates = {}
-    for form in ("ceiling", "power"):
-        rows = [speedfit.GenRow(r.backend, r.family, r.ideal_s, r.tflop if form == "ceiling" else r.per_watt,
+    def form_rows(forms: dict) -> list:
+        return [speedfit.GenRow(r.backend, r.family, r.ideal_s, r.tflop if forms[r.backend] == "ceiling" else r.per_watt,
                                 r.ideal_s / r.implied, r.device, r.source, moe=r.moe, variant=r.variant, rate=r.rate)
                 for r in prompt_rows]
-        terms, trials = choose_terms(rows, prompt_cv, ("geforce", form, "families", "moe"))
-        candidates[form] = (min(score for _, score, _ in trials), rows, terms, trials)
-    prompt_form = min(candidates, key=lambda form: candidates[form][0])
-    _, prompt_rows, prompt_terms, _ = candidates[prompt_form]
-    prompt_trials = [(f"{label} ({form} form)" if label == "all terms" else label, score, best)
-                     for form in ("ceiling", "power") for label, score, best in candidates[form][3]]
-    second_on = prompt_terms[prompt_form]
+
+    def backend_error(rows: list, backend: str) -> float:
+        """The mean of the LODO and LOSO medians over one backend's rows, every term on."""
+        return statistics.mean(statistics.median(e for r, e in prompt_cv(rows, key) if r.backend == backend)
+                               for key in ("device", "source"))
+
+    prompt_forms = {backend: "power" for backend in sorted({r.backend for r in prompt_rows})}
+    form_trials = []
+    for backend in prompt_forms:
+        scores = {form: backend_error(form_rows({**prompt_forms, backend: form}), backend) for form in ("power", "ceiling")}
+        prompt_forms[backend] = min(scores, key=scores.get)  # a tie keeps the power form
+        form_trials.append((backend, scores["power"], scores["ceiling"], prompt_forms[backend]))
+    prompt_terms, prompt_trials = choose_terms(form_rows(prompt_forms), prompt_cv, ("geforce", "second", "families", "moe"))
+    prompt_rows = form_rows(prompt_forms)
+    second_on = prompt_terms["second"]
     fit = speedfit.fit_generation(gen_rows, **gen_terms)
     prompt_rows, shares = prompt_families(full_rate(prompt_rows, prompt_terms["geforce"]), prompt_terms["families"],
                                           prompt_terms["moe"])
@@ -136,9 +143,13 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     out.append("| target | goal | measured | met |\n|---|---|---|---|")
     for label, goal, measured, met in (
         ("generation median", "<= 8%", f"{statistics.median(e_gen):.1f}%", statistics.median(e_gen) <= 8),
+        ("generation median, each device once (not the issue's measure)", "<= 8%", f"{per_device(lodo):.1f}%",
+         per_device(lodo) <= 8),
         ("generation worst", "<= 35%", f"{max(e_gen):.0f}%", max(e_gen) <= 35),
         ("generation devices / backends", ">= 30 / >= 3", f"{len(devices)} / {len(backends)}", len(devices) >= 30 and len(backends) >= 3),
         ("prompt median", "<= 15%", f"{statistics.median(e_pp):.1f}%", statistics.median(e_pp) <= 15),
+        ("prompt median, each device once (not the issue's measure)", "<= 15%", f"{per_device(p_lodo):.1f}%",
+         per_device(p_lodo) <= 15),
         ("band coverage", "70-90%", f"{share:.0%}", 0.7 <= share <= 0.9),
     ):
         out.append(f"| {label} | {goal} | {measured} | {'yes' if met else 'no'} |")
@@ -169,10 +180,19 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "embedding left out of the bytes and FLOPs a token needs (generation LODO 8.8% -> 8.6%), unpacking at the "
                "GPU's vector rate (8.6% -> 8.1%), and the prompt's power limit (\"Which terms stay\" compares it with a "
                "per-TFLOP ceiling on the same rows). Figures of terms are as measured when each was tried, on the rows of "
-               "that time. Prompt speed still misses its 15% goal: the same GPU ran about 2x faster in 2025-26 builds "
-               "than in the December 2023 rows (RTX 4090, llama-2-7b Q4_0: 5,531 t/s in XiongjieDai's table, 11,993 in "
-               "the 2025 scoreboard), and one set of constants cannot be within 15% of both; its band (PROMPT_BAND, "
-               "\"Bands: prompt\" below) is stated apart from the generation band.\n")
+               "that time.")
+    out.append(f"\nThe prompt median over rows ({statistics.median(e_pp):.1f}%) is below 15% because the rows of "
+               f"llama.cpp's Apple Silicon scoreboard (discussion #4167, from a secondary copy: text-generation-apple.toml) "
+               f"came in this round ({apple['prompt']} of the {len(prompt_rows)} prompt rows are now Metal's) and Metal rows are "
+               f"predicted within {statistics.median(e for r, e in p_lodo if r.backend == 'metal'):.0f}%; "
+               f"each device once it is {per_device(p_lodo):.1f}%, and CUDA's own median is "
+               f"{statistics.median(e for r, e in p_lodo if r.backend == 'cuda'):.0f}%. The CUDA rows miss because the "
+               "same GPU ran about 2x faster in 2025-26 builds than in the December 2023 rows (RTX 4090, llama-2-7b Q4_0: "
+               "5,531 t/s in XiongjieDai's table, 11,993 in the 2025 scoreboard), and one set of constants cannot be "
+               "within 15% of both. The prompt's band (PROMPT_BAND, \"Bands: prompt\" below) is each backend's own, "
+               "apart from the generation band. The second term's form is chosen per backend this round (table under "
+               "\"Which terms stay\"): with one form for all, the Apple rows flipped it to the per-TFLOP ceiling and "
+               "raised CUDA's median to 29.2%.\n")
     out.append(f"\nBaseline, one line (0.72 x peak bandwidth / file size, GPU rows of dense models, {len(baseline)} rows): "
                f"median {statistics.median(baseline):.1f}%, worst {max(baseline):.0f}%.\n")
     for task, a, b, c in (("Generation", lodo, loso, inside), ("Prompt processing", p_lodo, p_loso, p_inside)):
@@ -201,8 +221,15 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         for label, score, best in trials:
             out.append(f"| {task} | {label} | {score:.2f}% | {'-' if best is None else f'{best:.2f}%'} |")
     kept = [name for name, on in {**gen_terms}.items() if on]
-    out.append(f"\nGeneration keeps: {', '.join(kept) or 'bandwidth only'}; prompt keeps the {prompt_form} form of its "
-               f"second term and: {', '.join(name for name, on in prompt_terms.items() if on) or 'compute only'}.\n")
+    out.append(f"\nGeneration keeps: {', '.join(kept) or 'bandwidth only'}; prompt keeps: "
+               f"{', '.join(name for name, on in prompt_terms.items() if on) or 'compute only'}.\n")
+    out.append("The prompt's second term, per backend: each backend's own held-out error (the mean of its rows' LODO and "
+               "LOSO medians, every term on) with the power form (joules per FLOP over the board's power limit) and the "
+               "ceiling form (seconds per TFLOP); the lower one is kept, the power form on a tie.\n")
+    out.append("| backend | power form | ceiling form | kept |\n|---|---:|---:|---|")
+    for backend, power, ceiling, kept_form in form_trials:
+        out.append(f"| {backend} | {power:.2f}% | {ceiling:.2f}% | {kept_form} |")
+    out.append("")
     bands(lodo, out, fits)
     bands(p_lodo, out, fits, "PROMPT_BAND", "prompt")
     out.append("### Fitted constants (gpuready/tasks/text_estimate.py holds these, rounded)\n")
@@ -221,8 +248,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         record(out, fits, "QUANT_FAMILY_EFFICIENCY", family, family_share[family], est.QUANT_FAMILY_EFFICIENCY.get(family))
     for backend in sorted(pfit.efficiency):
         record(out, fits, "PROMPT_EFFICIENCY", backend, pfit.efficiency[backend], est.PROMPT_EFFICIENCY.get(backend))
-        ceiling = pfit.layer_s[backend] if prompt_form == "ceiling" else 0.0
-        joules = pfit.layer_s[backend] if prompt_form == "power" else 0.0
+        ceiling = pfit.layer_s[backend] if prompt_forms[backend] == "ceiling" else 0.0
+        joules = pfit.layer_s[backend] if prompt_forms[backend] == "power" else 0.0
         record(out, fits, "PROMPT_SECONDS_PER_TFLOP (milliseconds)", backend, ceiling * 1e3,
                est.PROMPT_SECONDS_PER_TFLOP[backend] * 1e3 if backend in est.PROMPT_SECONDS_PER_TFLOP else None)
         record(out, fits, "PROMPT_JOULES_PER_FLOP (picojoules)", backend, joules * 1e12,

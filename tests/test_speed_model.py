@@ -346,7 +346,9 @@ def vulkan_gpu(matrix_cores, bf16_matrix=None):
         (False, True, "BF16", 0.25),    # no matrix cores at all
     ],
 )
-def test_vulkan_prompts_run_at_the_vector_rate_without_matrix_cores(matrix_cores, bf16_matrix, quant, rate):
+def test_vulkan_prompts_run_at_the_vector_rate_without_matrix_cores(matrix_cores, bf16_matrix, quant, rate, monkeypatch):
+    monkeypatch.setitem(est.PROMPT_SECONDS_PER_TFLOP, "vulkan", 0.0)  # the compute term alone
+    monkeypatch.setitem(est.PROMPT_JOULES_PER_FLOP, "vulkan", 0.0)
     device = vulkan_gpu(matrix_cores, bf16_matrix)
     assert est.vulkan_rate(device, est.is_bf16(quant)) == rate
     memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
@@ -376,6 +378,7 @@ def test_the_architecture_decides_vulkan_matrix_cores_where_no_line_says():
 def test_a_mixture_of_experts_prompt_runs_at_its_own_share_of_the_compute(monkeypatch):
     monkeypatch.setattr(est, "PROMPT_MOE_EFFICIENCY", 0.5)
     monkeypatch.setitem(est.PROMPT_JOULES_PER_FLOP, "cuda", 0.0)
+    monkeypatch.setitem(est.PROMPT_SECONDS_PER_TFLOP, "cuda", 0.0)
     moe = replace(LLAMA_8B, params=4 * LLAMA_8B.active_params)  # 4x the parameters, the same active ones
     memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
     result = est.speed(moe, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")

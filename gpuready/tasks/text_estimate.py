@@ -50,20 +50,20 @@ DEFAULT_VOCAB = 32000
 BANDWIDTH_EFFICIENCY = {
     "cpu": 0.91,
     "cuda": 0.85,
-    "cuda-hbm": 0.79,
-    "metal": 0.87,
+    "cuda-hbm": 0.78,
+    "metal": 0.90,
     "rocm": 0.91,
     "rocm-hbm": 0.75,
     "sycl": 0.72,
-    "vulkan": 0.84,
+    "vulkan": 0.85,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.70,
     "cuda": 0.49,
-    "metal": 0.62,
+    "metal": 0.67,
     "rocm": 0.48,
     "sycl": 0.30,
-    "vulkan": 0.46,
+    "vulkan": 0.47,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -90,14 +90,14 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 246.4e-6,
-    "cuda": 43.0e-6,
-    "cuda-hbm": 117.4e-6,
-    "metal": 153.4e-6,
-    "rocm": 91.7e-6,
-    "rocm-hbm": 138.7e-6,
+    "cpu": 245.2e-6,
+    "cuda": 43.5e-6,
+    "cuda-hbm": 118.3e-6,
+    "metal": 163.6e-6,
+    "rocm": 91.6e-6,
+    "rocm-hbm": 140.1e-6,
     "sycl": 0.0e-6,
-    "vulkan": 32.5e-6,
+    "vulkan": 32.6e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -107,15 +107,15 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.42,
-    "k-quant-low": 27.09,
-    "legacy": 1.72,
-    "mxfp4": 7.83,
+    "k-quant": 3.43,
+    "k-quant-low": 27.10,
+    "legacy": 1.57,
+    "mxfp4": 7.99,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
 # ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
-MOE_LAYER_FACTOR = 2.39
+MOE_LAYER_FACTOR = 2.38
 # Prompt processing of a language model: seconds per prompt token = 2 x active parameters /
 # (peak FLOPS x PROMPT_EFFICIENCY x family share) + 2 x active parameters in TFLOP x
 # PROMPT_SECONDS_PER_TFLOP. The second term is each backend's software ceiling, the rate no
@@ -126,20 +126,20 @@ MOE_LAYER_FACTOR = 2.39
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 0.81,
-    "cuda": 0.99,
-    "metal": 0.62,
+    "cpu": 1.00,
+    "cuda": 0.92,
+    "metal": 0.59,
     "rocm": 1.00,
     "sycl": 1.00,
-    "vulkan": 0.48,
+    "vulkan": 0.44,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 0.00e-3,
+    "cpu": 217.84e-3,
     "cuda": 0.00e-3,
     "metal": 0.00e-3,
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
-    "vulkan": 0.00e-3,
+    "vulkan": 1.45e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
 # full tensor rate draws more than most boards may (an RTX 4090 at its 450 W limit, an RTX 6000 Ada
@@ -150,11 +150,11 @@ PROMPT_SECONDS_PER_TFLOP = {
 # is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.6672e-12,
-    "metal": 0.0000e-12,
-    "rocm": 3.1527e-12,
+    "cuda": 2.7472e-12,
+    "metal": 0.6389e-12,
+    "rocm": 3.4424e-12,
     "sycl": 0.0000e-12,
-    "vulkan": 0.6832e-12,
+    "vulkan": 0.0000e-12,
 }
 # The matrix rate llama.cpp's prompt kernels reach on a GeForce RTX card, in multiples of the
 # FLOPS catalog/gpus.toml lists for it. That table gives GeForce cards NVIDIA's FP16 tensor rate
@@ -170,12 +170,12 @@ PROMPT_GEFORCE_RATE = 2.00
 # family's share): ggml_mul_mat_id multiplies each expert by only the tokens routed to it (k of n
 # experts: 4 of 32 for gpt-oss-20b, 8 of 128 for Qwen3-30B-A3B), so a 512-token micro-batch becomes
 # many small products with the router and a gather between them. 1.0 when the fit drops the term.
-PROMPT_MOE_EFFICIENCY = 0.47
+PROMPT_MOE_EFFICIENCY = 0.50
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.00,
+    "float": 1.25,
     "k-quant": 1.00,
-    "legacy": 1.00,
+    "legacy": 1.14,
     "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
@@ -183,24 +183,24 @@ PROMPT_FAMILY_EFFICIENCY = {
 # devices in five fall inside it. Backends measured on fewer than 3 devices (sycl: one) get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.24,
-    "cuda": 0.16,
-    "metal": 0.12,
+    "cpu": 0.25,
+    "cuda": 0.15,
+    "metal": 0.08,
     "rocm": 0.12,
     "sycl": 0.50,
-    "vulkan": 0.25,
+    "vulkan": 0.17,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
 # harder to predict than generation (software and power limits, not one memory bus), so its band
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
-    "cpu": 0.48,
-    "cuda": 0.49,
-    "metal": 0.27,
-    "rocm": 0.35,
+    "cpu": 0.43,
+    "cuda": 0.47,
+    "metal": 0.07,
+    "rocm": 0.45,
     "sycl": 0.50,
-    "vulkan": 0.56,
+    "vulkan": 0.52,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 # sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
