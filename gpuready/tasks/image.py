@@ -428,8 +428,9 @@ def estimate(
     card = one_card(gpu)  # a pipeline without a device map runs on one GPU of a group
     if card is not None and card.usable_memory_bytes:
         overhead = RUNTIME_OVERHEAD_BYTES.get(card.backend, RUNTIME_OVERHEAD_BYTES["cpu"])
-        spread = spread_over_cards(components, activations, overhead, gpu) if total + activations + overhead > card.usable_memory_bytes else None
-        if total + activations + overhead <= card.usable_memory_bytes:
+        fits_one_card = total + activations + overhead <= card.usable_memory_bytes
+        spread = None if fits_one_card else spread_over_cards(components, activations, overhead, gpu)
+        if fits_one_card:
             placement, device = "gpu", card
             parts = [MemoryPart(f"{k} ({variant})" if k == "denoiser" else k, v, "gpu") for k, v in components.items()]
             parts += [MemoryPart("activations", activations, "gpu"), MemoryPart("runtime overhead", overhead, "gpu")]
@@ -443,14 +444,13 @@ def estimate(
                          + "; ".join(f"card {n + 1}: {', '.join(names)}" for n, names in enumerate(spread) if names)
                          + "; they run one after another, so the speed is one card's")
         elif not card.unified and max(components.values()) + activations + overhead <= card.usable_memory_bytes:
-            gpu = card
-            placement, device = "offload", gpu
+            placement, device = "offload", card
             largest = max(components, key=components.get)
             parts = [MemoryPart(f"{largest} (largest component)", components[largest], "gpu"),
                      MemoryPart("activations", activations, "gpu"), MemoryPart("runtime overhead", overhead, "gpu")]
             parts += [MemoryPart(f"{k} (waiting in system memory)", v, "system") for k, v in components.items()]
             basis.append(
-                f"model offload: components take turns on {gpu.name}; peak is the {largest} ({total / 1e9:.1f} GB held in system memory)"
+                f"model offload: components take turns on {card.name}; peak is the {largest} ({total / 1e9:.1f} GB held in system memory)"
             )
     if placement == "cpu":
         parts = [MemoryPart(f"{k} ({variant})" if k == "denoiser" else k, v, "system") for k, v in components.items()]
