@@ -117,11 +117,11 @@ UNPACK_OPS_PER_WEIGHT = {
 # ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
 MOE_LAYER_FACTOR = 2.38
 # Prompt processing of a language model: seconds per prompt token = 2 x active parameters /
-# (peak FLOPS x PROMPT_EFFICIENCY x family share) + 2 x active parameters in TFLOP x
-# PROMPT_SECONDS_PER_TFLOP. The second term is each backend's software ceiling, the rate no
-# faster GPU lifts (tile shapes, activation quantisation, attention and norms between the
-# matrix products): in the validation rows an H100 reads a 7B prompt no faster than an
-# RTX 4090. Fitted like generation (benchmarks/score_estimator.py), every efficiency capped at
+# (peak FLOPS x PROMPT_EFFICIENCY x family share) + a second term in one of two forms, each
+# backend's own (the one that predicts its held-out rows better, benchmarks/ACCURACY.md, "Which
+# terms stay"): 2 x active parameters in TFLOP x PROMPT_SECONDS_PER_TFLOP, a software ceiling no
+# faster GPU lifts (tile shapes, activation quantisation, attention and norms between the matrix
+# products), or the power form below. Fitted like generation (benchmarks/score_estimator.py), every efficiency capped at
 # 1 (the table's peak). COMPUTE_EFFICIENCY above stays the backend scale the image and speech
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
@@ -145,9 +145,8 @@ PROMPT_SECONDS_PER_TFLOP = {
 # full tensor rate draws more than most boards may (an RTX 4090 at its 450 W limit, an RTX 6000 Ada
 # at 300 W, an H100 PCIe at 350 W), so sustained prompt throughput is at most power / (joules a
 # FLOP). The power is NVML's enforced limit where the probe read one, else catalog/power.toml's board
-# power (Apple: the whole Mac). The fit (benchmarks/ACCURACY.md, "Which terms stay") keeps the form of
-# the second term that predicts held-out devices better and zeroes the other; a device whose power
-# is unknown pays no power term.
+# power (Apple: the whole Mac). Each backend keeps the form of the second term that predicts its own
+# held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
     "cuda": 2.7472e-12,
