@@ -49,13 +49,13 @@ DEFAULT_VOCAB = 32000
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
     "cpu": 0.91,
-    "cuda": 0.85,
+    "cuda": 0.86,
     "cuda-hbm": 0.78,
     "metal": 0.90,
-    "rocm": 0.91,
+    "rocm": 0.89,
     "rocm-hbm": 0.75,
     "sycl": 0.72,
-    "vulkan": 0.85,
+    "vulkan": 0.87,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.70,
@@ -90,14 +90,14 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 245.2e-6,
-    "cuda": 43.5e-6,
-    "cuda-hbm": 118.3e-6,
+    "cpu": 243.4e-6,
+    "cuda": 45.7e-6,
+    "cuda-hbm": 118.4e-6,
     "metal": 163.6e-6,
-    "rocm": 91.6e-6,
-    "rocm-hbm": 140.1e-6,
+    "rocm": 89.8e-6,
+    "rocm-hbm": 140.3e-6,
     "sycl": 0.0e-6,
-    "vulkan": 32.6e-6,
+    "vulkan": 34.3e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -107,15 +107,15 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.43,
-    "k-quant-low": 27.10,
-    "legacy": 1.57,
-    "mxfp4": 7.99,
+    "k-quant": 3.48,
+    "k-quant-low": 17.75,
+    "legacy": 1.55,
+    "mxfp4": 8.33,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
 # ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
-MOE_LAYER_FACTOR = 2.38
+MOE_LAYER_FACTOR = 2.31
 # Prompt processing of a language model: seconds per prompt token = 2 x active parameters /
 # (peak FLOPS x PROMPT_EFFICIENCY x family share) + a second term in one of two forms, each
 # backend's own (the one that predicts its held-out rows better, benchmarks/ACCURACY.md, "Which
@@ -185,9 +185,9 @@ SPEED_BAND = {
     "cpu": 0.25,
     "cuda": 0.15,
     "metal": 0.08,
-    "rocm": 0.12,
+    "rocm": 0.16,
     "sycl": 0.50,
-    "vulkan": 0.17,
+    "vulkan": 0.26,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
