@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from speedfit import error as ape
+from speedfit import median_of_group_medians
 
 from gpuready.tasks import devices, encoders, speech
 from gpuready.tasks import text_estimate as est
@@ -294,6 +295,17 @@ HEADLINE_HEADER = ("| task | rows | devices | sources | LODO median | LODO worst
                    "| in-sample median | in-sample worst | target (issue 10) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 
 
+def headline(out: list[str], title: str, name: str, rows: list[Row], errors: tuple[dict, dict, dict]) -> None:
+    """A task's headline table and its target line (leave-one-device-out median against TARGET)."""
+    lodo = errors[1]
+    met = statistics.median(lodo.values()) <= TARGET
+    out.append(f"### {title} headline\n")
+    out.append(HEADLINE_HEADER)
+    out.append(headline_row(name, rows, errors))
+    out.append(f"\nTarget: leave-one-device-out median <= {TARGET:.0f}%: **{'met' if met else 'not met'}** "
+               f"({statistics.median(lodo.values()):.0f}% over {len(rows)} rows on {len({r.device for r in rows})} devices).")
+
+
 def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str]) -> None:
     fitted = [r for r in rows if r.in_fit]
     errors = cross_validated(fitted, stt_fits, stt_predict)
@@ -304,12 +316,7 @@ def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str])
                "out (LODO): the constants are refitted without the held-out device and predict it; a backend left with no "
                "rows falls back as gpuready does (another backend's fit x the text-generation prompt-efficiency ratio; the "
                "decoder: text generation's bandwidth constant). Leave one source out (LOSO) the same by publication.\n")
-    out.append("### Speech to text headline\n")
-    out.append(HEADLINE_HEADER)
-    out.append(headline_row("speech to text (all rows)", fitted, errors))
-    met = statistics.median(lodo.values()) <= TARGET
-    out.append(f"\nTarget: leave-one-device-out median <= {TARGET:.0f}%: **{'met' if met else 'not met'}** "
-               f"({statistics.median(lodo.values()):.0f}% over {len(fitted)} rows on {len({r.device for r in fitted})} devices).")
+    headline(out, "Speech to text", "speech to text (all rows)", fitted, errors)
     blas = [r for r in rows if r.in_fit or r.kept_out == VENDOR_BLAS]
     _, with_blas, _ = cross_validated(blas, stt_fits, stt_predict)
     out.append(f"With the vendor-BLAS CPU rows (kept out below) fitted and scored too, the LODO median would be "
@@ -581,19 +588,12 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
         return
     errors = cross_validated(rows, tts_fit, tts_predict)
     in_sample, lodo, loso = errors
-    out.append("### Text to speech headline\n")
-    out.append(HEADLINE_HEADER)
-    out.append(headline_row("text to speech (all rows)", rows, errors))
-    met = statistics.median(lodo.values()) <= TARGET
-    out.append(f"\nTarget: leave-one-device-out median <= {TARGET:.0f}%: **{'met' if met else 'not met'}** "
-               f"({statistics.median(lodo.values()):.0f}% over {len(rows)} rows on {len({r.device for r in rows})} devices).")
-    by_device = defaultdict(list)
-    for index, row in enumerate(rows):
-        by_device[row.device].append(lodo[index])
-    largest = max(by_device, key=lambda device: len(by_device[device]))
+    headline(out, "Text to speech", "text to speech (all rows)", rows, errors)
+    largest, largest_rows = Counter(row.device for row in rows).most_common(1)[0]
+    device_median = median_of_group_medians((row.device, lodo[index]) for index, row in enumerate(rows))
     out.append(f"Weighting each device once instead of each row: the median of each device's median LODO error is "
-               f"{statistics.median(statistics.median(v) for v in by_device.values()):.0f}% ({len(by_device[largest])} "
-               f"of the {len(rows)} rows are one device, the {largest.removeprefix('cpu: ')}).\n")
+               f"{device_median:.0f}% ({largest_rows} of the {len(rows)} rows are one device, the "
+               f"{largest.removeprefix('cpu: ')}).\n")
     out.append("| model | backend | device | rows | LODO median | LODO worst | in-sample median | in-sample worst |\n"
                "|---|---|---|---:|---:|---:|---:|---:|")
     groups = defaultdict(list)

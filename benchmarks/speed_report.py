@@ -127,11 +127,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                                                              floor=est.SPEED_UNCERTAINTY["assumed"] * 100)]
     share = sum(coverage) / len(coverage)
     def per_device(errors: list) -> float:
-        """The median of each device's median held-out error: every device weighs the same, however many rows it has."""
-        by_device: dict[str, list[float]] = {}
-        for row, err in errors:
-            by_device.setdefault(row.device, []).append(err)
-        return statistics.median(statistics.median(v) for v in by_device.values())
+        return speedfit.median_of_group_medians((row.device, err) for row, err in errors)
 
     apple = {task: sum(r.backend == "metal" for r in rows) for task, rows in (("generation", gen_rows), ("prompt", prompt_rows))}
     out.append(f"\nThe medians above weigh every row the same. Weighing every device the same (the median of each "

@@ -224,6 +224,15 @@ def cross_validate_generation(rows: list[GenRow], key: str, **terms) -> list[tup
     return out
 
 
+def median_of_group_medians(pairs) -> float:
+    """The median of each group's median error, from (group, error) pairs: every device (or source) weighs the
+    same, however many rows it has."""
+    groups: dict = {}
+    for key, value in pairs:
+        groups.setdefault(key, []).append(value)
+    return statistics.median(statistics.median(values) for values in groups.values())
+
+
 def percentile(values: list[float], share: float) -> float:
     """The value below which `share` of the values lie (nearest rank, no interpolation)."""
     ordered = sorted(values)
