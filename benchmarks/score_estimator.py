@@ -299,11 +299,12 @@ def text_generation(catalog, out: list[str]) -> None:
         family = est.quant_family(quant_id)
         bytes_read = est.weights_read_bytes(model, weights) + kv_read
         work = 2 * est.matmul_params(model)
+        # Vulkan without (BF16) matrix cores: the scalar shader at the vector rate (est.vulkan_rate).
+        vector_share = est.vulkan_rate(device, est.is_bf16(quant_id))
         if kind == "generation":
             implied = row["tokens_per_s"] * bytes_read / device.bandwidth_bytes_per_s
         else:
-            # Vulkan without (BF16) matrix cores: the scalar shader at the vector rate (est.vulkan_rate).
-            implied = row["tokens_per_s"] * work / (device.flops * est.vulkan_rate(device, est.is_bf16(quant_id)))
+            implied = row["tokens_per_s"] * work / (device.flops * vector_share)
         fork = next((name for name in FORKS if name in row.get("implementation", "")), None)
         if fork:
             forks[(kind, fork)].append((ape(predicted, row["tokens_per_s"]), implied))
@@ -321,10 +322,9 @@ def text_generation(catalog, out: list[str]) -> None:
             # The prompt's matrix-matrix kernels dequantise a tile at a time: no separate 2-/3-bit K-quant family there.
             prompt_family = "k-quant" if family == speedfit.LOW_BIT_FAMILY else family
             prompt_rows.append(speedfit.PromptRow(backend, prompt_family, implied, device_key(row, device), source_key(row),
-                                                  work / (device.flops * est.vulkan_rate(device, est.is_bf16(quant_id))),
-                                                  work / 1e12, f"{model.id} {quant_id}",
-                                                  GEFORCE_FULL_RATE if est.is_geforce_rtx(device)
-                                                  and est.vulkan_rate(device, est.is_bf16(quant_id)) == 1.0 else 1.0, model.is_moe,
+                                                  work / (device.flops * vector_share), work / 1e12, f"{model.id} {quant_id}",
+                                                  GEFORCE_FULL_RATE if est.is_geforce_rtx(device) and vector_share == 1.0
+                                                  else 1.0, model.is_moe,
                                                   work / device.power_watts if device.power_watts else 0.0))
         if backend == "cpu":
             cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
