@@ -3,9 +3,11 @@ in benchmarks/score_speech.py (leave one device out refits without the held-out 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -262,15 +264,19 @@ def test_the_encoder_width_fit_is_the_median_of_the_width_1280_share():
     assert score_speech.encoder_fit(rows, width_backends=())["wide"] == {}
 
 
-def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
+@functools.cache
+def scorer_rows() -> tuple:
+    """Every speech row as benchmarks/score_estimator.py builds it from benchmarks/validation/ (built once)."""
     se = importlib.util.spec_from_file_location("score_estimator_speech", BENCHMARKS / "score_estimator.py")
     module = importlib.util.module_from_spec(se)
     se.loader.exec_module(module)
-    from types import SimpleNamespace
-
     helpers = SimpleNamespace(load=module.load, cpu_device=module.cpu_device, gpu_device=module.gpu_device,
                               device_key=module.device_key, source_key=module.source_key, CPU_SPECS=module.CPU_SPECS, FITS={})
-    rows, _ = score_speech.speech_rows(helpers, CATALOG)
+    return tuple(score_speech.speech_rows(helpers, CATALOG)[0])
+
+
+def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
+    rows = scorer_rows()
     old = [r for r in rows if r.kept_out and r.kept_out.startswith("ae1bd69")]
     assert len(old) == 12 and all(r.kind == "encoder" and r.device == "Tesla V100-PCIE-16GB" for r in old)
     blas = [r for r in rows if r.kept_out == score_speech.VENDOR_BLAS]
@@ -337,14 +343,7 @@ def test_the_thread_term_tried_is_a_power_of_the_threads_used(cores, backend, ex
 def test_gpuready_speaks_each_fitted_cpu_row_as_the_scorer_predicts_it_with_gpuready_constants():
     # the scorer's formula and tasks/speech.py's are one: a CPU with the row's threads as its cores, its peak at the
     # assumed clock (`extra`) and its stated clock, gets the speed the scorer predicts from gpuready's own constants
-    se = importlib.util.spec_from_file_location("score_estimator_parity", BENCHMARKS / "score_estimator.py")
-    module = importlib.util.module_from_spec(se)
-    se.loader.exec_module(module)
-    from types import SimpleNamespace
-
-    helpers = SimpleNamespace(load=module.load, cpu_device=module.cpu_device, gpu_device=module.gpu_device,
-                              device_key=module.device_key, source_key=module.source_key, CPU_SPECS=module.CPU_SPECS, FITS={})
-    rows, _ = score_speech.speech_rows(helpers, CATALOG)
+    rows = scorer_rows()
     constants = {"table": dict(speech.TTS_EFFICIENCY), "serial": 0.0, "exponent": speech.TTS_CPU_THREAD_EXPONENT}
     checked = 0
     for tts in (r for r in rows if r.kind == "tts" and r.backend == "cpu" and r.in_fit):
