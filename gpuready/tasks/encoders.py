@@ -32,6 +32,13 @@ def encoder_efficiency(backend: str) -> tuple[float, str]:
 
 
 
+def per_core_share(one_core: float, cores: int | None, exponent: float) -> tuple[float, int]:
+    """A CPU's share of its peak when work is spread over `cores` (unknown: one): one core's share x
+    cores^-exponent (each core's share falls as more of them split the work), and the cores counted."""
+    used = max(1, cores or 1)
+    return one_core * used**-exponent, used
+
+
 def device_flops_basis(device: Device) -> str:
     if device.kind == "cpu":
         return f"{device.name}: {device.flops / 1e12:.2f} TFLOPS estimated peak (cores x {ASSUMED_CPU_CLOCK_HZ / 1e9:.0f} GHz assumed x FMA width)"

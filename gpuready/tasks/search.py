@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks.base import Group, MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
 from gpuready.tasks.devices import Device
-from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
+from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, per_core_share
 
 CHUNK_TOKENS = 256
 HNSW_M = 16
@@ -122,8 +122,7 @@ def activation_bytes(model: SearchModel) -> int:
 def efficiency(backend: str, cores: int | None = None) -> tuple[float, str]:
     """Share of peak: the CPU's fitted per-core figure for its cores, a GPU backend's own, else the Whisper encoder's."""
     if backend == "cpu":
-        used = max(1, cores or 1)
-        value = CPU_EMBEDDING_EFFICIENCY * used**-CPU_CORE_SCALING
+        value, used = per_core_share(CPU_EMBEDDING_EFFICIENCY, cores, CPU_CORE_SCALING)
         return value, (f"{value:.0%} cpu efficiency ({CPU_EMBEDDING_EFFICIENCY:.0%} for one core x {used} cores^-{CPU_CORE_SCALING:.2f}, "
                        "fitted on sentence-transformers measurements, benchmarks/ACCURACY.md)")
     if backend in EMBEDDING_EFFICIENCY:

@@ -16,7 +16,7 @@ from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import text_estimate
 from gpuready.tasks.base import Group, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
 from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device
-from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
+from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, per_core_share
 from gpuready.tasks.measured import with_measured_encoder
 
 # Whisper processes audio in 30 s windows of 1,500 encoder frames (n_audio_ctx = 1500;
@@ -225,9 +225,8 @@ def tts_efficiency(backend: str, threads: int | None = None) -> tuple[float, str
     the physical cores the peak counts; unknown: one); other backends without a fit scale CUDA's by their prompt
     efficiency relative to CUDA's."""
     if backend == "cpu":
-        used = max(1, threads or 1)
         one = TTS_EFFICIENCY["cpu"]
-        value = one * used**-TTS_CPU_THREAD_EXPONENT
+        value, used = per_core_share(one, threads, TTS_CPU_THREAD_EXPONENT)
         return value, (f"{value:.1%} cpu efficiency ({one:.0%} for one thread x {used} threads^-{TTS_CPU_THREAD_EXPONENT:.2f}; "
                        "fitted on published TTS real-time factors)")
     if backend in TTS_EFFICIENCY:
