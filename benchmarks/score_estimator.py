@@ -315,7 +315,8 @@ def text_generation(catalog, out: list[str]) -> None:
                                             1 / row["tokens_per_s"], device_key(row, device), source_key(row),
                                             "hbm" if "HBM" in (device.memory_type or "") else "", model.is_moe,
                                             f"{model.id} {quant_id}" if depth == 0 else "",
-                                            est.matmul_params(model) / device.unpack_flops if device.unpack_flops else 0.0))
+                                            est.matmul_params(model) / device.unpack_flops if device.unpack_flops else 0.0,
+                                            known_s=est.padded_expert_seconds(model, device, est.is_bf16(quant_id))))
             if device.kind == "gpu" and not model.is_moe:
                 baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
         else:

@@ -48,6 +48,7 @@ class GenRow:
     variant: str = ""  # model and quant: pairs a prompt row with its generation row for time to first token
     weight_s: float = 0.0  # weights multiplied / vector FLOPS: seconds per unpacking op per weight (0: FLOPS unknown)
     rate: float = 1.0  # prompt rows: the matrix rate the kernels can use, in multiples of the table FLOPS
+    known_s: float = 0.0  # seconds a token spends in work no generation constant scales (padded BF16 expert products on Vulkan)
 
 
 def klass(row: GenRow, hbm: bool) -> str:
@@ -109,10 +110,11 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
         return row.layers * (factor if row.moe else 1.0)
 
     def parts(row: GenRow) -> tuple[float, float, float]:
-        """Each term's share of the measured time: bytes, fixed per layer, unpacking."""
+        """Each term's share of the measured time: bytes, fixed per layer, unpacking (with the known seconds)."""
         key = klass(row, hbm)
         return (row.ideal_s * inverse[key] * ratio[row.family] / row.measured_s,
-                layer_count(row) * fixed[key] / row.measured_s, row.weight_s * ops[row.family] / row.measured_s)
+                layer_count(row) * fixed[key] / row.measured_s,
+                (row.weight_s * ops[row.family] + row.known_s) / row.measured_s)
 
     by_class = {key: [row for row in rows if klass(row, hbm) == key] for key in inverse}
     by_family = {family: [row for row in rows if row.family == family] for family in ratio}
@@ -140,7 +142,7 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
                     continue
                 mine = [row for row in by_family[family] if row.weight_s]
                 w = [row.weight_s / row.measured_s for row in mine]
-                y = [1 - parts(row)[0] - parts(row)[1] for row in mine]
+                y = [1 - parts(row)[0] - parts(row)[1] - row.known_s / row.measured_s for row in mine]
                 sww = sum(a * a for a in w)
                 ops[family] = max(0.0, sum(a * b for a, b in zip(w, y)) / sww) if sww else 0.0
         if families:
@@ -189,7 +191,7 @@ def predict_generation(row: GenRow, fit: GenFit) -> float:
     family = fit.family.get(row.family, 1.0)
     fixed = fit.layer_s.get(key, 0.0) * (fit.moe_layer_factor if row.moe else 1.0)
     unpack = row.weight_s * (fit.unpack_ops or {}).get(row.family, 0.0)
-    return 1 / (row.ideal_s / (efficiency * family) + row.layers * fixed + unpack)
+    return 1 / (row.ideal_s / (efficiency * family) + row.layers * fixed + unpack + row.known_s)
 
 
 def fit_prompt(rows: list[PromptRow], families: bool = True) -> PromptFit:

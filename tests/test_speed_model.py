@@ -18,6 +18,7 @@ CATALOG = load_catalog()
 # terms are pinned by hand on the model with that term off.
 LLAMA_8B = replace(CATALOG.get("llama-3.1-8b"), tied_embeddings=None)
 Q4_K_M = CATALOG.quants["Q4_K_M"]
+QWEN_MOE = CATALOG.get("qwen3-30b-a3b")  # 30.5B parameters, 3.3B active, 8 of 128 experts a token
 GIB = 1024**3
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -170,6 +171,18 @@ def test_the_fit_recovers_the_constants_that_generated_the_rows():
         assert fit.layer_s[backend] == pytest.approx(fixed, rel=1e-6)
 
 
+def test_known_seconds_are_taken_off_before_the_fit_and_added_back_to_the_prediction():
+    speedfit = load_speedfit()
+    rows = []
+    for ideal, layers, known in ((2e-3, 32, 0.0), (5e-3, 32, 30e-3), (10e-3, 40, 0.0), (20e-3, 80, 5e-3), (40e-3, 80, 0.0)):
+        seconds = ideal / 0.8 + layers * 60e-6 + known  # a padded BF16 expert product costs `known` seconds
+        rows.append(speedfit.GenRow("vulkan", "k-quant", ideal, layers, seconds, f"d{ideal}", "s", known_s=known))
+    fit = speedfit.fit_generation(rows, families=False, hbm=False)
+    assert fit.efficiency["vulkan"] == pytest.approx(0.8, rel=1e-6)
+    assert fit.layer_s["vulkan"] == pytest.approx(60e-6, rel=1e-6)
+    assert speedfit.predict_generation(rows[1], fit) == pytest.approx(1 / rows[1].measured_s, rel=1e-6)
+
+
 def test_a_family_slower_by_a_fifth_is_fitted_at_four_fifths_of_k_quants():
     speedfit = load_speedfit()
     rows = []
@@ -299,13 +312,19 @@ def test_a_table_gpu_carries_its_board_power_and_nvml_limit_wins():
     assert gpu_device(capped).power_watts == 300.0  # a user-set limit (nvidia-smi -pl) is what the card may draw
 
 
-def test_bf16_on_vulkan_warns_that_drivers_without_bfloat16_run_it_far_slower():
+def test_only_bf16_experts_on_vulkan_carry_the_padded_tile_line():
+    # Dense BF16 takes Vulkan's matrix-vector path (a Radeon 8060S ran gemma-3-27b BF16 at its byte-bound
+    # speed, benchmarks/validation); only a mixture of experts in BF16 is padded to the matrix-matrix tile.
     bf16, f16 = (CATALOG.quants[q] for q in ("BF16", "F16"))
-    vulkan = gpu(backend="vulkan")
-    warned = est.estimate(LLAMA_8B, bf16, 4096, vulkan, CPU, 64 * GIB)
-    assert any(line.startswith("BF16 on Vulkan: a Radeon 8060S") for line in warned.basis)
-    assert not any(line.startswith("BF16 on Vulkan") for line in est.estimate(LLAMA_8B, f16, 4096, vulkan, CPU, 64 * GIB).basis)
-    assert not any(line.startswith("BF16 on Vulkan") for line in est.estimate(LLAMA_8B, bf16, 4096, gpu(), CPU, 64 * GIB).basis)
+    vulkan = replace(gpu(backend="vulkan"), vector_flops=30e12, matrix_cores=True)
+
+    def tiled(model, quant, device):
+        return any("32-token tile" in line for line in est.estimate(model, quant, 4096, device, CPU, 256 * GIB).basis)
+
+    assert tiled(QWEN_MOE, bf16, vulkan)
+    assert not tiled(QWEN_MOE, f16, vulkan)
+    assert not tiled(LLAMA_8B, bf16, vulkan)
+    assert not tiled(QWEN_MOE, bf16, gpu())
 
 
 def test_a_3_bit_k_quant_pays_its_own_unpacking_cost_per_weight():
@@ -399,3 +418,52 @@ def test_more_flops_never_slows_the_prompt_and_matrix_cores_never_hurt(backend, 
         est.speed(LLAMA_8B, memory, 0, replace(gpu(backend=backend), vector_flops=25e12, matrix_cores=cores, bf16_matrix=cores),
                   CPU, 1.0, quant).prompt_tokens_per_s for cores in (False, None, True))
     assert without <= unknown <= with_cores
+
+
+# --- BF16 experts on Vulkan: the matrix-matrix shader pads each token's products to a tile --------
+
+
+
+def test_a_token_is_routed_through_its_share_of_the_expert_parameters():
+    # (30.5e9 - 3.3e9) / (128 - 8) = 226.7M a expert, 8 of them: 1.813e9 parameters
+    assert est.routed_expert_params(QWEN_MOE) == pytest.approx(27.2e9 / 120 * 8)
+    assert est.routed_expert_params(LLAMA_8B) == 0.0  # dense
+    assert est.routed_expert_params(replace(QWEN_MOE, experts=None)) == 0.0  # expert counts not known
+
+
+@pytest.mark.parametrize(
+    ("backend", "quant", "bf16_matrix", "rate"),
+    [
+        ("vulkan", "BF16", None, 0.25),  # no BF16 matrix shapes: the scalar shader at the FP32 vector rate
+        ("vulkan", "BF16", True, 1.0),   # BF16 cooperative matrix: the matrix rate, still a 32-token tile
+        ("vulkan", "F16", None, 0.0),    # F16 experts take the matrix-vector path
+        ("vulkan", "Q4_K_M", None, 0.0),
+        ("cuda", "BF16", None, 0.0),     # CUDA's mmvf handles BF16 experts
+    ],
+)
+def test_bf16_experts_on_vulkan_cost_a_tile_of_prompt_work_a_token(backend, quant, bf16_matrix, rate, monkeypatch):
+    monkeypatch.setitem(est.PROMPT_SECONDS_PER_TFLOP, "vulkan", 0.0)  # the compute term alone
+    monkeypatch.setitem(est.PROMPT_JOULES_PER_FLOP, "vulkan", 0.0)
+    device = replace(vulkan_gpu(True, bf16_matrix), backend=backend)
+    padded = est.padded_expert_seconds(QWEN_MOE, device, est.is_bf16(quant))
+    if not rate:
+        assert padded == 0.0
+        return
+    work = 2 * (27.2e9 / 120 * 8) * 32  # 2 FLOPs a weight x routed experts x a 32-column tile
+    assert padded == pytest.approx(work / (120e12 * rate * est.PROMPT_EFFICIENCY["vulkan"] * est.PROMPT_MOE_EFFICIENCY))
+    memory = est.MemoryBreakdown(int(61e9), 0, 0, 0)
+    with_tile = est.speed(QWEN_MOE, memory, 0, device, CPU, 1.0, quant)
+    as_f16 = est.speed(QWEN_MOE, memory, 0, device, CPU, 1.0, "F16")  # same bytes, matrix-vector path
+    assert 1 / with_tile.generation_tokens_per_s == pytest.approx(1 / as_f16.generation_tokens_per_s + padded)
+    assert any("32-token tile" in line for line in est._with_speed_basis([], device, CPU, 1.0, quant, moe=True))
+
+
+def test_bf16_experts_split_over_gpu_and_cpu_pay_the_tile_only_for_the_gpu_share():
+    device = vulkan_gpu(True)
+    padded = est.padded_expert_seconds(QWEN_MOE, device, True)
+    memory = est.MemoryBreakdown(int(61e9), 0, 0, 0)
+    whole = est.speed(QWEN_MOE, memory, 0, device, CPU, 1.0, "BF16")
+    half = est.speed(QWEN_MOE, memory, 0, device, CPU, 0.5, "BF16")
+    half_f16 = est.speed(QWEN_MOE, memory, 0, device, CPU, 0.5, "F16")
+    assert 1 / half.generation_tokens_per_s == pytest.approx(1 / half_f16.generation_tokens_per_s + padded / 2)
+    assert whole.generation_tokens_per_s > half.generation_tokens_per_s

@@ -29,12 +29,12 @@ class Batched:
 
 
 def step_seconds(model: LanguageModel, weights_read: float, kv_bytes_per_user: float, users: int,
-                 device: Device, fraction: float, family: str = "k-quant") -> tuple[float, str]:
+                 device: Device, fraction: float, family: str = "k-quant", bf16: bool = False) -> tuple[float, str]:
     """One decoding step's time on one device holding ``fraction`` of the layers: the single-user step
     (text_estimate.step_seconds: bytes, fixed per-layer cost, unpacking) with every user's cache read, or
     the matrix work of ``users`` tokens, whichever is longer."""
     memory_time = text_estimate.step_seconds(model, weights_read + users * kv_bytes_per_user * AVERAGE_CACHE_FILL,
-                                             device, fraction, family)
+                                             device, fraction, family, bf16)
     compute_time = 0.0
     if device.flops:
         compute = device.flops * COMPUTE_EFFICIENCY.get(device.backend, COMPUTE_EFFICIENCY["cpu"])
@@ -54,7 +54,8 @@ def batched(model: LanguageModel, weights_bytes: int, kv_bytes_per_user: int, us
             continue
         if device is None or not device.bandwidth_bytes_per_s:
             return None
-        seconds, bound = step_seconds(model, weights_read, kv_bytes_per_user, users, device, fraction, family)
+        seconds, bound = step_seconds(model, weights_read, kv_bytes_per_user, users, device, fraction, family,
+                                      text_estimate.is_bf16(quant_id))
         total += seconds
         bounds.append((seconds, bound))
     if total <= 0:

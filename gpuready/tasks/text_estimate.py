@@ -90,14 +90,14 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 243.4e-6,
-    "cuda": 45.7e-6,
-    "cuda-hbm": 118.4e-6,
+    "cpu": 242.5e-6,
+    "cuda": 46.1e-6,
+    "cuda-hbm": 118.3e-6,
     "metal": 163.6e-6,
     "rocm": 89.8e-6,
-    "rocm-hbm": 140.3e-6,
+    "rocm-hbm": 140.2e-6,
     "sycl": 0.0e-6,
-    "vulkan": 34.3e-6,
+    "vulkan": 34.6e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -107,15 +107,23 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.48,
-    "k-quant-low": 17.75,
-    "legacy": 1.55,
-    "mxfp4": 8.33,
+    "k-quant": 3.50,
+    "k-quant-low": 17.81,
+    "legacy": 1.56,
+    "mxfp4": 8.90,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
 # ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
-MOE_LAYER_FACTOR = 2.31
+MOE_LAYER_FACTOR = 2.22
+# The columns llama.cpp's Vulkan matrix-matrix shader computes for a mixture-of-experts product of one
+# token. ggml_vk_use_mul_mat_vec_id (ggml/src/ggml-vulkan/ggml-vulkan.cpp) sends a MUL_MAT_ID to the
+# matrix-vector shader only for F32, F16 and quantised weights -- in the November 2025 source (ggml
+# 478023fb) and still in August 2026 (d99724f2) -- so BF16 experts take ggml_vk_mul_mat_id_q_f16, whose
+# smallest tile (s_warptile_id, chosen for n <= 32 by ggml_vk_guess_matmul_id_pipeline) is 32 columns wide
+# (64 with NV_coopmat2): the one token's product is computed 32 times over. Dense BF16 is not affected:
+# ggml_vk_mul_mat lists BF16 for the matrix-vector path. A fact of the source, not fitted.
+VULKAN_MOE_TILE_TOKENS = 32
 # Prompt processing of a language model: seconds per prompt token = 2 x active parameters /
 # (peak FLOPS x PROMPT_EFFICIENCY x family share) + a second term in one of two forms, each
 # backend's own (the one that predicts its held-out rows better, benchmarks/ACCURACY.md, "Which
@@ -428,14 +436,41 @@ def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant
     return bytes_read / (device.bandwidth_bytes_per_s * efficiency) + fixed
 
 
-def step_seconds(model: LanguageModel, bytes_read: float, device: Device, fraction: float, family: str = "k-quant") -> float:
+def step_seconds(model: LanguageModel, bytes_read: float, device: Device, fraction: float, family: str = "k-quant",
+                 bf16: bool = False) -> float:
     """One decoding step on a device holding ``fraction`` of the layers: its share of ``bytes_read`` over effective
-    bandwidth, plus its layers' fixed cost, plus unpacking its share of the quantised weights. A batched step of
-    several users costs the same, with every user's KV cache in ``bytes_read`` (gpuready.tasks.concurrency)."""
+    bandwidth, plus its layers' fixed cost, plus unpacking its share of the quantised weights, plus the padded
+    expert products of BF16 experts on Vulkan (padded_expert_seconds). A batched step of several users costs the
+    same, with every user's KV cache in ``bytes_read`` (gpuready.tasks.concurrency)."""
     layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
     unpack = (matmul_params(model) * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.unpack_flops
               if device.unpack_flops else 0.0)
-    return _seconds_per_token(bytes_read * fraction, device, family, layers) + unpack
+    padded = padded_expert_seconds(model, device, bf16) * fraction
+    return _seconds_per_token(bytes_read * fraction, device, family, layers) + unpack + padded
+
+
+def routed_expert_params(model: LanguageModel) -> float:
+    """Parameters of the experts one token is routed through: each expert's share of the parameters outside
+    the shared (always active) ones, (total - active) / (experts - experts_per_token), times experts_per_token.
+    0 for a dense model or one whose expert counts the catalogue does not give."""
+    experts, chosen = model.experts or 0, model.experts_per_token or 0
+    if not model.is_moe or experts <= chosen or chosen <= 0:
+        return 0.0
+    return (model.params - model.active_params) / (experts - chosen) * chosen
+
+
+def padded_expert_seconds(model: LanguageModel, device: Device, bf16: bool) -> float:
+    """Seconds a generated token spends in BF16 expert products that llama.cpp's Vulkan backend pads to a
+    tile: its matrix-vector path for a mixture of experts takes F32, F16 and quantised weights only
+    (ggml_vk_use_mul_mat_vec_id), so BF16 experts run the matrix-matrix shader, which computes
+    VULKAN_MOE_TILE_TOKENS columns for the one token. Costed like prompt processing (the same kernels, at
+    the rate matrix_rate gives BF16 there, with the mixture-of-experts share). 0 elsewhere."""
+    if device.backend != "vulkan" or not bf16 or not device.flops:
+        return 0.0
+    routed = routed_expert_params(model)
+    if not routed:
+        return 0.0
+    return _matrix_seconds(2 * routed * VULKAN_MOE_TILE_TOKENS, device, "float", bf16=True, moe=True)
 
 
 def is_geforce_rtx(device: Device) -> bool:
@@ -469,11 +504,16 @@ def matrix_rate(device: Device, bf16: bool = False) -> float:
 
 
 def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant", bf16: bool = False) -> float:
-    """Compute time at the backend's efficiency plus the second term: a per-TFLOP software ceiling or the
-    energy of the FLOPs over the board's power limit (whichever form the fit kept)."""
-    work = 2 * matmul_params(model)
+    """One prompt token: its matrix work (2 x the parameters it multiplies through) in _matrix_seconds."""
+    return _matrix_seconds(2 * matmul_params(model), device, family, bf16, model.is_moe)
+
+
+def _matrix_seconds(work: float, device: Device, family: str = "k-quant", bf16: bool = False, moe: bool = False) -> float:
+    """``work`` FLOPs of llama.cpp's matrix-matrix kernels: compute time at the backend's efficiency plus the
+    second term, a per-TFLOP software ceiling or the energy of the FLOPs over the board's power limit
+    (whichever form the fit kept)."""
     efficiency = PROMPT_EFFICIENCY.get(device.backend, PROMPT_EFFICIENCY["cpu"])
-    efficiency *= PROMPT_MOE_EFFICIENCY if model.is_moe else PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
+    efficiency *= PROMPT_MOE_EFFICIENCY if moe else PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
     flops = device.flops * matrix_rate(device, bf16)
     ceiling = PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0)
     joules = PROMPT_JOULES_PER_FLOP.get(device.backend, 0.0)
@@ -518,8 +558,8 @@ def speed(
     for device, fraction in devices:
         if fraction <= 0:
             continue
-        empty += step_seconds(model, weights_read, device, fraction, family)
-        full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, fraction, family)
+        empty += step_seconds(model, weights_read, device, fraction, family, is_bf16(quant_id))
+        full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, fraction, family, is_bf16(quant_id))
         if device.flops:
             prompt += _prompt_seconds_per_token(model, device, family, is_bf16(quant_id)) * fraction
     used = [device for device, fraction in devices if fraction > 0]
@@ -610,10 +650,10 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
-        if device.backend == "vulkan" and is_bf16(quant_id):
-            lines.append("BF16 on Vulkan: a Radeon 8060S (RADV, 'bf16: 0') generated Qwen3-30B-A3B BF16 at a third of this "
-                         "(kyuz0/amd-strix-halo-toolboxes, benchmarks/validation), which llama.cpp's source does not explain "
-                         "(its matrix-vector shaders widen BF16 without the extension); F16 or Q8_0 avoid the risk")
+        if device.backend == "vulkan" and is_bf16(quant_id) and moe and device.flops:
+            lines.append(f"generation: BF16 experts on Vulkan have no matrix-vector path in llama.cpp, so each token's expert "
+                         f"products run the matrix-matrix shader padded to a {VULKAN_MOE_TILE_TOKENS}-token tile and are "
+                         f"costed as that many prompt tokens' expert work; an F16 or Q8_0 file takes the matrix-vector path")
         if device.flops:
             rate, vector = matrix_rate(device, is_bf16(quant_id)), vulkan_rate(device, is_bf16(quant_id)) < 1.0
             lines.append(
