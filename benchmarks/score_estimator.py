@@ -102,6 +102,15 @@ FORKS = ("ik_llama.cpp", "llamafile")
 # prompt kernels (FP16-compute cuBLAS, int8 MMQ, FP16-accumulate Vulkan cooperative matrices) run
 # at the full rate. The prompt fit tries this factor as a term (PROMPT_GEFORCE_RATE).
 GEFORCE_FULL_RATE = 2.0
+# Until llama.cpp PR #8075 ("CUDA: use MMQ instead of cuBLAS by default", merged 2024-06-23), a CUDA build
+# multiplied quantised weights by a batch of more than 32 tokens on a GPU of compute capability 7.0 (Volta)
+# or newer by dequantising them to FP16 and calling cuBLAS (ggml_cuda_mul_mat: use_mul_mat_q is false when
+# fp16_performance_good && src1->ne[1] > MMQ_MAX_BATCH_SIZE; ggml fe7ea027, January 2024); older GPUs
+# kept the dp4a MMQ kernels. Since then MMQ's int8 tensor-core kernels run them. A row dated (`measured`)
+# before this month on such a GPU ran the other kernel, so its quantised prompt is fitted as its own class
+# ("cublas", the prompt term choice's "cublas" term): gpuready estimates today's builds and never uses it.
+CUBLAS_PROMPT_UNTIL = "2024-06"
+PRE_VOLTA = ("Kepler", "Maxwell", "Pascal")
 MEMORY = re.compile(r"^(?:LP)?DDR\d[A-Z]?-(\d{3,5}) (\d+)ch$")
 
 # Base models the text-generation rows measure that are not in the catalogue, from each
@@ -168,6 +177,14 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
                       power_watts=power.watts if (power := power_table().gpu(spec.id)) else None,
                       matrix_cores=matrix_cores if backend == "vulkan" else None,
                       bf16_matrix=bool(row.get("vulkan_bf16")) and bool(matrix_cores) if backend == "vulkan" else None)
+
+
+def cublas_prompt(row: dict, family: str) -> bool:
+    """Whether a CUDA row's quantised prompt ran dequantise-to-FP16 + cuBLAS (CUBLAS_PROMPT_UNTIL)."""
+    if row["backend"] != "cuda" or family == "float" or not row.get("measured"):
+        return False
+    spec = gpu_spec(row)
+    return row["measured"] < CUBLAS_PROMPT_UNTIL and spec is not None and spec.architecture not in PRE_VOLTA
 
 
 def cpu_device(row: dict) -> devices.Device | None:
@@ -326,7 +343,8 @@ def text_generation(catalog, out: list[str]) -> None:
                                                   work / (device.flops * vector_share), work / 1e12, f"{model.id} {quant_id}",
                                                   GEFORCE_FULL_RATE if est.is_geforce_rtx(device) and vector_share == 1.0
                                                   else 1.0, model.is_moe,
-                                                  work / device.power_watts if device.power_watts else 0.0))
+                                                  work / device.power_watts if device.power_watts else 0.0,
+                                                  cublas_prompt(row, family)))
         if backend == "cpu":
             cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
                                    row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",

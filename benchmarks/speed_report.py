@@ -16,20 +16,29 @@ from gpuready.tasks import text_estimate as est
 
 MIN_BAND_DEVICES = 3
 MOE_FAMILY = "moe"
+CUBLAS_FAMILY = "cublas"  # a scored-only class: gpuready estimates today's kernels
 
 
-def prompt_families(rows: list, families: bool, moe: bool) -> tuple[list, bool]:
+def prompt_families(rows: list, families: bool, moe: bool, cublas: bool = False) -> tuple[list, bool]:
     """Rows as the prompt fit sees them, and whether it fits family shares of the compute term.
 
     "families": each quant family's matrix kernel at its own share of K-quants' efficiency. "moe": a
     mixture-of-experts model's compute at its own share instead (ggml_mul_mat_id: each expert multiplies
     only the tokens routed to it, k of n experts, so a 512-token micro-batch becomes many small products,
-    plus the router and the gather between them).
+    plus the router and the gather between them). "cublas": quantised prompts of CUDA builds before
+    PR #8075 on Volta or newer (score_estimator.CUBLAS_PROMPT_UNTIL) as their own class, the kernel they ran.
     """
-    if not families and not moe:
+    if not families and not moe and not cublas:
         return rows, False
-    return [replace(r, family=MOE_FAMILY if moe and r.moe else (r.family if families else speedfit.REFERENCE_FAMILY))
-            for r in rows], True
+
+    def family(r) -> str:
+        if moe and r.moe:
+            return MOE_FAMILY
+        if cublas and getattr(r, "cublas", False):
+            return CUBLAS_FAMILY
+        return r.family if families else speedfit.REFERENCE_FAMILY
+
+    return [replace(r, family=family(r)) for r in rows], True
 
 
 def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...]) -> tuple[dict, list[tuple[str, float, float]]]:
@@ -73,14 +82,15 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     # FLOP over the board's power limit (a board at its limit cannot run its tensor cores at peak). Each
     # backend takes the form that predicts its own held-out rows better (an Apple entry's "power" is the
     # whole Mac's at the wall, a discrete card's its board limit); then the term choice runs on the result.
-    def prompt_cv(rows, key, geforce=True, second=True, families=True, moe=True):
-        rows, shares = prompt_families(full_rate(rows, geforce), families, moe)
+    def prompt_cv(rows, key, geforce=True, second=True, families=True, moe=True, cublas=True):
+        rows, shares = prompt_families(full_rate(rows, geforce), families, moe, cublas)
         return speedfit.cross_validate_generation(rows, key, layers=second, families=shares,
                                                   hbm=False, moe=False, unpack=False)
 
     def form_rows(forms: dict) -> list:
         return [speedfit.GenRow(r.backend, r.family, r.ideal_s, r.tflop if forms[r.backend] == "ceiling" else r.per_watt,
-                                r.ideal_s / r.implied, r.device, r.source, moe=r.moe, variant=r.variant, rate=r.rate)
+                                r.ideal_s / r.implied, r.device, r.source, moe=r.moe, variant=r.variant, rate=r.rate,
+                                cublas=r.cublas)
                 for r in prompt_rows]
 
     def backend_error(rows: list, backend: str) -> float:
@@ -94,19 +104,22 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         scores = {form: backend_error(form_rows({**prompt_forms, backend: form}), backend) for form in ("power", "ceiling")}
         prompt_forms[backend] = min(scores, key=scores.get)  # a tie keeps the power form
         form_trials.append((backend, scores["power"], scores["ceiling"], prompt_forms[backend]))
-    prompt_terms, prompt_trials = choose_terms(form_rows(prompt_forms), prompt_cv, ("geforce", "second", "families", "moe"))
+    prompt_terms, prompt_trials = choose_terms(form_rows(prompt_forms), prompt_cv,
+                                               ("geforce", "second", "families", "moe", "cublas"))
     prompt_rows = form_rows(prompt_forms)
     second_on = prompt_terms["second"]
     fit = speedfit.fit_generation(gen_rows, **gen_terms)
     prompt_rows, shares = prompt_families(full_rate(prompt_rows, prompt_terms["geforce"]), prompt_terms["families"],
-                                          prompt_terms["moe"])
+                                          prompt_terms["moe"], prompt_terms["cublas"])
     pfit = speedfit.fit_generation(prompt_rows, layers=second_on, families=shares, hbm=False, moe=False, unpack=False)
     lodo = speedfit.cross_validate_generation(gen_rows, "device", **gen_terms)
     loso = speedfit.cross_validate_generation(gen_rows, "source", **gen_terms)
     inside = [(row, speedfit.error(speedfit.predict_generation(row, fit), 1 / row.measured_s)) for row in gen_rows]
     # The rows are already at their rate and in their (MoE) families: no second transformation.
-    p_lodo = prompt_cv(prompt_rows, "device", **{**prompt_terms, "geforce": False, "families": shares, "moe": False})
-    p_loso = prompt_cv(prompt_rows, "source", **{**prompt_terms, "geforce": False, "families": shares, "moe": False})
+    p_lodo = prompt_cv(prompt_rows, "device", **{**prompt_terms, "geforce": False, "families": shares, "moe": False,
+                                                 "cublas": False})
+    p_loso = prompt_cv(prompt_rows, "source", **{**prompt_terms, "geforce": False, "families": shares, "moe": False,
+                                                 "cublas": False})
     p_inside = [(row, speedfit.error(speedfit.predict_generation(row, pfit), 1 / row.measured_s)) for row in prompt_rows]
     devices = {row.device for row in gen_rows}
     backends = sorted({row.backend for row in gen_rows})
@@ -155,12 +168,12 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "rows want almost none (Radeon 8060S, PR #16900: Q2_K 60 t/s against 43 for Q4_K_S), so the one fitted "
                "cost sits between them and misses both; an Iris Xe whose memory speed is not stated; a May 2025 Vulkan build on an RTX 2070. Prompt: "
                "a Vulkan RTX 2080 Ti whose source prints no device line (gpuready assumes Turing gets matrix cores); BF16 "
-               "MoE on the Radeon 8060S; December 2023 builds of Q4_0 on the A100 and RTX 3090, about half as fast as "
-               "2025-26 builds on the same GPU; ROCm on CDNA 2 (MI210); MoE on GB10; the 24-core M1 Max. "
+               "MoE on the Radeon 8060S; MoE on GB10; ROCm on CDNA 2 (MI210); the 24-core M1 Max. "
                "Kept in the latest round, as a fact of llama.cpp's source with no constant fitted: BF16 experts on Vulkan "
                "padded to the matrix-matrix shader's 32-token tile (text_estimate.padded_expert_seconds; "
                "docs/vulkan-capabilities.md section 4: Qwen3-30B-A3B BF16 on Strix Halo's Radeon 8060S, which ran at a "
-               "third of its byte-bound speed, 199% -> 48%; generation worst 199% -> 132%). "
+               "third of its byte-bound speed, 199% -> 48%; generation worst 199% -> 132%); and, kept by the term choice, "
+               "the quantised prompts of CUDA builds before PR #8075 as their own kernel class (the paragraph below). "
                "Kept in the round before, each by the held-out term choice or as a stated fact of the run: a board power for "
                "every GPU of catalog/gpus.toml that has one published (power.toml, 52 -> 138 GPUs; GPUs without one got "
                "no power term: prompt LODO 26.6% -> 24.5%, LOSO 30.3% -> 29.1%); the capabilities llama.cpp's Vulkan "
@@ -185,10 +198,13 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                f"came in this round ({apple['prompt']} of the {len(prompt_rows)} prompt rows are now Metal's) and Metal rows are "
                f"predicted within {statistics.median(e for r, e in p_lodo if r.backend == 'metal'):.0f}%; "
                f"each device once it is {per_device(p_lodo):.1f}%, and CUDA's own median is "
-               f"{statistics.median(e for r, e in p_lodo if r.backend == 'cuda'):.0f}%. The CUDA rows miss because the "
-               "same GPU ran about 2x faster in 2025-26 builds than in the December 2023 rows (RTX 4090, llama-2-7b Q4_0: "
-               "5,531 t/s in XiongjieDai's table, 11,993 in the 2025 scoreboard), and one set of constants cannot be "
-               "within 15% of both. The prompt's band (PROMPT_BAND, \"Bands: prompt\" below) is each backend's own, "
+               f"{statistics.median(e for r, e in p_lodo if r.backend == 'cuda'):.0f}%. The same GPU ran about 2x faster "
+               "in 2025-26 builds than in the December 2023 rows (RTX 4090, llama-2-7b Q4_0: 5,531 t/s in XiongjieDai's "
+               "table, 11,993 in the 2025 scoreboard): until llama.cpp PR #8075 (June 2024) CUDA builds dequantised "
+               "quantised weights to FP16 for cuBLAS on Volta and newer, and int8 tensor-core MMQ kernels have run them "
+               "since. Rows dated before that month (the `measured` field) are fitted as their own class (\"cublas\", "
+               "kept by the term choice, scored but never estimated), so the CUDA constants describe today's kernels: "
+               "without it CUDA's median was 25.9%, each device once 20.0% and LOSO 16.4% (row LODO 12.6%). The prompt's band (PROMPT_BAND, \"Bands: prompt\" below) is each backend's own, "
                "apart from the generation band. The second term's form is chosen per backend this round (table under "
                "\"Which terms stay\"): with one form for all, the Apple rows flipped it to the per-TFLOP ceiling and "
                "raised CUDA's median to 29.2%.\n")
@@ -255,8 +271,14 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                est.PROMPT_JOULES_PER_FLOP[backend] * 1e12 if backend in est.PROMPT_JOULES_PER_FLOP else None)
     record(out, fits, "PROMPT_GEFORCE_RATE", "all", 2.0 if prompt_terms["geforce"] else 1.0, est.PROMPT_GEFORCE_RATE)
     record(out, fits, "PROMPT_MOE_EFFICIENCY", "all", pfit.family.get(MOE_FAMILY, 1.0), est.PROMPT_MOE_EFFICIENCY)
-    for family in sorted(set(pfit.family) - {MOE_FAMILY} | set(est.PROMPT_FAMILY_EFFICIENCY)):
+    for family in sorted(set(pfit.family) - {MOE_FAMILY, CUBLAS_FAMILY} | set(est.PROMPT_FAMILY_EFFICIENCY)):
         record(out, fits, "PROMPT_FAMILY_EFFICIENCY", family, pfit.family.get(family, 1.0), est.PROMPT_FAMILY_EFFICIENCY.get(family))
+    if CUBLAS_FAMILY in pfit.family:
+        out.append(f"\nThe \"cublas\" class (quantised prompts of CUDA builds before llama.cpp PR #8075 on Volta or newer, "
+                   f"which dequantised to FP16 for cuBLAS: score_estimator.CUBLAS_PROMPT_UNTIL) is fitted at "
+                   f"{pfit.family[CUBLAS_FAMILY]:.2f} of K-quants' share over "
+                   f"{sum(r.family == CUBLAS_FAMILY for r in prompt_rows)} rows. It is scored, never estimated: gpuready "
+                   f"estimates today's builds.")
     out.append("\nCOMPUTE_EFFICIENCY (the one-term median of each backend's prompt rows) stays the backend scale the "
                "image and speech estimators use; the language-model prompt uses PROMPT_EFFICIENCY and "
                "PROMPT_SECONDS_PER_TFLOP. Every fitted efficiency is capped at 1 (the table's peak).\n")
@@ -292,8 +314,7 @@ def full_rate(rows: list, on: bool) -> list:
     """Prompt rows with the compute term at each card's usable matrix rate (GenRow.rate), or as they are."""
     if not on:
         return rows
-    return [speedfit.GenRow(r.backend, r.family, r.ideal_s / r.rate, r.layers, r.measured_s, r.device, r.source,
-                            r.memory_class, r.moe, r.variant, r.weight_s) for r in rows]
+    return [replace(r, ideal_s=r.ideal_s / r.rate, rate=1.0) for r in rows]
 
 
 def time_to_first_token(gen_rows: list, prompt_rows: list, gen_terms: dict, prompt_terms: dict, out: list[str]) -> None:

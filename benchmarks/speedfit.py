@@ -49,6 +49,7 @@ class GenRow:
     weight_s: float = 0.0  # weights multiplied / vector FLOPS: seconds per unpacking op per weight (0: FLOPS unknown)
     rate: float = 1.0  # prompt rows: the matrix rate the kernels can use, in multiples of the table FLOPS
     known_s: float = 0.0  # seconds a token spends in work no generation constant scales (padded BF16 expert products on Vulkan)
+    cublas: bool = False  # prompt rows: quantised weights dequantised to FP16 for cuBLAS (PromptRow.cublas)
 
 
 def klass(row: GenRow, hbm: bool) -> str:
@@ -78,6 +79,7 @@ class PromptRow:
     rate: float = 1.0  # the matrix rate the kernels can use, in multiples of the table FLOPS (2 on GeForce RTX)
     moe: bool = False  # mixture of experts
     per_watt: float = 0.0  # 2 x active params / the board's power limit (FLOP per watt); 0 where the power is unknown
+    cublas: bool = False  # quantised weights dequantised to FP16 for cuBLAS (CUDA builds before PR #8075, Volta and newer)
 
 
 @dataclass(frozen=True)

@@ -54,3 +54,43 @@ def test_a_rows_stated_memory_sets_its_bandwidth_over_the_platform_table():
     unstated = {"cpu_hint": "AMD Ryzen 9 7950X 16-Core Processor", "memory": "DDR3 (speed and channels not stated)"}
     assert module.stated_bandwidth(unstated) is None
     assert module.cpu_device(unstated).bandwidth_bytes_per_s == 83_200_000_000  # catalog/cpus.toml, DDR5-5200 x 2
+
+
+def load_scorer(name: str):
+    spec = importlib.util.spec_from_file_location(name, SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("backend", "gpu_hint", "measured", "family", "cublas"),
+    [
+        ("cuda", "NVIDIA GeForce RTX 3090", "2023-12", "legacy", True),    # Ampere, before PR #8075: FP16 cuBLAS
+        ("cuda", "NVIDIA GeForce RTX 3090", "2024-01", "k-quant", True),
+        ("cuda", "NVIDIA GeForce RTX 3090", "2024-06", "legacy", False),   # the month MMQ became the default
+        ("cuda", "NVIDIA GeForce RTX 3090", None, "legacy", False),        # undated rows ran today's kernels
+        ("cuda", "NVIDIA GeForce RTX 3090", "2023-12", "float", False),    # F16 weights took cuBLAS either way
+        ("cuda", "NVIDIA Tesla P40", "2024-01", "legacy", False),           # Pascal: no FP16 path, dp4a MMQ
+        ("rocm", "AMD Radeon RX 7900 XTX", "2023-12", "legacy", False),    # CUDA builds only
+    ],
+)
+def test_dated_cuda_rows_before_mmq_became_the_default_ran_cublas(backend, gpu_hint, measured, family, cublas):
+    module = load_scorer("score_estimator_cublas")
+    row = {"backend": backend, "gpu_hint": gpu_hint, **({"measured": measured} if measured else {})}
+    assert module.gpu_spec(row) is not None
+    assert module.cublas_prompt(row, family) is cublas
+
+
+def test_the_cublas_class_is_its_own_prompt_family_only_when_the_term_is_on():
+    import sys
+    sys.path.insert(0, str(SCRIPT.parent))
+    import speed_report
+    import speedfit
+
+    old = speedfit.GenRow("cuda", "legacy", 1e-4, 0.0, 2e-4, "rtx-3090", "s", cublas=True)
+    new = speedfit.GenRow("cuda", "legacy", 1e-4, 0.0, 1.5e-4, "rtx-3090", "t")
+    rows, shares = speed_report.prompt_families([old, new], families=True, moe=True, cublas=True)
+    assert [r.family for r in rows] == ["cublas", "legacy"] and shares
+    rows, _ = speed_report.prompt_families([old, new], families=True, moe=True, cublas=False)
+    assert [r.family for r in rows] == ["legacy", "legacy"]

@@ -135,19 +135,19 @@ VULKAN_MOE_TILE_TOKENS = 32
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
     "cpu": 1.00,
-    "cuda": 0.92,
+    "cuda": 0.97,
     "metal": 0.59,
     "rocm": 1.00,
     "sycl": 1.00,
     "vulkan": 0.44,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 217.84e-3,
+    "cpu": 218.78e-3,
     "cuda": 0.00e-3,
     "metal": 0.00e-3,
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
-    "vulkan": 1.45e-3,
+    "vulkan": 1.50e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
 # full tensor rate draws more than most boards may (an RTX 4090 at its 450 W limit, an RTX 6000 Ada
@@ -157,9 +157,9 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.7472e-12,
-    "metal": 0.6389e-12,
-    "rocm": 3.4424e-12,
+    "cuda": 2.4603e-12,
+    "metal": 0.5068e-12,
+    "rocm": 3.4427e-12,
     "sycl": 0.0000e-12,
     "vulkan": 0.0000e-12,
 }
@@ -180,9 +180,9 @@ PROMPT_GEFORCE_RATE = 2.00
 PROMPT_MOE_EFFICIENCY = 0.50
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.25,
+    "float": 1.21,
     "k-quant": 1.00,
-    "legacy": 1.14,
+    "legacy": 1.15,
     "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
@@ -202,10 +202,10 @@ SPEED_BAND = {
 # harder to predict than generation (software and power limits, not one memory bus), so its band
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
-    "cpu": 0.43,
-    "cuda": 0.47,
-    "metal": 0.07,
-    "rocm": 0.45,
+    "cpu": 0.40,
+    "cuda": 0.33,
+    "metal": 0.09,
+    "rocm": 0.46,
     "sycl": 0.50,
     "vulkan": 0.52,
 }
