@@ -423,7 +423,7 @@ def constants_text() -> str:
         elif name in ("MOE_LAYER_FACTOR", "PROMPT_GEFORCE_RATE", "PROMPT_MOE_EFFICIENCY"):
             tables[name] = f"{fitted:.2f}"
         elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY", "UNPACK_OPS_PER_WEIGHT",
-                      "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND", "PROMPT_BAND"):
+                      "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND", "PROMPT_BAND", "QUANT_FAMILY_BAND", "PROMPT_FAMILY_BAND"):
             tables[name][key] = f"{fitted:.2f}"
     return "\n".join(f"{name} = {values}" if isinstance(values, str) else
                      f"{name} = {{" + ", ".join(f'"{k}": {v}' for k, v in sorted(values.items())) + "}"

@@ -137,7 +137,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     e_gen = [e for _, e in lodo]
     e_pp = [e for _, e in p_lodo]
     coverage = [hit for _, _, hit in speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
-                                                             floor=est.SPEED_UNCERTAINTY["assumed"] * 100)]
+                                                             floor=est.SPEED_UNCERTAINTY["assumed"] * 100,
+                                                             families=family_bands_kept(lodo))]
     share = sum(coverage) / len(coverage)
     def per_device(errors: list) -> float:
         return speedfit.median_of_group_medians((row.device, err) for row, err in errors)
@@ -246,7 +247,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         out.append(f"| {backend} | {power:.2f}% | {ceiling:.2f}% | {kept_form} |")
     out.append("")
     bands(lodo, out, fits)
-    bands(p_lodo, out, fits, "PROMPT_BAND", "prompt")
+    bands(p_lodo, out, fits, "PROMPT_BAND", "prompt", "PROMPT_FAMILY_BAND")
     out.append("### Fitted constants (gpuready/tasks/text_estimate.py holds these, rounded)\n")
     out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
     for backend in sorted(fit.efficiency):
@@ -350,15 +351,21 @@ def record(out: list[str], fits: dict, name: str, key: str, fitted: float, const
     out.append(f"| {name} | {key} | {fitted:.2f} | {shown} |")
 
 
-def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", what: str = "generation") -> None:
-    """A band per backend (80th percentile of its LODO errors) and the coverage of bands fitted without each device."""
+def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", what: str = "generation",
+          family_constant: str = "QUANT_FAMILY_BAND") -> None:
+    """A band per backend (80th percentile of its LODO errors), widened per quant family where that family's
+    errors run wider than all rows', and the coverage of bands fitted without each device."""
     current = getattr(est, constant)
     out.append(f"### Bands: {what}\n")
-    out.append(f"Each {what} speed's +/- is its backend's 80th percentile of leave-one-device-out {what} errors. Coverage: "
+    out.append(f"Each {what} speed's +/- is its backend's 80th percentile of leave-one-device-out {what} errors, times its "
+               f"quant family's factor ({family_constant}: the family's 80th percentile over that of all rows, where "
+               f"above 1 and the family was measured on {MIN_BAND_DEVICES} or more devices) where the factors are kept: "
+               "they are kept only if, held out, they raise the coverage of the worst-covered family. Coverage: "
                "for every row, the band computed from the other devices' held-out errors only, and whether the row's "
                "own held-out error falls inside it (target: about 80%, within 70-90%).\n")
+    kept = family_bands_kept(lodo)
     covered = speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
-                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100)
+                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100, families=kept)
     pooled = speedfit.percentile([e for _, e in lodo], 0.8) / 100
     out.append(f"A backend measured on fewer than {MIN_BAND_DEVICES} devices gets at least the pooled band of all rows "
                f"(+/-{pooled:.0%}) and at least the +/-{est.SPEED_UNCERTAINTY['assumed']:.0%} of an assumed figure: "
@@ -374,8 +381,34 @@ def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", 
         inside = [hit for r, _, hit in covered if r.backend == backend]
         out.append(f"| {backend} | {len(errors)} | {devices} | +/-{band:.0%} | {sum(inside) / len(inside):.0%} |")
     total = [hit for _, _, hit in covered]
-    out.append(f"| all | {len(total)} | {len({r.device for r, _ in lodo})} | | {sum(total) / len(total):.0%} |")
-    families = sorted({row.family for row, _ in lodo})
-    out.append("\nCoverage per quant family: " + ", ".join(
-        f"{family} {sum(h for r, _, h in covered if r.family == family) / len([1 for r, _, _ in covered if r.family == family]):.0%}"
-        for family in families) + ".\n")
+    out.append(f"| all | {len(total)} | {len({r.device for r, _ in lodo})} | | {sum(total) / len(total):.0%} |\n")
+    factors = getattr(est, family_constant)
+    out.append(f"| quant family | rows | devices | 80th percentile | factor ({family_constant}) | coverage |\n"
+               "|---|---:|---:|---:|---:|---:|")
+    for family in sorted({row.family for row, _ in lodo}):
+        errors = [e for r, e in lodo if r.family == family]
+        factor = speedfit.family_band_factor(lodo, family, 0.8, MIN_BAND_DEVICES) if kept else 1.0
+        if family != CUBLAS_FAMILY:  # a scored-only class: no estimate carries it
+            fits[(family_constant, family)] = (factor, factors.get(family))
+        inside = [hit for r, _, hit in covered if r.family == family]
+        out.append(f"| {family} | {len(errors)} | {len({r.device for r, _ in lodo if r.family == family})} | "
+                   f"{speedfit.percentile(errors, 0.8):.0f}% | {factor:.2f} | {sum(inside) / len(inside):.0%} |")
+    out.append(f"\nFamily factors {'kept' if kept else 'not kept (1.00)'}: held out, the worst-covered family's coverage is "
+               f"{worst_family_coverage(lodo, True):.0%} with them and {worst_family_coverage(lodo, False):.0%} without.\n")
+
+
+def worst_family_coverage(lodo: list, families: bool) -> float:
+    """The lowest held-out band coverage of a quant family measured on MIN_BAND_DEVICES or more devices."""
+    covered = speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
+                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100, families=families)
+    shares = []
+    for family in {row.family for row, _ in lodo}:
+        if len({r.device for r, _ in lodo if r.family == family}) >= MIN_BAND_DEVICES:
+            hits = [hit for r, _, hit in covered if r.family == family]
+            shares.append(sum(hits) / len(hits))
+    return min(shares)
+
+
+def family_bands_kept(lodo: list) -> bool:
+    """Whether the quant-family band factors predict held-out coverage: they raise the worst family's."""
+    return worst_family_coverage(lodo, True) > worst_family_coverage(lodo, False)

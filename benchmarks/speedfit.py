@@ -244,13 +244,14 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def band_coverage(errors: list[tuple[object, float]], group: str, share: float = 0.8, min_devices: int = 0,
-                  floor: float = 0.0) -> list[tuple[object, float, bool]]:
+                  floor: float = 0.0, families: bool = False) -> list[tuple[object, float, bool]]:
     """Per row: the band of its class fitted without its own device, and whether its error falls inside.
 
     The band of a class (the row's backend) is the `share` percentile of the held-out
     errors of every other device of that class, so a row never sets its own band. A class
     left with fewer than `min_devices` devices gets at least the pooled band of every other
-    row and at least `floor` (percent), as the committed bands do.
+    row and at least `floor` (percent), as the committed bands do. With `families`, the band is
+    then widened by the row's quant family's factor (family_band_factor) over the other devices.
     """
     out = []
     for row, err in errors:
@@ -260,5 +261,16 @@ def band_coverage(errors: list[tuple[object, float]], group: str, share: float =
         band = percentile(mine, share) if mine else pooled
         if len({getattr(r, group) for r, _ in others if r.backend == row.backend}) < min_devices:
             band = max(band, pooled, floor)
+        if families:
+            band *= family_band_factor(others, row.family, share, min_devices)
         out.append((row, band, err <= band))
     return out
+
+
+def family_band_factor(errors: list[tuple[object, float]], family: str, share: float = 0.8, min_devices: int = 0) -> float:
+    """How much wider a quant family's errors run than all rows': the family's `share` percentile over the
+    pooled one, where above 1 and the family has rows on at least `min_devices` devices; else 1."""
+    mine = [e for r, e in errors if r.family == family]
+    if not mine or len({r.device for r, e in errors if r.family == family}) < min_devices:
+        return 1.0
+    return max(1.0, percentile(mine, share) / percentile([e for _, e in errors], share))

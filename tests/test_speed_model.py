@@ -467,3 +467,36 @@ def test_bf16_experts_split_over_gpu_and_cpu_pay_the_tile_only_for_the_gpu_share
     half_f16 = est.speed(QWEN_MOE, memory, 0, device, CPU, 0.5, "F16")
     assert 1 / half.generation_tokens_per_s == pytest.approx(1 / half_f16.generation_tokens_per_s + padded / 2)
     assert whole.generation_tokens_per_s > half.generation_tokens_per_s
+
+
+# --- bands per quant family ------------------------------------------------------------------------
+
+
+def test_a_quant_family_predicted_worse_widens_its_backends_band(monkeypatch):
+    monkeypatch.setitem(est.QUANT_FAMILY_BAND, "k-quant-low", 3.0)
+    assert est.speed_band(["cuda"], ["table"], family="k-quant-low") == pytest.approx(est.SPEED_BAND["cuda"] * 3.0)
+    assert est.speed_band(["cuda"], ["table"], family="legacy") == pytest.approx(
+        est.SPEED_BAND["cuda"] * est.QUANT_FAMILY_BAND["legacy"])
+    memory = est.MemoryBreakdown(3_000_000_000, 0, 0, 0)
+    assert est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q2_K").uncertainty == pytest.approx(est.SPEED_BAND["cuda"] * 3.0)
+
+
+def test_a_prompt_band_takes_the_family_of_the_prompts_kernels(monkeypatch):
+    monkeypatch.setitem(est.PROMPT_FAMILY_BAND, "moe", 2.0)
+    assert est.prompt_family(QWEN_MOE, "k-quant") == "moe"
+    assert est.prompt_family(LLAMA_8B, "k-quant-low") == "k-quant"  # the matrix-matrix kernel has no 2-3-bit class
+    memory = est.MemoryBreakdown(17_000_000_000, 0, 0, 0)
+    moe = est.speed(QWEN_MOE, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
+    assert moe.prompt_uncertainty == pytest.approx(est.PROMPT_BAND["cuda"] * 2.0)
+    dense = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
+    assert dense.prompt_uncertainty == pytest.approx(est.PROMPT_BAND["cuda"] * est.PROMPT_FAMILY_BAND["k-quant"])
+
+
+def test_the_family_factor_is_the_familys_percentile_over_all_rows():
+    speedfit = load_speedfit()
+    row = lambda family, device: speedfit.GenRow("cuda", family, 1, 1, 1, device, "s")  # noqa: E731
+    errors = [(row("legacy", f"d{i}"), 10.0) for i in range(8)] + [(row("k-quant-low", f"e{i}"), 40.0) for i in range(2)]
+    # all rows' 80th percentile: 10% (8 of 10 rows at 10%); the family's: 40%
+    assert speedfit.family_band_factor(errors, "k-quant-low", 0.8, min_devices=2) == pytest.approx(4.0)
+    assert speedfit.family_band_factor(errors, "k-quant-low", 0.8, min_devices=3) == 1.0  # too few devices
+    assert speedfit.family_band_factor(errors, "legacy", 0.8, min_devices=2) == 1.0  # never narrower than its backend

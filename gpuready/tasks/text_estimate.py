@@ -197,6 +197,26 @@ SPEED_BAND = {
     "sycl": 0.50,
     "vulkan": 0.26,
 }
+# A quant family whose kernels the model predicts worse than the rest widens its backend's band: the
+# family's 80th percentile of leave-one-device-out generation errors over that of all rows, where above 1
+# (families measured on 3 or more devices; benchmarks/ACCURACY.md, "Bands: generation"), kept only where,
+# held out, the factors raise the worst-covered family's coverage. 2- and 3-bit K-quants' unpacking cost
+# differs between builds (January 2024 CUDA against 2025 Vulkan), so their speeds carry about 3x the band.
+QUANT_FAMILY_BAND = {
+    "float": 1.00,
+    "k-quant": 1.04,
+    "k-quant-low": 3.36,
+    "legacy": 1.00,
+    "mxfp4": 1.00,
+}
+# The prompt's family factor, the same way over prompt rows ("moe": a mixture-of-experts model's prompt);
+# 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
+PROMPT_FAMILY_BAND = {
+    "float": 1.00,
+    "k-quant": 1.00,
+    "legacy": 1.00,
+    "moe": 1.00,
+}
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
 # harder to predict than generation (software and power limits, not one memory bus), so its band
@@ -521,13 +541,23 @@ def _matrix_seconds(work: float, device: Device, family: str = "k-quant", bf16: 
     return work / (flops * efficiency) + work / 1e12 * ceiling + power
 
 
-def speed_band(backends: list[str], sources: list[str], measured_spreads: tuple[float, ...] = ()) -> float:
-    """The +/- of a speed: the widest band of the backends involved, at least 50% where a bandwidth was
-    assumed; a bandwidth measured on this machine (``measured_spreads``, one per such device) brings its
-    own spread plus the measured-efficiency spread instead of its backend's band."""
+def prompt_family(model: LanguageModel, family: str) -> str:
+    """The class of a prompt's matrix kernels: "moe" for a mixture of experts, 2- and 3-bit K-quants with the
+    other K-quants (a matrix-matrix kernel dequantises a tile at a time), else the quant family."""
+    if model.is_moe:
+        return "moe"
+    return "k-quant" if family == "k-quant-low" else family
+
+
+def speed_band(backends: list[str], sources: list[str], measured_spreads: tuple[float, ...] = (),
+               family: str | None = None) -> float:
+    """The +/- of a speed: the widest band of the backends involved, widened for a quant family the model
+    predicts worse (QUANT_FAMILY_BAND), at least 50% where a bandwidth was assumed; a bandwidth measured on
+    this machine (``measured_spreads``, one per such device) brings its own spread plus the
+    measured-efficiency spread instead of its backend's band."""
     bands = [SPEED_BAND.get(backend, SPEED_BAND["sycl"]) for backend, source in zip(backends, sources) if source != "this-machine"]
     bands += [spread + MEASURED_EFFICIENCY_SPREAD for spread in measured_spreads]
-    band = max(bands)
+    band = max(bands) * (QUANT_FAMILY_BAND.get(family, 1.0) if family else 1.0)
     if "assumed" in sources:
         band = max(band, SPEED_UNCERTAINTY["assumed"])
     return band
@@ -564,14 +594,16 @@ def speed(
             prompt += _prompt_seconds_per_token(model, device, family, is_bf16(quant_id)) * fraction
     used = [device for device, fraction in devices if fraction > 0]
     uncertainty = speed_band([device.backend for device in used], [device.bandwidth_source for device in used],
-                             tuple(device.bandwidth_spread or 0.0 for device in used if device.bandwidth_source == "this-machine"))
+                             tuple(device.bandwidth_spread or 0.0 for device in used if device.bandwidth_source == "this-machine"),
+                             family)
     return Speed(
         generation_tokens_per_s=1.0 / empty,
         generation_tokens_per_s_full_context=1.0 / full,
         prompt_tokens_per_s=(1.0 / prompt) if prompt else 0.0,
         uncertainty=uncertainty,
         time_to_first_token_s=(TTFT_PROMPT_TOKENS * prompt + empty) if prompt else None,
-        prompt_uncertainty=max(PROMPT_BAND.get(device.backend, PROMPT_BAND["sycl"]) for device in used) if prompt else None,
+        prompt_uncertainty=(max(PROMPT_BAND.get(device.backend, PROMPT_BAND["sycl"]) for device in used)
+                            * PROMPT_FAMILY_BAND.get(prompt_family(model, family), 1.0)) if prompt else None,
     )
 
 
