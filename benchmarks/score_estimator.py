@@ -90,6 +90,8 @@ CPU_SPECS = {
     "Intel Xeon Platinum 8272CL (4 cores)": ("Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz", 26, ("avx2", "avx512f", "fma")),
     # Intel ARK: Core i7-8750H 6 cores; not in catalog/cpus.toml, so only its compute-bound Whisper encoder rows score.
     "Intel(R) Core(TM) i7-8750H CPU @ 2.20GH (macOS Ventura 13.0.1)": ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", 6, ("avx2", "fma")),
+    # Intel ARK: Core Ultra 7 258V (Lunar Lake) 8 cores (4 Performance + 4 Low Power Efficient), AVX2; the Lunar Lake rows.
+    "Intel Core Ultra 7 258V": ("Intel(R) Core(TM) Ultra 7 258V", 8, ("avx2", "fma")),
 }
 # Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
 # (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and
@@ -172,11 +174,17 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
     stated = row.get("vulkan_matrix_cores")
     matrix_cores = (stated.lower() != "none") if stated else devices.vulkan_matrix_cores(spec.vendor, spec.architecture)
     return devices.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
+                      vendor=spec.vendor,
                       bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
                       unified=spec.vendor == "apple", memory_type=spec.memory_type, vector_flops=spec.fp32_flops,
                       power_watts=power.watts if (power := power_table().gpu(spec.id)) else None,
                       matrix_cores=matrix_cores if backend == "vulkan" else None,
                       bf16_matrix=bool(row.get("vulkan_bf16")) and bool(matrix_cores) if backend == "vulkan" else None)
+
+
+def vendor_class(device: devices.Device) -> str:
+    """"intel" for an Intel GPU under Vulkan (gpuready's own test: text_estimate.INTEL_VULKAN), else ""."""
+    return "intel" if est.is_intel_vulkan(device) else ""
 
 
 def cublas_prompt(row: dict, family: str) -> bool:
@@ -279,6 +287,10 @@ def text_generation(catalog, out: list[str]) -> None:
             # A before/after table of a merged change: the "before" build is code no release runs any more.
             skipped["superseded by a merged change in the same table"] += 1
             continue
+        if row.get("host"):
+            # A GPU behind a single-board computer: its per-token host work (graph building, launches) is not modelled.
+            skipped["GPU behind a Raspberry Pi or other weak host (host work not modelled)"] += 1
+            continue
         kind, tokens, depth = test_shape(row)
         backend = row["backend"]
         model = language_model(row, catalog)
@@ -333,7 +345,8 @@ def text_generation(catalog, out: list[str]) -> None:
                                             "hbm" if "HBM" in (device.memory_type or "") else "", model.is_moe,
                                             f"{model.id} {quant_id}" if depth == 0 else "",
                                             est.matmul_params(model) / device.unpack_flops if device.unpack_flops else 0.0,
-                                            known_s=est.padded_expert_seconds(model, device, est.is_bf16(quant_id))))
+                                            known_s=est.padded_expert_seconds(model, device, est.is_bf16(quant_id)),
+                                            vendor_class=vendor_class(device)))
             if device.kind == "gpu" and not model.is_moe:
                 baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
         else:
@@ -344,7 +357,7 @@ def text_generation(catalog, out: list[str]) -> None:
                                                   GEFORCE_FULL_RATE if est.is_geforce_rtx(device) and vector_share == 1.0
                                                   else 1.0, model.is_moe,
                                                   work / device.power_watts if device.power_watts else 0.0,
-                                                  cublas_prompt(row, family)))
+                                                  vendor_class=vendor_class(device), cublas=cublas_prompt(row, family)))
         if backend == "cpu":
             cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
                                    row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",

@@ -68,7 +68,7 @@ def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...]) -> tupl
 def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str], fits: dict) -> None:
     """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill `fits`."""
     gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation,
-                                         ("layers", "families", "hbm", "moe", "unpack", "lowbit"))
+                                         ("layers", "families", "hbm", "moe", "unpack", "lowbit", "intel"))
     # "lowbit": 2- and 3-bit K-quants as their own family (their own unpacking cost), or folded into K-quants.
     gen_rows = speedfit.merge_low_bit(gen_rows, gen_terms["lowbit"])
     # The prompt model in the generation model's form: seconds per token = (2 x active params / peak FLOPS) / e
@@ -82,15 +82,15 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     # FLOP over the board's power limit (a board at its limit cannot run its tensor cores at peak). Each
     # backend takes the form that predicts its own held-out rows better (an Apple entry's "power" is the
     # whole Mac's at the wall, a discrete card's its board limit); then the term choice runs on the result.
-    def prompt_cv(rows, key, geforce=True, second=True, families=True, moe=True, cublas=True):
+    def prompt_cv(rows, key, geforce=True, second=True, families=True, moe=True, cublas=True, intel=True):
         rows, shares = prompt_families(full_rate(rows, geforce), families, moe, cublas)
         return speedfit.cross_validate_generation(rows, key, layers=second, families=shares,
-                                                  hbm=False, moe=False, unpack=False)
+                                                  hbm=False, moe=False, unpack=False, intel=intel)
 
     def form_rows(forms: dict) -> list:
         return [speedfit.GenRow(r.backend, r.family, r.ideal_s, r.tflop if forms[r.backend] == "ceiling" else r.per_watt,
                                 r.ideal_s / r.implied, r.device, r.source, moe=r.moe, variant=r.variant, rate=r.rate,
-                                cublas=r.cublas)
+                                cublas=r.cublas, vendor_class=r.vendor_class)
                 for r in prompt_rows]
 
     def backend_error(rows: list, backend: str) -> float:
@@ -105,13 +105,14 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         prompt_forms[backend] = min(scores, key=scores.get)  # a tie keeps the power form
         form_trials.append((backend, scores["power"], scores["ceiling"], prompt_forms[backend]))
     prompt_terms, prompt_trials = choose_terms(form_rows(prompt_forms), prompt_cv,
-                                               ("geforce", "second", "families", "moe", "cublas"))
+                                               ("geforce", "second", "families", "moe", "cublas", "intel"))
     prompt_rows = form_rows(prompt_forms)
     second_on = prompt_terms["second"]
     fit = speedfit.fit_generation(gen_rows, **gen_terms)
     prompt_rows, shares = prompt_families(full_rate(prompt_rows, prompt_terms["geforce"]), prompt_terms["families"],
                                           prompt_terms["moe"], prompt_terms["cublas"])
-    pfit = speedfit.fit_generation(prompt_rows, layers=second_on, families=shares, hbm=False, moe=False, unpack=False)
+    pfit = speedfit.fit_generation(prompt_rows, layers=second_on, families=shares, hbm=False, moe=False, unpack=False,
+                                   intel=prompt_terms["intel"])
     lodo = speedfit.cross_validate_generation(gen_rows, "device", **gen_terms)
     loso = speedfit.cross_validate_generation(gen_rows, "source", **gen_terms)
     inside = [(row, speedfit.error(speedfit.predict_generation(row, fit), 1 / row.measured_s)) for row in gen_rows]
@@ -138,7 +139,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     e_pp = [e for _, e in p_lodo]
     coverage = [hit for _, _, hit in speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
                                                              floor=est.SPEED_UNCERTAINTY["assumed"] * 100,
-                                                             families=family_bands_kept(lodo))]
+                                                             families=family_bands_kept(lodo, gen_terms["intel"]),
+                                                             intel=gen_terms["intel"])]
     share = sum(coverage) / len(coverage)
     def per_device(errors: list) -> float:
         return speedfit.median_of_group_medians((row.device, err) for row, err in errors)
@@ -163,52 +165,57 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         ("band coverage", "70-90%", f"{share:.0%}", 0.7 <= share <= 0.9),
     ):
         out.append(f"| {label} | {goal} | {measured} | {'yes' if met else 'no'} |")
-    out.append("\nWhere a target is missed, the largest errors (tables below) say why. Generation: a two-GPU Arc A770 "
-               "Vulkan MoE run; 2- and 3-bit K-quants in "
-               "January 2024 builds (RTX 3090 and Tesla P40, PR #4766), which want a large unpacking cost where 2025 Vulkan "
-               "rows want almost none (Radeon 8060S, PR #16900: Q2_K 60 t/s against 43 for Q4_K_S), so the one fitted "
-               "cost sits between them and misses both; an Iris Xe whose memory speed is not stated; a May 2025 Vulkan build on an RTX 2070. Prompt: "
-               "a Vulkan RTX 2080 Ti whose source prints no device line (gpuready assumes Turing gets matrix cores); BF16 "
-               "MoE on the Radeon 8060S; MoE on GB10; ROCm on CDNA 2 (MI210); the 24-core M1 Max. "
-               "Kept in the latest round, as a fact of llama.cpp's source with no constant fitted: BF16 experts on Vulkan "
-               "padded to the matrix-matrix shader's 32-token tile (text_estimate.padded_expert_seconds; "
-               "docs/vulkan-capabilities.md section 4: Qwen3-30B-A3B BF16 on Strix Halo's Radeon 8060S, which ran at a "
-               "third of its byte-bound speed, 199% -> 48%; generation worst 199% -> 132%); and, kept by the term choice, "
-               "the quantised prompts of CUDA builds before PR #8075 as their own kernel class (the paragraph below). "
-               "Kept in the round before, each by the held-out term choice or as a stated fact of the run: a board power for "
-               "every GPU of catalog/gpus.toml that has one published (power.toml, 52 -> 138 GPUs; GPUs without one got "
-               "no power term: prompt LODO 26.6% -> 24.5%, LOSO 30.3% -> 29.1%); the capabilities llama.cpp's Vulkan "
-               "backend prints per device (docs/vulkan-capabilities.md: a run without matrix cores, or BF16 weights "
-               "without BF16 matrix shapes, runs its scalar shader at the FP32 vector rate; the row's own ggml_vulkan "
-               "line where its source prints one, else the architecture's, devices.VULKAN_MATRIX_CORES: LODO 24.5% -> "
-               "23.2%, LOSO 29.1% -> 25.8%; the Vulkan rows' LODO median 33.5% -> 20.1% with the power data); a mixture-of-experts model's compute at its own "
-               "share (PROMPT_MOE_EFFICIENCY, replacing a factor on the second term: 23.2% -> 22.2%, LOSO 25.8% -> "
-               "24.7%, worst 485% -> 218%). Tried and dropped in that round: the vector rate at twice FP32 (packed FP16; "
-               "25.5% against 23.2%), the vector rate only where the table lists a matrix rate (24.2%), and the weights "
-               "streamed once per 512-token micro-batch at the generation bandwidth (22.6% against 22.2%, worst 776%). "
-               "Dropped in earlier rounds: separate constants for builds older than mid-2024 (generation LODO 7.5% -> "
-               "9.4%, LOSO 7.5% -> 10.5%; prompt 31.8% -> 33.8%); a prompt term at the vector rate for every GPU (22.4% "
-               "against 21.2% then); a per-core bandwidth cap for CPU rows (LODO 9.2% / LOSO 10.3% against 8.8% / 9.9% "
-               "then). Kept in earlier rounds: 2- and 3-bit K-quants as their own family (\"lowbit\"), the untied input "
-               "embedding left out of the bytes and FLOPs a token needs (generation LODO 8.8% -> 8.6%), unpacking at the "
-               "GPU's vector rate (8.6% -> 8.1%), and the prompt's power limit (\"Which terms stay\" compares it with a "
-               "per-TFLOP ceiling on the same rows). Figures of terms are as measured when each was tried, on the rows of "
-               "that time.")
-    out.append(f"\nThe prompt median over rows ({statistics.median(e_pp):.1f}%) is below 15% because the rows of "
-               f"llama.cpp's Apple Silicon scoreboard (discussion #4167, from a secondary copy: text-generation-apple.toml) "
-               f"came in this round ({apple['prompt']} of the {len(prompt_rows)} prompt rows are now Metal's) and Metal rows are "
-               f"predicted within {statistics.median(e for r, e in p_lodo if r.backend == 'metal'):.0f}%; "
-               f"each device once it is {per_device(p_lodo):.1f}%, and CUDA's own median is "
+    out.append("\nWhere a target is missed, the largest errors (tables below) say why. Generation: Intel GPUs under Vulkan "
+               "(Arc 140V on an early Xe2 Mesa, Arc A770 on Mesa 24.0 and on Intel's Windows driver): every Intel GPU "
+               "measured under Vulkan ran far below other vendors' share of their bandwidth, and between themselves they "
+               "differ by driver and build, so their own class (\"intel\" below) predicts them only within about 2x; "
+               "2- and 3-bit K-quants in January 2024 CUDA builds (RTX 3090 and Tesla P40, PR #4766), which wanted a large "
+               "unpacking cost where 2025 Vulkan rows want almost none (Radeon 8060S, PR #16900: Q2_K 60 t/s against 43 "
+               "for Q4_K_S); since the Intel rows came in the held-out term choice no longer keeps them as their own "
+               "family (\"lowbit\"), so they take the K-quants' constants; an Iris Xe whose memory speed is not stated; a "
+               "May 2025 Vulkan build on an RTX 2070. Prompt: Intel GPUs under Vulkan and SYCL; a Vulkan RTX 2080 Ti whose "
+               "source prints no device line (gpuready assumes Turing gets matrix cores); BF16 MoE on the Radeon 8060S; "
+               "MoE on GB10; the 24-core M1 Max.\n\n"
+               "Kept in the latest round, each as a fact of llama.cpp's source or by the held-out term choice: (1) BF16 "
+               "experts on Vulkan padded to the matrix-matrix shader's 32-token tile (text_estimate.padded_expert_seconds, "
+               "no constant fitted; docs/vulkan-capabilities.md section 4): Qwen3-30B-A3B BF16 on Strix Halo's Radeon "
+               "8060S, which ran at a third of its byte-bound speed, went 199% -> 48% and the generation worst 199% -> "
+               "132%. (2) Prompt rows from CUDA builds before PR #8075 on Volta or newer as their own kernel class "
+               "(\"cublas\", the paragraph below). (3) Bands per quant family where, held out, they raise the "
+               "worst-covered family's coverage (\"Bands\" below). (4) Intel's GPUs (48 rows from llama.cpp PRs, "
+               "docs/backend/SYCL.md and two secondary copies of forum posts; text-generation-intel.toml): sycl is now "
+               "fitted on 4 devices instead of one, and an Intel GPU under Vulkan gets its own constants (\"intel\", "
+               "kept by the term choice in both models); before that class the Intel rows widened every Vulkan band "
+               "(generation +/-26% -> +/-47%, prompt +/-52% -> +/-88%) and raised the generation worst to 379%. Rows run behind a Raspberry Pi "
+               "host are skipped: gpuready does not model a host too weak to keep the GPU fed. With these rows the term "
+               "choice no longer keeps the quant-family shares, the MoE layer factor or the lowbit family (each within "
+               "0.3 points of held-out error). Kept in the round before: a board power for 138 GPUs (prompt LODO 26.6% "
+               "-> 24.5% then), the capabilities llama.cpp's Vulkan backend prints per device (docs/vulkan-capabilities.md; "
+               "24.5% -> 23.2%), a mixture-of-experts model's prompt compute at its own share (PROMPT_MOE_EFFICIENCY; "
+               "23.2% -> 22.2%). Tried and dropped in that round: the vector rate at twice FP32 (25.5% against 23.2%), the "
+               "vector rate only where the table lists a matrix rate (24.2%), and the weights streamed once per 512-token "
+               "micro-batch (22.6% against 22.2%). Dropped in earlier rounds: separate constants for builds older than "
+               "mid-2024 across all backends (generation LODO 7.5% -> 9.4%); a prompt term at the vector rate for every "
+               "GPU (22.4% against 21.2% then); a per-core bandwidth cap for CPU rows (LODO 9.2% against 8.8% then). Kept "
+               "in earlier rounds: the untied input embedding left out of the bytes and FLOPs a token needs (8.8% -> "
+               "8.6%), unpacking at the GPU's vector rate (8.6% -> 8.1%), and the prompt's power limit. Figures of terms "
+               "are as measured when each was tried, on the rows of that time.")
+    out.append(f"\nThe prompt median over rows ({statistics.median(e_pp):.1f}%) is below 15% with llama.cpp's Apple Silicon "
+               f"scoreboard among the rows (discussion #4167, from a secondary copy: text-generation-apple.toml; "
+               f"{apple['prompt']} of the {len(prompt_rows)} prompt rows are Metal's, predicted within "
+               f"{statistics.median(e for r, e in p_lodo if r.backend == 'metal'):.0f}%); each device once it is "
+               f"{per_device(p_lodo):.1f}%, and CUDA's own median is "
                f"{statistics.median(e for r, e in p_lodo if r.backend == 'cuda'):.0f}%. The same GPU ran about 2x faster "
                "in 2025-26 builds than in the December 2023 rows (RTX 4090, llama-2-7b Q4_0: 5,531 t/s in XiongjieDai's "
                "table, 11,993 in the 2025 scoreboard): until llama.cpp PR #8075 (June 2024) CUDA builds dequantised "
                "quantised weights to FP16 for cuBLAS on Volta and newer, and int8 tensor-core MMQ kernels have run them "
                "since. Rows dated before that month (the `measured` field) are fitted as their own class (\"cublas\", "
                "kept by the term choice, scored but never estimated), so the CUDA constants describe today's kernels: "
-               "without it CUDA's median was 25.9%, each device once 20.0% and LOSO 16.4% (row LODO 12.6%). The prompt's band (PROMPT_BAND, \"Bands: prompt\" below) is each backend's own, "
-               "apart from the generation band. The second term's form is chosen per backend this round (table under "
-               "\"Which terms stay\"): with one form for all, the Apple rows flipped it to the per-TFLOP ceiling and "
-               "raised CUDA's median to 29.2%.\n")
+               "without it, before the Intel rows, CUDA's median was 25.9%, each device once 20.0% and LOSO 16.4% (row "
+               "LODO 12.6%; with it 19.5%, 16.7%, 14.6% and 13.5%). The prompt's band (PROMPT_BAND, \"Bands: prompt\" "
+               "below) is each backend's own, apart from the generation band. The second term's form is chosen per "
+               "backend (table under \"Which terms stay\"): with one form for all, the Apple rows flipped it to the "
+               "per-TFLOP ceiling and raised CUDA's median to 29.2%.\n")
     out.append(f"\nBaseline, one line (0.72 x peak bandwidth / file size, GPU rows of dense models, {len(baseline)} rows): "
                f"median {statistics.median(baseline):.1f}%, worst {max(baseline):.0f}%.\n")
     for task, a, b, c in (("Generation", lodo, loso, inside), ("Prompt processing", p_lodo, p_loso, p_inside)):
@@ -227,7 +234,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
             ea = [e for r, e in a if r.family == family]
             out.append(f"| {family} | {len(ea)} | {statistics.median(ea):.1f}% | {max(ea):.0f}% |")
         out.append("")
-    time_to_first_token(gen_rows, prompt_rows, gen_terms, {"families": shares, "second": second_on}, out)
+    time_to_first_token(gen_rows, prompt_rows, gen_terms, {"families": shares, "second": second_on,
+                                                           "intel": prompt_terms["intel"]}, out)
     out.append("### Which terms stay\n")
     out.append("A term is kept only if dropping it raises the held-out error, the mean of the leave-one-device-out and "
                "leave-one-source-out medians (tried in order; a dropped term's constants are neutral: efficiency 1.0, "
@@ -246,8 +254,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     for backend, power, ceiling, kept_form in form_trials:
         out.append(f"| {backend} | {power:.2f}% | {ceiling:.2f}% | {kept_form} |")
     out.append("")
-    bands(lodo, out, fits)
-    bands(p_lodo, out, fits, "PROMPT_BAND", "prompt", "PROMPT_FAMILY_BAND")
+    bands(lodo, out, fits, intel=gen_terms["intel"])
+    bands(p_lodo, out, fits, "PROMPT_BAND", "prompt", "PROMPT_FAMILY_BAND", prompt_terms["intel"])
     out.append("### Fitted constants (gpuready/tasks/text_estimate.py holds these, rounded)\n")
     out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
     for backend in sorted(fit.efficiency):
@@ -264,8 +272,9 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         record(out, fits, "QUANT_FAMILY_EFFICIENCY", family, family_share[family], est.QUANT_FAMILY_EFFICIENCY.get(family))
     for backend in sorted(pfit.efficiency):
         record(out, fits, "PROMPT_EFFICIENCY", backend, pfit.efficiency[backend], est.PROMPT_EFFICIENCY.get(backend))
-        ceiling = pfit.layer_s[backend] if prompt_forms[backend] == "ceiling" else 0.0
-        joules = pfit.layer_s[backend] if prompt_forms[backend] == "power" else 0.0
+        form = prompt_forms[backend.split("-")[0]]  # a class ("vulkan-intel") takes its backend's form
+        ceiling = pfit.layer_s[backend] if form == "ceiling" else 0.0
+        joules = pfit.layer_s[backend] if form == "power" else 0.0
         record(out, fits, "PROMPT_SECONDS_PER_TFLOP (milliseconds)", backend, ceiling * 1e3,
                est.PROMPT_SECONDS_PER_TFLOP[backend] * 1e3 if backend in est.PROMPT_SECONDS_PER_TFLOP else None)
         record(out, fits, "PROMPT_JOULES_PER_FLOP (picojoules)", backend, joules * 1e12,
@@ -288,9 +297,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         if backend == "sycl":  # one row of Intel's own build: too thin to rescale image and speech by
             continue
         record(out, fits, "COMPUTE_EFFICIENCY", backend, legacy_pfit.efficiency[backend], est.COMPUTE_EFFICIENCY.get(backend))
-    out.append("\nsycl rests on one device (an Arc B580 on Intel's IPEX-LLM build): its generation and prompt constants "
-               "are fitted on that alone, every sycl basis says so, COMPUTE_EFFICIENCY keeps its unfitted guess, and "
-               "its band is at least +/-50%.\n")
+    out.append("\nCOMPUTE_EFFICIENCY keeps sycl's unfitted guess: its prompt rows measure llama.cpp's SYCL kernels, not "
+               "the PyTorch and ONNX paths the image and speech estimates scale by it.\n")
     worst = sorted(lodo, key=lambda pair: -pair[1])[:8]
     out.append("Largest held-out generation errors (LODO):\n")
     out.append("| device | backend | family | measured t/s | predicted t/s | error |\n|---|---|---|---:|---:|---:|")
@@ -305,7 +313,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     for row, err in sorted(p_lodo, key=lambda pair: -pair[1])[:10]:
         train = [r for r in prompt_rows if r.device != row.device]
         predicted = speedfit.predict_generation(row, speedfit.fit_generation(
-            train, layers=second_on, families=shares, hbm=False, moe=False, unpack=False))
+            train, layers=second_on, families=shares, hbm=False, moe=False, unpack=False, intel=prompt_terms["intel"]))
         source = row.source.replace("https://github.com/", "").split("/blob/")[0]
         out.append(f"| {row.device} | {row.backend} | {row.variant} | {source} | {1 / row.measured_s:.0f} | {predicted:.0f} | {err:.0f}% |")
     out.append("")
@@ -330,7 +338,8 @@ def time_to_first_token(gen_rows: list, prompt_rows: list, gen_terms: dict, prom
     for device in sorted({p.device for p, _ in pairs}):
         gen_fit = speedfit.fit_generation([r for r in gen_rows if r.device != device], **gen_terms)
         prompt_fit = speedfit.fit_generation([r for r in prompt_rows if r.device != device], layers=prompt_terms["second"],
-                                             families=prompt_terms["families"], hbm=False, moe=False, unpack=False)
+                                             families=prompt_terms["families"], hbm=False, moe=False, unpack=False,
+                                             intel=prompt_terms["intel"])
         for prompt, gen in ((p, g) for p, g in pairs if p.device == device):
             measured = 512 * prompt.measured_s + gen.measured_s
             predicted = 512 / speedfit.predict_generation(prompt, prompt_fit) + 1 / speedfit.predict_generation(gen, gen_fit)
@@ -352,7 +361,7 @@ def record(out: list[str], fits: dict, name: str, key: str, fitted: float, const
 
 
 def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", what: str = "generation",
-          family_constant: str = "QUANT_FAMILY_BAND") -> None:
+          family_constant: str = "QUANT_FAMILY_BAND", intel: bool = False) -> None:
     """A band per backend (80th percentile of its LODO errors), widened per quant family where that family's
     errors run wider than all rows', and the coverage of bands fitted without each device."""
     current = getattr(est, constant)
@@ -363,22 +372,25 @@ def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", 
                "they are kept only if, held out, they raise the coverage of the worst-covered family. Coverage: "
                "for every row, the band computed from the other devices' held-out errors only, and whether the row's "
                "own held-out error falls inside it (target: about 80%, within 70-90%).\n")
-    kept = family_bands_kept(lodo)
+    kept = family_bands_kept(lodo, intel)
     covered = speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
-                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100, families=kept)
+                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100, families=kept, intel=intel)
     pooled = speedfit.percentile([e for _, e in lodo], 0.8) / 100
     out.append(f"A backend measured on fewer than {MIN_BAND_DEVICES} devices gets at least the pooled band of all rows "
                f"(+/-{pooled:.0%}) and at least the +/-{est.SPEED_UNCERTAINTY['assumed']:.0%} of an assumed figure: "
                "a percentile of one or two devices' errors says little.\n")
     out.append(f"| backend | rows | devices | band ({constant}) | coverage |\n|---|---:|---:|---:|---:|")
-    for backend in sorted({row.backend for row, _ in lodo}):
-        errors = [e for r, e in lodo if r.backend == backend]
+    def key(row) -> str:
+        return speedfit.klass(row, False, intel)
+
+    for backend in sorted({key(row) for row, _ in lodo}):
+        errors = [e for r, e in lodo if key(r) == backend]
         band = speedfit.percentile(errors, 0.8) / 100
-        devices = len({r.device for r, _ in lodo if r.backend == backend})
+        devices = len({r.device for r, _ in lodo if key(r) == backend})
         if devices < MIN_BAND_DEVICES:
             band = max(band, pooled, est.SPEED_UNCERTAINTY["assumed"])
         fits[(constant, backend)] = (band, current.get(backend))
-        inside = [hit for r, _, hit in covered if r.backend == backend]
+        inside = [hit for r, _, hit in covered if key(r) == backend]
         out.append(f"| {backend} | {len(errors)} | {devices} | +/-{band:.0%} | {sum(inside) / len(inside):.0%} |")
     total = [hit for _, _, hit in covered]
     out.append(f"| all | {len(total)} | {len({r.device for r, _ in lodo})} | | {sum(total) / len(total):.0%} |\n")
@@ -394,13 +406,14 @@ def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", 
         out.append(f"| {family} | {len(errors)} | {len({r.device for r, _ in lodo if r.family == family})} | "
                    f"{speedfit.percentile(errors, 0.8):.0f}% | {factor:.2f} | {sum(inside) / len(inside):.0%} |")
     out.append(f"\nFamily factors {'kept' if kept else 'not kept (1.00)'}: held out, the worst-covered family's coverage is "
-               f"{worst_family_coverage(lodo, True):.0%} with them and {worst_family_coverage(lodo, False):.0%} without.\n")
+               f"{worst_family_coverage(lodo, True, intel):.0%} with them and {worst_family_coverage(lodo, False, intel):.0%} "
+               "without.\n")
 
 
-def worst_family_coverage(lodo: list, families: bool) -> float:
+def worst_family_coverage(lodo: list, families: bool, intel: bool = False) -> float:
     """The lowest held-out band coverage of a quant family measured on MIN_BAND_DEVICES or more devices."""
     covered = speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
-                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100, families=families)
+                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100, families=families, intel=intel)
     shares = []
     for family in {row.family for row, _ in lodo}:
         if len({r.device for r, _ in lodo if r.family == family}) >= MIN_BAND_DEVICES:
@@ -409,6 +422,6 @@ def worst_family_coverage(lodo: list, families: bool) -> float:
     return min(shares)
 
 
-def family_bands_kept(lodo: list) -> bool:
+def family_bands_kept(lodo: list, intel: bool = False) -> bool:
     """Whether the quant-family band factors predict held-out coverage: they raise the worst family's."""
-    return worst_family_coverage(lodo, True) > worst_family_coverage(lodo, False)
+    return worst_family_coverage(lodo, True, intel) > worst_family_coverage(lodo, False, intel)

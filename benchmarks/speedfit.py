@@ -50,10 +50,14 @@ class GenRow:
     rate: float = 1.0  # prompt rows: the matrix rate the kernels can use, in multiples of the table FLOPS
     known_s: float = 0.0  # seconds a token spends in work no generation constant scales (padded BF16 expert products on Vulkan)
     cublas: bool = False  # prompt rows: quantised weights dequantised to FP16 for cuBLAS (PromptRow.cublas)
+    vendor_class: str = ""  # "intel" for Intel GPUs under Vulkan: their own constants when that term is on
 
 
-def klass(row: GenRow, hbm: bool) -> str:
-    """The constant class of a row: its backend, or backend-hbm when the HBM term is on."""
+def klass(row: GenRow, hbm: bool, intel: bool = False) -> str:
+    """The constant class of a row: its backend, backend-intel for an Intel GPU under Vulkan when that term is
+    on, or backend-hbm when the HBM term is on."""
+    if intel and row.vendor_class:
+        return f"{row.backend}-{row.vendor_class}"
     return f"{row.backend}-{row.memory_class}" if hbm and row.memory_class else row.backend
 
 
@@ -79,6 +83,7 @@ class PromptRow:
     rate: float = 1.0  # the matrix rate the kernels can use, in multiples of the table FLOPS (2 on GeForce RTX)
     moe: bool = False  # mixture of experts
     per_watt: float = 0.0  # 2 x active params / the board's power limit (FLOP per watt); 0 where the power is unknown
+    vendor_class: str = ""  # "intel" for Intel GPUs under Vulkan (GenRow.vendor_class)
     cublas: bool = False  # quantised weights dequantised to FP16 for cuBLAS (CUDA builds before PR #8075, Volta and newer)
 
 
@@ -99,11 +104,11 @@ def merge_low_bit(rows: list, on: bool) -> list:
 
 
 def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True,
-                   moe: bool = True, unpack: bool = True, lowbit: bool = True) -> GenFit:
+                   moe: bool = True, unpack: bool = True, lowbit: bool = True, intel: bool = True) -> GenFit:
     """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and unpacking ops, MoE factor."""
     rows = merge_low_bit(rows, lowbit)
-    inverse = {klass(row, hbm): 1.5 for row in rows}
-    fixed = {klass(row, hbm): 0.0 for row in rows}
+    inverse = {klass(row, hbm, intel): 1.5 for row in rows}
+    fixed = {klass(row, hbm, intel): 0.0 for row in rows}
     ratio = {row.family: 1.0 for row in rows}
     ops = {row.family: 0.0 for row in rows}
     factor = 1.0
@@ -113,12 +118,12 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
 
     def parts(row: GenRow) -> tuple[float, float, float]:
         """Each term's share of the measured time: bytes, fixed per layer, unpacking (with the known seconds)."""
-        key = klass(row, hbm)
+        key = klass(row, hbm, intel)
         return (row.ideal_s * inverse[key] * ratio[row.family] / row.measured_s,
                 layer_count(row) * fixed[key] / row.measured_s,
                 (row.weight_s * ops[row.family] + row.known_s) / row.measured_s)
 
-    by_class = {key: [row for row in rows if klass(row, hbm) == key] for key in inverse}
+    by_class = {key: [row for row in rows if klass(row, hbm, intel) == key] for key in inverse}
     by_family = {family: [row for row in rows if row.family == family] for family in ratio}
     previous = None
     for _ in range(ITERATIONS):
@@ -132,9 +137,9 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
             v = [layer_count(row) / row.measured_s for row in mine]
             y = [1 - parts(row)[2] for row in mine]
             inverse[backend], fixed[backend] = _two_term(u, v, layers, y)
-        experts = [row for row in rows if row.moe and fixed[klass(row, hbm)] > 0]
+        experts = [row for row in rows if row.moe and fixed[klass(row, hbm, intel)] > 0]
         if moe and layers and experts:
-            u = [row.layers * fixed[klass(row, hbm)] / row.measured_s for row in experts]
+            u = [row.layers * fixed[klass(row, hbm, intel)] / row.measured_s for row in experts]
             y = [1 - parts(row)[0] - parts(row)[2] for row in experts]
             suu = sum(a * a for a in u)
             factor = max(1.0, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0  # no row pays the term
@@ -152,7 +157,7 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
                 if family == REFERENCE_FAMILY:
                     continue
                 mine = by_family[family]
-                u = [row.ideal_s * inverse[klass(row, hbm)] / row.measured_s for row in mine]
+                u = [row.ideal_s * inverse[klass(row, hbm, intel)] / row.measured_s for row in mine]
                 y = [1 - parts(row)[1] - parts(row)[2] for row in mine]
                 suu = sum(a * a for a in u)
                 ratio[family] = max(0.2, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0
@@ -188,7 +193,8 @@ def _two_term(u: list[float], v: list[float], with_fixed: bool, y: list[float] |
 
 def predict_generation(row: GenRow, fit: GenFit) -> float:
     """Predicted tokens per second; backends or families the fit never saw get the pooled median / 1.0."""
-    key = klass(row, True) if klass(row, True) in fit.efficiency else row.backend
+    key = next(key for key in (klass(row, True, True), klass(row, True), row.backend, "")
+               if key in fit.efficiency or not key)
     efficiency = fit.efficiency.get(key) or statistics.median(fit.efficiency.values())
     family = fit.family.get(row.family, 1.0)
     fixed = fit.layer_s.get(key, 0.0) * (fit.moe_layer_factor if row.moe else 1.0)
@@ -244,22 +250,24 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def band_coverage(errors: list[tuple[object, float]], group: str, share: float = 0.8, min_devices: int = 0,
-                  floor: float = 0.0, families: bool = False) -> list[tuple[object, float, bool]]:
+                  floor: float = 0.0, families: bool = False, intel: bool = False) -> list[tuple[object, float, bool]]:
     """Per row: the band of its class fitted without its own device, and whether its error falls inside.
 
     The band of a class (the row's backend) is the `share` percentile of the held-out
     errors of every other device of that class, so a row never sets its own band. A class
     left with fewer than `min_devices` devices gets at least the pooled band of every other
     row and at least `floor` (percent), as the committed bands do. With `families`, the band is
-    then widened by the row's quant family's factor (family_band_factor) over the other devices.
+    then widened by the row's quant family's factor (family_band_factor) over the other devices. With
+    `intel`, an Intel GPU under Vulkan is its own class (klass).
     """
     out = []
     for row, err in errors:
+        key = klass(row, False, intel)
         others = [(r, e) for r, e in errors if getattr(r, group) != getattr(row, group)]
-        mine = [e for r, e in others if r.backend == row.backend]
+        mine = [e for r, e in others if klass(r, False, intel) == key]
         pooled = percentile([e for _, e in others], share)
         band = percentile(mine, share) if mine else pooled
-        if len({getattr(r, group) for r, _ in others if r.backend == row.backend}) < min_devices:
+        if len({getattr(r, group) for r, _ in others if klass(r, False, intel) == key}) < min_devices:
             band = max(band, pooled, floor)
         if families:
             band *= family_band_factor(others, row.family, share, min_devices)

@@ -500,3 +500,35 @@ def test_the_family_factor_is_the_familys_percentile_over_all_rows():
     assert speedfit.family_band_factor(errors, "k-quant-low", 0.8, min_devices=2) == pytest.approx(4.0)
     assert speedfit.family_band_factor(errors, "k-quant-low", 0.8, min_devices=3) == 1.0  # too few devices
     assert speedfit.family_band_factor(errors, "legacy", 0.8, min_devices=2) == 1.0  # never narrower than its backend
+
+
+# --- Intel GPUs under Vulkan: their own constants ---------------------------------------------------
+
+
+def test_an_intel_gpu_under_vulkan_takes_its_own_fitted_constants():
+    intel = replace(gpu(backend="vulkan"), vendor="intel")
+    assert est.is_intel_vulkan(intel)
+    assert not est.is_intel_vulkan(replace(intel, backend="sycl"))  # SYCL is Intel's already
+    assert not est.is_intel_vulkan(replace(intel, vendor="amd"))
+    assert est.speed_class(intel) == "vulkan-intel" and est.speed_class(replace(intel, vendor="amd")) == "vulkan"
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    result = est.speed(LLAMA_8B, memory, 0, intel, CPU, 1.0, "Q4_K_M")
+    seconds = (4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["vulkan-intel"]) + 32 * est.LAYER_SECONDS["vulkan-intel"]
+               + unpack_s(8.03e9, 100e12))
+    assert result.generation_tokens_per_s == pytest.approx(1 / seconds)
+    assert result.uncertainty == est.SPEED_BAND["vulkan-intel"]
+    assert result.prompt_uncertainty == pytest.approx(est.PROMPT_BAND["vulkan-intel"] * est.PROMPT_FAMILY_BAND["k-quant"])
+
+
+def test_the_fit_gives_a_vendor_class_its_own_constants_only_when_the_term_is_on():
+    speedfit = load_speedfit()
+    rows = []
+    for vendor, efficiency in (("", 0.8), ("intel", 0.4)):
+        for ideal in (2e-3, 5e-3, 10e-3):
+            rows.append(speedfit.GenRow("vulkan", "k-quant", ideal, 32, ideal / efficiency, f"{vendor}{ideal}", "s",
+                                        vendor_class=vendor))
+    fit = speedfit.fit_generation(rows, layers=False, families=False, hbm=False, moe=False, unpack=False)
+    assert fit.efficiency["vulkan"] == pytest.approx(0.8) and fit.efficiency["vulkan-intel"] == pytest.approx(0.4)
+    assert speedfit.predict_generation(rows[-1], fit) == pytest.approx(0.4 / 10e-3)
+    pooled = speedfit.fit_generation(rows, layers=False, families=False, hbm=False, moe=False, unpack=False, intel=False)
+    assert set(pooled.efficiency) == {"vulkan"}

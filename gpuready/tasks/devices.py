@@ -83,6 +83,7 @@ class Device:
     # `flops` keeps ASSUMED_CPU_CLOCK_HZ (what text generation's constants were fitted on); estimates
     # that use the stated clock say so (tasks/speech.py stated_clock_peak).
     clock_hz: float | None = None
+    vendor: str | None = None  # GPU: nvidia | amd | intel | apple ... (Intel GPUs under Vulkan have their own constants)
 
     @property
     def unpack_flops(self) -> float | None:
@@ -214,6 +215,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
             vector_flops=spec.fp32_flops if spec and spec.fp32_flops else None,
             power_watts=_power_watts(first),
             matrix_cores=vulkan_matrix_cores(spec.vendor, spec.architecture) if spec else None,
+            vendor=first.vendor,
             **_measured(first.bandwidth_source),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):

@@ -28,6 +28,8 @@ DEFAULT_VOCAB = 32000
 # Share of peak memory bandwidth that llama.cpp's token generation reaches (K-quants; see
 # QUANT_FAMILY_EFFICIENCY), per backend ("cuda-hbm": CUDA on HBM GPUs, A100/H100 class), and
 # share of peak FP16 (GPU) or estimated peak (CPU) throughput its prompt processing reaches.
+# "vulkan-intel": Intel GPUs under Vulkan (Mesa ANV or Intel's driver), kept by the held-out term
+# choice because every Intel GPU measured under Vulkan ran far below the other vendors' share.
 # Generation constants are a least-squares fit (with LAYER_SECONDS below) of the rows of
 # benchmarks/validation/text-generation.toml whose hardware is in catalog/gpus.toml (CPU rows:
 # benchmarks/score_estimator.py CPU_SPECS + catalog/cpus.toml); prompt constants are medians.
@@ -36,8 +38,8 @@ DEFAULT_VOCAB = 32000
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference (CUDA and Apple, Llama 3 8B/70B), llama.cpp
 # discussion #4167 (Apple silicon, Llama 2 7B) and #15013 (CUDA), llama.cpp Vulkan/ROCm
 # pull-request tables (RX 6700 XT, RX 9070 XT, RTX 3090 Vulkan), and CPU llama-bench posts.
-# sycl has no rows: its values are unfitted guesses (kept from the first draft) and every sycl
-# estimate's basis says so.
+# sycl: Arc A770, B580, 140V and Meteor Lake rows (llama.cpp PRs and docs/backend/SYCL.md, Intel's
+# IPEX-LLM build; benchmarks/validation/text-generation-intel.toml).
 # CPU (mainline llama.cpp only; ik_llama.cpp and llamafile rows are scored but not fitted):
 # EPYC 9554 on 12-channel DDR5-4800 (ahelpme.com/?p=6685, Phi-4 14B, four quants), a
 # 32-vCPU Graviton3 instance (llama.cpp PR #29256's NEON baseline, Llama 3.2 3B Q6_K); Ryzen 9
@@ -48,22 +50,23 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.91,
-    "cuda": 0.86,
+    "cpu": 0.89,
+    "cuda": 0.87,
     "cuda-hbm": 0.78,
     "metal": 0.90,
-    "rocm": 0.89,
+    "rocm": 0.84,
     "rocm-hbm": 0.75,
-    "sycl": 0.72,
-    "vulkan": 0.87,
+    "sycl": 0.64,
+    "vulkan": 0.84,
+    "vulkan-intel": 0.45,
 }
 COMPUTE_EFFICIENCY = {
-    "cpu": 0.70,
+    "cpu": 0.69,
     "cuda": 0.49,
     "metal": 0.67,
     "rocm": 0.48,
     "sycl": 0.30,
-    "vulkan": 0.47,
+    "vulkan": 0.45,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -90,14 +93,15 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 242.5e-6,
-    "cuda": 46.1e-6,
-    "cuda-hbm": 118.3e-6,
-    "metal": 163.6e-6,
-    "rocm": 89.8e-6,
-    "rocm-hbm": 140.2e-6,
-    "sycl": 0.0e-6,
-    "vulkan": 34.6e-6,
+    "cpu": 238.1e-6,
+    "cuda": 52.3e-6,
+    "cuda-hbm": 117.3e-6,
+    "metal": 163.2e-6,
+    "rocm": 86.0e-6,
+    "rocm-hbm": 139.6e-6,
+    "sycl": 146.2e-6,
+    "vulkan": 30.9e-6,
+    "vulkan-intel": 98.2e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -107,15 +111,15 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.50,
-    "k-quant-low": 17.81,
-    "legacy": 1.56,
-    "mxfp4": 8.90,
+    "k-quant": 3.81,
+    "k-quant-low": 3.81,
+    "legacy": 1.62,
+    "mxfp4": 15.37,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
 # ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
-MOE_LAYER_FACTOR = 2.22
+MOE_LAYER_FACTOR = 1.00
 # The columns llama.cpp's Vulkan matrix-matrix shader computes for a mixture-of-experts product of one
 # token. ggml_vk_use_mul_mat_vec_id (ggml/src/ggml-vulkan/ggml-vulkan.cpp) sends a MUL_MAT_ID to the
 # matrix-vector shader only for F32, F16 and quantised weights -- in the November 2025 source (ggml
@@ -134,20 +138,22 @@ VULKAN_MOE_TILE_TOKENS = 32
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 1.00,
-    "cuda": 0.97,
-    "metal": 0.59,
+    "cpu": 0.96,
+    "cuda": 1.00,
+    "metal": 0.69,
     "rocm": 1.00,
     "sycl": 1.00,
-    "vulkan": 0.44,
+    "vulkan": 0.50,
+    "vulkan-intel": 0.23,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 218.78e-3,
+    "cpu": 169.64e-3,
     "cuda": 0.00e-3,
     "metal": 0.00e-3,
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
-    "vulkan": 1.50e-3,
+    "vulkan": 1.82e-3,
+    "vulkan-intel": 0.00e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
 # full tensor rate draws more than most boards may (an RTX 4090 at its 450 W limit, an RTX 6000 Ada
@@ -157,11 +163,12 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.4603e-12,
-    "metal": 0.5068e-12,
-    "rocm": 3.4427e-12,
-    "sycl": 0.0000e-12,
+    "cuda": 2.3025e-12,
+    "metal": 0.6827e-12,
+    "rocm": 3.1527e-12,
+    "sycl": 0.9219e-12,
     "vulkan": 0.0000e-12,
+    "vulkan-intel": 0.0000e-12,
 }
 # The matrix rate llama.cpp's prompt kernels reach on a GeForce RTX card, in multiples of the
 # FLOPS catalog/gpus.toml lists for it. That table gives GeForce cards NVIDIA's FP16 tensor rate
@@ -177,25 +184,26 @@ PROMPT_GEFORCE_RATE = 2.00
 # family's share): ggml_mul_mat_id multiplies each expert by only the tokens routed to it (k of n
 # experts: 4 of 32 for gpt-oss-20b, 8 of 128 for Qwen3-30B-A3B), so a 512-token micro-batch becomes
 # many small products with the router and a gather between them. 1.0 when the fit drops the term.
-PROMPT_MOE_EFFICIENCY = 0.50
+PROMPT_MOE_EFFICIENCY = 0.43
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.21,
+    "float": 1.00,
     "k-quant": 1.00,
-    "legacy": 1.15,
+    "legacy": 1.00,
     "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
 # errors of its backend (benchmarks/ACCURACY.md, "Bands"), so about four held-out
-# devices in five fall inside it. Backends measured on fewer than 3 devices (sycl: one) get at
+# devices in five fall inside it. Backends measured on fewer than 3 devices get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.25,
+    "cpu": 0.32,
     "cuda": 0.15,
     "metal": 0.08,
-    "rocm": 0.16,
-    "sycl": 0.50,
-    "vulkan": 0.26,
+    "rocm": 0.18,
+    "sycl": 0.42,
+    "vulkan": 0.14,
+    "vulkan-intel": 1.13,
 }
 # A quant family whose kernels the model predicts worse than the rest widens its backend's band: the
 # family's 80th percentile of leave-one-device-out generation errors over that of all rows, where above 1
@@ -204,17 +212,14 @@ SPEED_BAND = {
 # differs between builds (January 2024 CUDA against 2025 Vulkan), so their speeds carry about 3x the band.
 QUANT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.04,
-    "k-quant-low": 3.36,
+    "k-quant": 1.00,
     "legacy": 1.00,
     "mxfp4": 1.00,
 }
 # The prompt's family factor, the same way over prompt rows ("moe": a mixture-of-experts model's prompt);
 # 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
 PROMPT_FAMILY_BAND = {
-    "float": 1.00,
     "k-quant": 1.00,
-    "legacy": 1.00,
     "moe": 1.00,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
@@ -222,17 +227,16 @@ PROMPT_FAMILY_BAND = {
 # harder to predict than generation (software and power limits, not one memory bus), so its band
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
-    "cpu": 0.40,
-    "cuda": 0.33,
-    "metal": 0.09,
-    "rocm": 0.46,
-    "sycl": 0.50,
-    "vulkan": 0.52,
+    "cpu": 0.62,
+    "cuda": 0.32,
+    "metal": 0.12,
+    "rocm": 0.35,
+    "sycl": 1.64,
+    "vulkan": 0.34,
+    "vulkan-intel": 2.21,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
-# sycl's come from one device on Intel's IPEX-LLM build (ipex-llm issue #12991), so they are
-# fitted but thin; every sycl basis says which.
-FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "vulkan")
+FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "sycl", "vulkan", "vulkan-intel")
 # Prompt length that time_to_first_token_s is stated for.
 TTFT_PROMPT_TOKENS = 512
 
@@ -441,9 +445,18 @@ def bandwidth_efficiency(device: Device) -> float:
     return MEASURED_BANDWIDTH_EFFICIENCY if device.kind == "cpu" else min(1.0, peak_share / GPU_COPY_SHARE_OF_PEAK)
 
 
-def speed_class(device: Device) -> str:
-    """The key of a device's generation constants: its backend, or e.g. "cuda-hbm" for an HBM GPU when fitted."""
-    if device.memory_type and "HBM" in device.memory_type and f"{device.backend}-hbm" in BANDWIDTH_EFFICIENCY:
+def is_intel_vulkan(device: Device) -> bool:
+    """An Intel GPU under llama.cpp's Vulkan backend (Mesa's ANV or Intel's own driver)."""
+    return device.kind == "gpu" and device.backend == "vulkan" and device.vendor == "intel"
+
+
+def speed_class(device: Device, table: dict | None = None) -> str:
+    """The key of a device's constants in ``table`` (BANDWIDTH_EFFICIENCY by default): its backend, or
+    "vulkan-intel" for an Intel GPU under Vulkan, or e.g. "cuda-hbm" for an HBM GPU, where that class was fitted."""
+    table = BANDWIDTH_EFFICIENCY if table is None else table
+    if is_intel_vulkan(device) and "vulkan-intel" in table:
+        return "vulkan-intel"
+    if device.memory_type and "HBM" in device.memory_type and f"{device.backend}-hbm" in table:
         return f"{device.backend}-hbm"
     return device.backend
 
@@ -532,11 +545,12 @@ def _matrix_seconds(work: float, device: Device, family: str = "k-quant", bf16: 
     """``work`` FLOPs of llama.cpp's matrix-matrix kernels: compute time at the backend's efficiency plus the
     second term, a per-TFLOP software ceiling or the energy of the FLOPs over the board's power limit
     (whichever form the fit kept)."""
-    efficiency = PROMPT_EFFICIENCY.get(device.backend, PROMPT_EFFICIENCY["cpu"])
+    key = speed_class(device, PROMPT_EFFICIENCY)
+    efficiency = PROMPT_EFFICIENCY.get(key, PROMPT_EFFICIENCY["cpu"])
     efficiency *= PROMPT_MOE_EFFICIENCY if moe else PROMPT_FAMILY_EFFICIENCY.get(family, 1.0)
     flops = device.flops * matrix_rate(device, bf16)
-    ceiling = PROMPT_SECONDS_PER_TFLOP.get(device.backend, 0.0)
-    joules = PROMPT_JOULES_PER_FLOP.get(device.backend, 0.0)
+    ceiling = PROMPT_SECONDS_PER_TFLOP.get(key, 0.0)
+    joules = PROMPT_JOULES_PER_FLOP.get(key, 0.0)
     power = work * joules / device.power_watts if device.power_watts else 0.0
     return work / (flops * efficiency) + work / 1e12 * ceiling + power
 
@@ -593,7 +607,7 @@ def speed(
         if device.flops:
             prompt += _prompt_seconds_per_token(model, device, family, is_bf16(quant_id)) * fraction
     used = [device for device, fraction in devices if fraction > 0]
-    uncertainty = speed_band([device.backend for device in used], [device.bandwidth_source for device in used],
+    uncertainty = speed_band([speed_class(device, SPEED_BAND) for device in used], [device.bandwidth_source for device in used],
                              tuple(device.bandwidth_spread or 0.0 for device in used if device.bandwidth_source == "this-machine"),
                              family)
     return Speed(
@@ -602,7 +616,7 @@ def speed(
         prompt_tokens_per_s=(1.0 / prompt) if prompt else 0.0,
         uncertainty=uncertainty,
         time_to_first_token_s=(TTFT_PROMPT_TOKENS * prompt + empty) if prompt else None,
-        prompt_uncertainty=(max(PROMPT_BAND.get(device.backend, PROMPT_BAND["sycl"]) for device in used)
+        prompt_uncertainty=(max(PROMPT_BAND.get(speed_class(device, PROMPT_BAND), PROMPT_BAND["sycl"]) for device in used)
                             * PROMPT_FAMILY_BAND.get(prompt_family(model, family), 1.0)) if prompt else None,
     )
 
@@ -666,7 +680,7 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
         if device is None or fraction <= 0:
             continue
         key = speed_class(device)
-        guess = " (sycl: fitted on one Arc B580 with Intel's IPEX-LLM build only)" if key not in FITTED_BACKENDS else ""
+        guess = f" ({key}: no measured rows, an unfitted guess)" if key not in FITTED_BACKENDS else ""
         if device.bandwidth_bytes_per_s:
             share = QUANT_FAMILY_EFFICIENCY.get(family, 1.0)
             what = "of it reached by llama.cpp" if device.bandwidth_source == "this-machine" else f"{key} efficiency"
@@ -688,21 +702,22 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
                          f"costed as that many prompt tokens' expert work; an F16 or Q8_0 file takes the matrix-vector path")
         if device.flops:
             rate, vector = matrix_rate(device, is_bf16(quant_id)), vulkan_rate(device, is_bf16(quant_id)) < 1.0
+            pkey = speed_class(device, PROMPT_EFFICIENCY)
             lines.append(
                 f"prompt: {device.flops / 1e12:.1f} TFLOPS peak"
                 + (" (one card's: the cards take their layers in turn)" if device.count > 1 else "")
                 + (f" x {rate:.2f} (Vulkan without {'BF16 ' if device.matrix_cores is not False else ''}matrix cores: "
                    f"the FP32 vector rate)" if vector else "")
                 + (f" x {rate:.0f} (GeForce FP16-accumulate rate)" if rate != 1.0 and not vector else "")
-                + f" x {PROMPT_EFFICIENCY.get(device.backend, 0.3):.0%} {device.backend} efficiency"
+                + f" x {PROMPT_EFFICIENCY.get(pkey, 0.3):.0%} {pkey} efficiency"
                 + (f" x {PROMPT_MOE_EFFICIENCY:.0%} for a mixture of experts (small per-expert products)"
                    if moe and PROMPT_MOE_EFFICIENCY != 1.0 else "")
                 + (f" x {PROMPT_FAMILY_EFFICIENCY[family]:.0%} for {family}"
                    if not moe and PROMPT_FAMILY_EFFICIENCY.get(family, 1.0) != 1.0 else "")
-                + (f", plus {PROMPT_SECONDS_PER_TFLOP[device.backend] * 1e3:.1f} ms a TFLOP (software ceiling)"
-                   if PROMPT_SECONDS_PER_TFLOP.get(device.backend) else "")
-                + (f", at most {device.power_watts:.0f} W / {PROMPT_JOULES_PER_FLOP[device.backend] * 1e12:.2f} pJ a FLOP"
-                   f" (power limit)" if PROMPT_JOULES_PER_FLOP.get(device.backend) and device.power_watts else "")
+                + (f", plus {PROMPT_SECONDS_PER_TFLOP[pkey] * 1e3:.1f} ms a TFLOP (software ceiling)"
+                   if PROMPT_SECONDS_PER_TFLOP.get(pkey) else "")
+                + (f", at most {device.power_watts:.0f} W / {PROMPT_JOULES_PER_FLOP[pkey] * 1e12:.2f} pJ a FLOP"
+                   f" (power limit)" if PROMPT_JOULES_PER_FLOP.get(pkey) and device.power_watts else "")
                 + f"{guess}"
             )
     return tuple(lines)
