@@ -88,6 +88,9 @@ CPU_SPECS = {
     # not say which bin is scored as the 12-core one.
     "Apple M4 Pro": ("Apple M4 Pro", 12, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
     "Intel Xeon Platinum 8272CL (4 cores)": ("Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz", 26, ("avx2", "avx512f", "fma")),
+    # Intel ARK: Core i7-11700 (Rocket Lake) 8 cores / 16 threads, base 2.5 GHz, AVX-512 among its instruction set
+    # extensions (so gpuready reads avx512f from /proc/cpuinfo); its text-to-speech row ran on 8 ONNX Runtime threads.
+    "11th Gen i7-11700 @ 2.5GHz": ("11th Gen Intel(R) Core(TM) i7-11700 @ 2.50GHz", 8, ("avx2", "avx512f", "fma")),
     # Intel ARK: Core i7-8750H 6 cores; not in catalog/cpus.toml, so only its compute-bound Whisper encoder rows score.
     "Intel(R) Core(TM) i7-8750H CPU @ 2.20GH (macOS Ventura 13.0.1)": ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", 6, ("avx2", "fma")),
     # Intel ARK: Core Ultra 7 258V (Lunar Lake) 8 cores (4 Performance + 4 Low Power Efficient), AVX2; the Lunar Lake rows.

@@ -282,14 +282,25 @@ def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
     blas = [r for r in rows if r.kept_out == score_speech.VENDOR_BLAS]
     assert len(blas) == 10 and all(r.backend == "cpu" for r in blas)
     assert all(r.in_fit == (r.kept_out is None) for r in rows)
-    # every text-to-speech row of speech-tts.toml and speech-tts-more.toml has its hardware and model in the tables
+    # every text-to-speech row of the speech-tts*.toml files has its hardware and model in the tables
     tts = [r for r in rows if r.kind == "tts"]
-    assert len(tts) == 27
-    # 25 fitted on 7 devices: 5 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml among them)
+    assert len(tts) == 31
+    # 29 fitted on 8 devices: 6 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml and the
+    # Core i7-11700 of speech-tts-cpus.toml among them)
     fitted = [r for r in tts if r.in_fit]
-    assert len(fitted) == 25 and len({r.device for r in fitted}) == 7
+    assert len(fitted) == 29 and len({r.device for r in fitted}) == 8
     assert {r.device for r in fitted if r.backend == "cpu"} >= {
-        "cpu: Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz", "cpu: Apple M4 Pro"}
+        "cpu: Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz", "cpu: Apple M4 Pro",
+        "cpu: 11th Gen Intel(R) Core(TM) i7-11700 @ 2.50GHz"}
+    # the i7-11700 row ran on 8 ONNX Runtime threads, all 8 cores: AVX-512 read as 64 FLOPs a cycle, as a probe would
+    i7 = [r for r in tts if "i7-11700" in r.device]
+    assert len(i7) == 1 and i7[0].cores == 8 and i7[0].peak == pytest.approx(8 * 64 * 3.0e9)
+    assert i7[0].measured == pytest.approx(1.81)  # x_realtime as printed, not inverted
+    # Supertonic's README Kokoro ONNX rows on the M4 Pro: threads not stated, so all 12 cores of the 12-core part;
+    # rtf as printed, inverted to x real time
+    m4 = sorted(r.measured for r in tts if r.device == "cpu: Apple M4 Pro" and "supertonic" in r.source)
+    assert m4 == pytest.approx([1 / 0.144, 1 / 0.126, 1 / 0.124])
+    assert all(r.cores == 12 for r in tts if r.device == "cpu: Apple M4 Pro")
     # the Xeon's rows ran on 4 of its 26 cores: the peak and the thread term count those 4 (AVX-512: 64 FLOPs a cycle)
     xeon = [r for r in tts if "8272CL" in r.device]
     assert len(xeon) == 2 and all(r.cores == 4 and r.peak == pytest.approx(4 * 64 * 3.0e9) for r in xeon)
@@ -353,4 +364,4 @@ def test_gpuready_speaks_each_fitted_cpu_row_as_the_scorer_predicts_it_with_gpur
         realtime, _ = speech.tts_realtime(CATALOG.get(score_speech.tts_model(tts)), cpu)
         assert realtime == pytest.approx(score_speech.tts_predict(tts, constants))
         checked += 1
-    assert checked == 23
+    assert checked == 27
