@@ -149,11 +149,20 @@ def realtime_predict(row: Row, encoder_fits: dict[str, dict], decoder_table: dic
 THREAD_EXPONENTS = tuple(i / 20 for i in range(21))
 
 
-def tts_fit(rows: list[Row]) -> dict:
+def tts_fit(rows: list[Row], exponents=THREAD_EXPONENTS) -> dict:
     """TTS_EFFICIENCY and TTS_CPU_THREAD_EXPONENT: per backend, the median of (FLOPs per second of audio / peak) /
     measured seconds per second, a CPU row's share divided by threads^-a first (each CPU thread's share falls as a
-    power of the threads used), with a on THREAD_EXPONENTS where the rows' median error is least."""
-    return tts_fit_terms(rows, False, (0.0,), THREAD_EXPONENTS)
+    power of the threads used), with a on `exponents` where the rows' median error is least ((0.0,): no thread
+    term, the formula gpuready carries while the term does not pass its rule, thread_exponents)."""
+    return tts_fit_terms(rows, False, (0.0,), exponents)
+
+
+def thread_exponents(rows: list[Row]) -> tuple[float, ...]:
+    """The exponent grid gpuready's formula fits on: THREAD_EXPONENTS where the thread term passes the rule a term
+    is kept by (it lowers the LODO median of the formula without it and LOSO's does not rise), else (0.0,)."""
+    both = try_formula("both", rows, True, True)
+    power = try_formula("power", rows, True, True, exponents=THREAD_EXPONENTS)
+    return THREAD_EXPONENTS if power.lowers(both) else (0.0,)
 
 
 def tts_predict(row: Row, fits: dict) -> float:
@@ -491,7 +500,7 @@ def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_mode
     return Tried(name, len(variant), lodo, loso, in_sample)
 
 
-def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str]) -> None:
+def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], grid=THREAD_EXPONENTS) -> None:
     cpus = len({r.device for r in rows if r.backend == "cpu"})
     gpus = len({r.device for r in rows if r.backend != "cpu"})
     out.append(f"\nTerms tried, each judged held out ({cpus} CPU devices, {gpus} GPUs; a term is kept only if it lowers "
@@ -505,13 +514,15 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str]) -
                         rows, False, True)
     vocoder = try_formula("... the vocoder's FLOPs at its upsampled rates (catalog/speech.toml, from the published "
                           "generator configurations) in place of 2 x its weights x frames", rows, True, False)
-    both = try_formula("... both: the vocoder counted and a Raspberry Pi at 1.8 GHz (the formula before the thread "
-                       "term)", rows, True, True)
+    carried = "**" if grid == (0.0,) else ""
+    both = try_formula(f"{carried}... both: the vocoder counted and a Raspberry Pi at 1.8 GHz (the formula before the "
+                       f"thread term){': gpuready' + chr(39) + 's formula' if carried else ''}{carried}", rows, True, True)
     amdahl_term = try_formula("... both, x Amdahl: a serial share of the one-thread work does not spread over the "
                               "threads used (CPU rows; the cores the peak counts; share fitted on a 0.05 grid)", rows,
                               True, True, serials=serials)
-    power = try_formula("**... both, x threads^-a: each CPU thread's share falls as a power of the threads used "
-                        "(document search's CPU term; a fitted on a 0.05 grid): gpuready's formula**", rows, True, True,
+    power = try_formula(f"{'' if carried else '**'}... both, x threads^-a: each CPU thread's share falls as a power "
+                        f"of the threads used (document search's CPU term; a fitted on a 0.05 grid)"
+                        f"{'' if carried else ': gpuready' + chr(39) + 's formula**'}", rows, True, True,
                         exponents=THREAD_EXPONENTS)
     torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
                              exponents=THREAD_EXPONENTS)
@@ -543,7 +554,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str]) -
         out.append(f"| {tried.name} | {tried.rows} | {summary(tried.lodo.values())} | {summary(tried.loso.values())} "
                    f"| {statistics.median(tried.in_sample.values()):.0f}% | {kept[tried.name]} |")
     cpu_rows = [r for r in rows if r.backend == "cpu"]
-    fits = tts_fit(rows)
+    fits = tts_fit(rows, THREAD_EXPONENTS)
     one_thread = defaultdict(list)
     for row in cpu_rows:
         one_thread[row.device.removeprefix("cpu: ")].append(row.work * row.measured / row.peak
@@ -574,8 +585,9 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str]) -
                   if power.lowers(both) else
                   f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: on these rows the thread term no longer "
                   f"passes its own rule (LODO {both.lodo_median:.0f}% -> {power.lodo_median:.0f}%, LOSO "
-                  f"{both.loso_median:.0f}% -> {power.loso_median:.0f}%); gpuready still carries it, pending a refit of "
-                  "the formula.\n"))
+                  f"{both.loso_median:.0f}% -> {power.loso_median:.0f}%), so gpuready's formula drops it "
+                  "(TTS_CPU_THREAD_EXPONENT 0: every thread the same share of a core's peak) until rows show it again. "
+                  "The shares above are with the term, to show the spread it was meant to carry.\n"))
 
 
 def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
@@ -592,7 +604,8 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     if not rows:
         out.append("No rows.\n")
         return
-    errors = cross_validated(rows, tts_fit, tts_predict)
+    grid = thread_exponents(rows)
+    errors = cross_validated(rows, lambda train: tts_fit(train, grid), tts_predict)
     in_sample, lodo, loso = errors
     headline(out, "Text to speech", "text to speech (all rows)", rows, errors)
     largest, largest_rows = Counter(row.device for row in rows).most_common(1)[0]
@@ -608,7 +621,7 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     for (model, backend, device), indices in sorted(groups.items()):
         out.append(f"| {model} | {backend} | {device} | {len(indices)} | {summary(lodo[i] for i in indices)} "
                    f"| {summary(in_sample[i] for i in indices)} |")
-    fits = tts_fit(rows)
+    fits = tts_fit(rows, grid)
     outside = [r for r in all_rows if not r.in_fit]
     if outside:
         out.append("\nRows kept out of the fit (scored against the fitted constants):\n")
@@ -627,15 +640,16 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
         out.append(f"| {backend} | {len(members)} | {len({r.device for r in members})} | {value:.3f} "
                    f"| {speech.TTS_EFFICIENCY.get(backend, '-')} |")
     se.FITS[("TTS_CPU_THREAD_EXPONENT", "cpu")] = (fits["exponent"], speech.TTS_CPU_THREAD_EXPONENT)
-    out.append(f"\nThread exponent a (tasks/speech.py TTS_CPU_THREAD_EXPONENT), fitted with it on the 0.05 grid: "
-               f"{fits['exponent']:.2f} (constant {speech.TTS_CPU_THREAD_EXPONENT}).")
+    out.append(f"\nThread exponent a (tasks/speech.py TTS_CPU_THREAD_EXPONENT), fitted with it on the 0.05 grid where "
+               f"the thread term passes its rule, else 0 (each thread the same share): {fits['exponent']:.2f} "
+               f"(constant {speech.TTS_CPU_THREAD_EXPONENT}).")
     gpu_note = [r for r in rows if r.backend != "cpu"]
     if len({r.device for r in gpu_note}) > 1:
         out.append("\nThe CUDA rows are one model per GPU (F5-TTS, a 336M-parameter DiT, on an RTX 3090; Kokoro on an "
                    "RTX 4060 Ti), so each GPU held out is predicted from the other model alone: Kokoro reaches a far "
                    "smaller share of a GPU's FP16 peak than F5-TTS (its LSTMs and small convolutions run as many short "
                    "kernels), which a per-backend efficiency cannot carry.")
-    tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out)
+    tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, grid)
     band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
     se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)
     out.append(f"\nBand (tasks/speech.py TTS_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "
