@@ -152,7 +152,11 @@ def write(shape: Shape, path: Path, seed: int = 0) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    if not argv or argv[0].startswith("-"):
+        # an option is not an output folder: creating a directory named "--help" helped nobody
         sys.stderr.write(__doc__.split("\n\n")[-1] + "\n")
         return 2
     out = Path(argv[0])

@@ -500,6 +500,16 @@ def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_mode
     return Tried(name, len(variant), lodo, loso, in_sample)
 
 
+def per_device_pair(rows: list[Row], without: Tried, with_term: Tried) -> str:
+    """Each CPU device but the Raspberry Pi: its median LODO error without and with a term."""
+    parts = []
+    for device in sorted({r.device for r in rows if r.backend == "cpu" and "Raspberry Pi" not in r.device}):
+        indices = [i for i, r in enumerate(rows) if r.device == device]
+        parts.append(f"{device.removeprefix('cpu: ')} {statistics.median(without.lodo[i] for i in indices):.0f}% "
+                     f"and {statistics.median(with_term.lodo[i] for i in indices):.0f}%")
+    return "; ".join(parts)
+
+
 def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], grid=THREAD_EXPONENTS) -> None:
     cpus = len({r.device for r in rows if r.backend == "cpu"})
     gpus = len({r.device for r in rows if r.backend != "cpu"})
@@ -587,7 +597,10 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], g
                   f"passes its own rule (LODO {both.lodo_median:.0f}% -> {power.lodo_median:.0f}%, LOSO "
                   f"{both.loso_median:.0f}% -> {power.loso_median:.0f}%), so gpuready's formula drops it "
                   "(TTS_CPU_THREAD_EXPONENT 0: every thread the same share of a core's peak) until rows show it again. "
-                  "The shares above are with the term, to show the spread it was meant to carry.\n"))
+                  "The shares above are with the term, to show the spread it was meant to carry. The rows that "
+                  "decide this are mostly the Raspberry Pi's; held out, the other CPUs are predicted as follows "
+                  "without and with the term: " + per_device_pair(rows, both, power) + ". So on many-core desktop "
+                  "CPUs the estimate without the term leans fast.\n"))
 
 
 def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
