@@ -41,34 +41,65 @@ def prompt_families(rows: list, families: bool, moe: bool, cublas: bool = False)
     return [replace(r, family=family(r)) for r in rows], True
 
 
-def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...]) -> tuple[dict, list[tuple[str, float, float]]]:
+def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...],
+                 scopes: dict | None = None) -> tuple[dict, list[tuple[str, float, float]]]:
     """Start with every term; drop each one whose removal does not raise the held-out error.
 
     The held-out error is the mean of the leave-one-device-out and leave-one-source-out
-    medians: a term stays only if it predicts new hardware and new publications better.
+    medians: a term stays only if it predicts new hardware and new publications better. A term
+    that applies to one class of rows (`scopes`: name -> which rows, e.g. mixture-of-experts
+    models, 2- and 3-bit K-quants, Intel GPUs under Vulkan) is judged on that class's rows, as
+    the prompt's second term picks its form per backend on that backend's rows: a median over
+    all rows cannot see a term that fixes a small class, and the rest of the rows are shown beside.
     """
+    scopes = scopes or {}
     terms = {name: True for name in fit_terms}
     trials = []
+    members = {name: {_identity(r) for r in rows if applies(r)} for name, applies in scopes.items()}
+    cache: dict = {}
 
-    def lodo(chosen: dict) -> float:
-        return (statistics.median(err for _, err in cross_validate(rows, "device", **chosen))
-                + statistics.median(err for _, err in cross_validate(rows, "source", **chosen))) / 2
+    def error(chosen: dict, among: set | None = None, outside: bool = False) -> float:
+        key = tuple(sorted(chosen.items()))
+        if key not in cache:
+            cache[key] = {group: cross_validate(rows, group, **chosen) for group in ("device", "source")}
+        return statistics.mean(
+            statistics.median(err for row, err in cache[key][group]
+                              if among is None or ((_identity(row) in among) != outside))
+            for group in ("device", "source"))
 
-    best = lodo(terms)
+    best = error(terms)
     trials.append(("all terms", best, None))
     for name in fit_terms:
         without = {**terms, name: False}
-        score = lodo(without)
-        trials.append((f"without {name}", score, best))
-        if score <= best:
-            terms, best = without, score
+        among = members.get(name)
+        if among:
+            own, own_without = error(terms, among), error(without, among)
+            rest, rest_without = error(terms, among, True), error(without, among, True)
+            trials.append((f"without {name}, its own {len(among)} rows", own_without, own))
+            trials.append((f"without {name}, the other {len(rows) - len(among)} rows", rest_without, rest))
+            drop = own_without <= own + 1e-9  # a tie (to rounding) drops it: the simpler model
+        else:
+            score = error(without)
+            trials.append((f"without {name}", score, best))
+            drop = score <= best
+        if drop:
+            terms = without
+            best = error(terms)
     return terms, trials
+
+
+def _identity(row) -> tuple:
+    """A row's identity across the copies the fits make (families merged, rates applied)."""
+    return (row.device, row.source, row.variant, row.measured_s)
 
 
 def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str], fits: dict) -> None:
     """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill `fits`."""
     gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation,
-                                         ("layers", "families", "hbm", "moe", "unpack", "lowbit", "intel"))
+                                         ("layers", "families", "hbm", "moe", "unpack", "lowbit", "intel"),
+                                         {"hbm": lambda r: r.memory_class == "hbm", "moe": lambda r: r.moe,
+                                          "lowbit": lambda r: r.family == speedfit.LOW_BIT_FAMILY,
+                                          "intel": lambda r: bool(r.vendor_class)})
     # "lowbit": 2- and 3-bit K-quants as their own family (their own unpacking cost), or folded into K-quants.
     gen_rows = speedfit.merge_low_bit(gen_rows, gen_terms["lowbit"])
     # The prompt model in the generation model's form: seconds per token = (2 x active params / peak FLOPS) / e
@@ -105,7 +136,9 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         prompt_forms[backend] = min(scores, key=scores.get)  # a tie keeps the power form
         form_trials.append((backend, scores["power"], scores["ceiling"], prompt_forms[backend]))
     prompt_terms, prompt_trials = choose_terms(form_rows(prompt_forms), prompt_cv,
-                                               ("geforce", "second", "families", "moe", "cublas", "intel"))
+                                               ("geforce", "second", "families", "moe", "cublas", "intel"),
+                                               {"moe": lambda r: r.moe, "cublas": lambda r: r.cublas,
+                                                "intel": lambda r: bool(r.vendor_class)})
     prompt_rows = form_rows(prompt_forms)
     second_on = prompt_terms["second"]
     fit = speedfit.fit_generation(gen_rows, **gen_terms)
@@ -169,10 +202,10 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "(Arc 140V on an early Xe2 Mesa, Arc A770 on Mesa 24.0 and on Intel's Windows driver): every Intel GPU "
                "measured under Vulkan ran far below other vendors' share of their bandwidth, and between themselves they "
                "differ by driver and build, so their own class (\"intel\" below) predicts them only within about 2x; "
-               "2- and 3-bit K-quants in January 2024 CUDA builds (RTX 3090 and Tesla P40, PR #4766), which wanted a large "
+               "2- and 3-bit K-quants in January 2024 CUDA builds (RTX 3090 and Tesla P40, PR #4766), which want a large "
                "unpacking cost where 2025 Vulkan rows want almost none (Radeon 8060S, PR #16900: Q2_K 60 t/s against 43 "
-               "for Q4_K_S); since the Intel rows came in the held-out term choice no longer keeps them as their own "
-               "family (\"lowbit\"), so they take the K-quants' constants; an Iris Xe whose memory speed is not stated; a "
+               "for Q4_K_S), so their own fitted cost misses both (their band is about 3x wider); an Iris Xe whose "
+               "memory speed is not stated; a "
                "May 2025 Vulkan build on an RTX 2070. Prompt: Intel GPUs under Vulkan and SYCL; a Vulkan RTX 2080 Ti whose "
                "source prints no device line (gpuready assumes Turing gets matrix cores); BF16 MoE on the Radeon 8060S; "
                "MoE on GB10; the 24-core M1 Max.\n\n"
@@ -187,9 +220,11 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "fitted on 4 devices instead of one, and an Intel GPU under Vulkan gets its own constants (\"intel\", "
                "kept by the term choice in both models); before that class the Intel rows widened every Vulkan band "
                "(generation +/-26% -> +/-47%, prompt +/-52% -> +/-88%) and raised the generation worst to 379%. Rows run behind a Raspberry Pi "
-               "host are skipped: gpuready does not model a host too weak to keep the GPU fed. With these rows the term "
-               "choice no longer keeps the quant-family shares, the MoE layer factor or the lowbit family (each within "
-               "0.3 points of held-out error). Kept in the round before: a board power for 138 GPUs (prompt LODO 26.6% "
+               "host are skipped: gpuready does not model a host too weak to keep the GPU fed. (5) A term for one class of "
+               "rows is judged on that class's own rows (\"Which terms stay\"): with the Intel rows the all-rows "
+               "median had dropped the lowbit family and the MoE prompt share, whose own rows then went 34% -> 46% and "
+               "45% -> 153%, because a median over 322 rows cannot see 11 or 8 of them. The quant-family shares and "
+               "the MoE layer factor stay dropped on the same rules. Kept in the round before: a board power for 138 GPUs (prompt LODO 26.6% "
                "-> 24.5% then), the capabilities llama.cpp's Vulkan backend prints per device (docs/vulkan-capabilities.md; "
                "24.5% -> 23.2%), a mixture-of-experts model's prompt compute at its own share (PROMPT_MOE_EFFICIENCY; "
                "23.2% -> 22.2%). Tried and dropped in that round: the vector rate at twice FP32 (25.5% against 23.2%), the "
@@ -239,7 +274,10 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     out.append("### Which terms stay\n")
     out.append("A term is kept only if dropping it raises the held-out error, the mean of the leave-one-device-out and "
                "leave-one-source-out medians (tried in order; a dropped term's constants are neutral: efficiency 1.0, "
-               "seconds 0).\n")
+               "seconds 0). A term for one class of rows (hbm: HBM GPUs; moe: mixture-of-experts models; lowbit: 2- and "
+               "3-bit K-quants; cublas: CUDA prompts of the cuBLAS era; intel: Intel GPUs under Vulkan) is judged on "
+               "that class's own rows, and the other rows' figures are shown beside it: a median over all rows cannot "
+               "see a term that fixes a few of them.\n")
     out.append("| model | variant | held-out error | with the term |\n|---|---|---:|---:|")
     for task, trials in (("generation", gen_trials), ("prompt", prompt_trials)):
         for label, score, best in trials:

@@ -20,7 +20,13 @@ from gpuready.bench.results import Measurements
 from gpuready.bench.stats import Spread
 from gpuready.tasks.registry import load_catalog
 from gpuready.tasks.devices import cpu_device
-from gpuready.tasks.text_estimate import LAYER_SECONDS, MEASURED_BANDWIDTH_EFFICIENCY, MEASURED_EFFICIENCY_SPREAD, UNPACK_OPS_PER_WEIGHT
+from gpuready.tasks.text_estimate import (
+    LAYER_SECONDS,
+    MEASURED_BANDWIDTH_EFFICIENCY,
+    MEASURED_EFFICIENCY_SPREAD,
+    QUANT_FAMILY_BAND,
+    UNPACK_OPS_PER_WEIGHT,
+)
 from gpuready.hardware import Problem
 from gpuready.report import SCHEMA_PATH, build_report, report_json
 from gpuready.testing import cpu_machine, with_test_gpu
@@ -67,7 +73,8 @@ def test_the_estimator_takes_the_measured_figure_with_its_own_efficiency_band_an
     seconds = (weights * multiplied / model.params / (20e9 * MEASURED_BANDWIDTH_EFFICIENCY) + model.layers * LAYER_SECONDS["cpu"]
                + multiplied * UNPACK_OPS_PER_WEIGHT["k-quant"] / device.flops)
     assert verdict.estimate.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
-    assert verdict.uncertainty == pytest.approx(0.075 + MEASURED_EFFICIENCY_SPREAD)
+    # its own spread plus the efficiency spread, widened like any band for a family the model predicts worse
+    assert verdict.uncertainty == pytest.approx((0.075 + MEASURED_EFFICIENCY_SPREAD) * QUANT_FAMILY_BAND["k-quant"])
     assert any(line.startswith("generation: Test CPU bandwidth 20 GB/s (measured on this machine, 2026-12-03, ±7.5%) x 88% "
                                "of it reached by llama.cpp, plus ") for line in verdict.estimate.basis)
 
@@ -109,7 +116,8 @@ def test_a_measured_gpu_bandwidth_uses_the_fitted_share_of_a_copy_not_of_a_peak(
                + multiplied * UNPACK_OPS_PER_WEIGHT["k-quant"] / gpu_device(measured_machine).flops)
     assert verdict.estimate.placement == "gpu"
     assert verdict.estimate.speed.generation_tokens_per_s == pytest.approx(1 / seconds)
-    assert verdict.uncertainty == pytest.approx(15 / 620 + MEASURED_EFFICIENCY_SPREAD, abs=1e-3)
+    assert verdict.uncertainty == pytest.approx((15 / 620 + MEASURED_EFFICIENCY_SPREAD) * QUANT_FAMILY_BAND["k-quant"],
+                                                abs=1e-3)
 
 
 def test_the_mps_measurement_applies_to_the_apple_gpu():

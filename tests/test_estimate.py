@@ -67,7 +67,7 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
             generation_tokens_per_s=pytest.approx(1 / (LLAMA_WEIGHTS_Q4 / bandwidth + fixed)),
             generation_tokens_per_s_full_context=pytest.approx(1 / ((LLAMA_WEIGHTS_Q4 + LLAMA_KV_8K) / bandwidth + fixed)),
             prompt_tokens_per_s=pytest.approx(1 / prompt_s),
-            uncertainty=est.SPEED_BAND["cuda"],
+            uncertainty=pytest.approx(est.SPEED_BAND["cuda"] * est.QUANT_FAMILY_BAND["k-quant"]),
             time_to_first_token_s=pytest.approx(512 * prompt_s + LLAMA_WEIGHTS_Q4 / bandwidth + fixed),
             prompt_uncertainty=est.PROMPT_BAND["cuda"],  # prompt speed's own, wider band
         ),

@@ -516,7 +516,7 @@ def test_an_intel_gpu_under_vulkan_takes_its_own_fitted_constants():
     seconds = (4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["vulkan-intel"]) + 32 * est.LAYER_SECONDS["vulkan-intel"]
                + unpack_s(8.03e9, 100e12))
     assert result.generation_tokens_per_s == pytest.approx(1 / seconds)
-    assert result.uncertainty == est.SPEED_BAND["vulkan-intel"]
+    assert result.uncertainty == pytest.approx(est.SPEED_BAND["vulkan-intel"] * est.QUANT_FAMILY_BAND["k-quant"])
     assert result.prompt_uncertainty == pytest.approx(est.PROMPT_BAND["vulkan-intel"] * est.PROMPT_FAMILY_BAND["k-quant"])
 
 
@@ -532,3 +532,29 @@ def test_the_fit_gives_a_vendor_class_its_own_constants_only_when_the_term_is_on
     assert speedfit.predict_generation(rows[-1], fit) == pytest.approx(0.4 / 10e-3)
     pooled = speedfit.fit_generation(rows, layers=False, families=False, hbm=False, moe=False, unpack=False, intel=False)
     assert set(pooled.efficiency) == {"vulkan"}
+
+
+def test_a_term_for_one_class_of_rows_is_judged_on_that_class():
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    import speed_report
+
+    speedfit = load_speedfit()
+    # 20 ordinary rows at 0.8 of bandwidth, 3 "intel" rows at 0.3: the class term is judged on its own 3 rows.
+    rows = [speedfit.GenRow("vulkan", "k-quant", 1e-3 * (1 + i), 0, 1e-3 * (1 + i) / 0.8, f"d{i}", f"s{i}")
+            for i in range(20)]
+    rows += [speedfit.GenRow("vulkan", "k-quant", 1e-3 * (1 + i), 0, 1e-3 * (1 + i) / 0.3, f"i{i}", f"t{i}",
+                             vendor_class="intel") for i in range(3)]
+
+    def cv(rows, key, intel=True):
+        return speedfit.cross_validate_generation(rows, key, layers=False, families=False, hbm=False, moe=False,
+                                                  unpack=False, intel=intel)
+
+    scope = {"intel": lambda r: bool(r.vendor_class)}
+    scoped, trials = speed_report.choose_terms(rows, cv, ("intel",), scope)
+    assert scoped == {"intel": True}
+    assert [label for label, _, _ in trials] == ["all terms", "without intel, its own 3 rows",
+                                                  "without intel, the other 20 rows"]
+    # The same class at the ordinary rows' 0.8: its own constants predict it no better, so the term goes.
+    same = rows[:20] + [replace(r, measured_s=r.ideal_s / 0.8) for r in rows[20:]]
+    assert speed_report.choose_terms(same, cv, ("intel",), scope)[0] == {"intel": False}

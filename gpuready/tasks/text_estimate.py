@@ -51,13 +51,13 @@ DEFAULT_VOCAB = 32000
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
     "cpu": 0.89,
-    "cuda": 0.87,
-    "cuda-hbm": 0.78,
+    "cuda": 0.86,
+    "cuda-hbm": 0.79,
     "metal": 0.90,
-    "rocm": 0.84,
+    "rocm": 0.89,
     "rocm-hbm": 0.75,
     "sycl": 0.64,
-    "vulkan": 0.84,
+    "vulkan": 0.88,
     "vulkan-intel": 0.45,
 }
 COMPUTE_EFFICIENCY = {
@@ -93,15 +93,15 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 238.1e-6,
-    "cuda": 52.3e-6,
-    "cuda-hbm": 117.3e-6,
-    "metal": 163.2e-6,
-    "rocm": 86.0e-6,
-    "rocm-hbm": 139.6e-6,
-    "sycl": 146.2e-6,
-    "vulkan": 30.9e-6,
-    "vulkan-intel": 98.2e-6,
+    "cpu": 250.0e-6,
+    "cuda": 48.7e-6,
+    "cuda-hbm": 117.4e-6,
+    "metal": 163.1e-6,
+    "rocm": 90.1e-6,
+    "rocm-hbm": 138.6e-6,
+    "sycl": 146.3e-6,
+    "vulkan": 34.1e-6,
+    "vulkan-intel": 98.6e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -111,10 +111,10 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.81,
-    "k-quant-low": 3.81,
-    "legacy": 1.62,
-    "mxfp4": 15.37,
+    "k-quant": 3.36,
+    "k-quant-low": 17.95,
+    "legacy": 1.73,
+    "mxfp4": 16.27,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -197,13 +197,13 @@ PROMPT_FAMILY_EFFICIENCY = {
 # devices in five fall inside it. Backends measured on fewer than 3 devices get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.32,
+    "cpu": 0.26,
     "cuda": 0.15,
     "metal": 0.08,
-    "rocm": 0.18,
-    "sycl": 0.42,
-    "vulkan": 0.14,
-    "vulkan-intel": 1.13,
+    "rocm": 0.16,
+    "sycl": 0.41,
+    "vulkan": 0.16,
+    "vulkan-intel": 1.15,
 }
 # A quant family whose kernels the model predicts worse than the rest widens its backend's band: the
 # family's 80th percentile of leave-one-device-out generation errors over that of all rows, where above 1
@@ -212,7 +212,8 @@ SPEED_BAND = {
 # differs between builds (January 2024 CUDA against 2025 Vulkan), so their speeds carry about 3x the band.
 QUANT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.00,
+    "k-quant": 1.17,
+    "k-quant-low": 2.93,
     "legacy": 1.00,
     "mxfp4": 1.00,
 }
