@@ -186,7 +186,7 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
 
 
 def vendor_class(device: devices.Device) -> str:
-    """"intel" for an Intel GPU under Vulkan (gpuready's own test: text_estimate.INTEL_VULKAN), else ""."""
+    """"intel" for an Intel GPU under Vulkan (gpuready's own test, text_estimate.is_intel_vulkan), else ""."""
     return "intel" if est.is_intel_vulkan(device) else ""
 
 
@@ -332,7 +332,8 @@ def text_generation(catalog, out: list[str]) -> None:
         bytes_read = est.weights_read_bytes(model, weights) + kv_read
         work = 2 * est.matmul_params(model)
         # Vulkan without (BF16) matrix cores: the scalar shader at the vector rate (est.vulkan_rate).
-        vector_share = est.vulkan_rate(device, est.is_bf16(quant_id))
+        bf16 = est.is_bf16(quant_id)
+        vector_share = est.vulkan_rate(device, bf16)
         if kind == "generation":
             implied = row["tokens_per_s"] * bytes_read / device.bandwidth_bytes_per_s
         else:
@@ -348,13 +349,12 @@ def text_generation(catalog, out: list[str]) -> None:
                                             "hbm" if "HBM" in (device.memory_type or "") else "", model.is_moe,
                                             f"{model.id} {quant_id}" if depth == 0 else "",
                                             est.matmul_params(model) / device.unpack_flops if device.unpack_flops else 0.0,
-                                            known_s=est.padded_expert_seconds(model, device, est.is_bf16(quant_id)),
+                                            known_s=est.padded_expert_seconds(model, device, bf16),
                                             vendor_class=vendor_class(device)))
             if device.kind == "gpu" and not model.is_moe:
                 baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
         else:
-            # The prompt's matrix-matrix kernels dequantise a tile at a time: no separate 2-/3-bit K-quant family there.
-            prompt_family = "k-quant" if family == speedfit.LOW_BIT_FAMILY else family
+            prompt_family = est.prompt_kernel_family(family)
             prompt_rows.append(speedfit.PromptRow(backend, prompt_family, implied, device_key(row, device), source_key(row),
                                                   work / (device.flops * vector_share), work / 1e12, f"{model.id} {quant_id}",
                                                   GEFORCE_FULL_RATE if est.is_geforce_rtx(device) and vector_share == 1.0

@@ -153,16 +153,17 @@ def tts_fit(rows: list[Row], exponents=THREAD_EXPONENTS) -> dict:
     """TTS_EFFICIENCY and TTS_CPU_THREAD_EXPONENT: per backend, the median of (FLOPs per second of audio / peak) /
     measured seconds per second, a CPU row's share divided by threads^-a first (each CPU thread's share falls as a
     power of the threads used), with a on `exponents` where the rows' median error is least ((0.0,): no thread
-    term, the formula gpuready carries while the term does not pass its rule, thread_exponents)."""
+    term, the formula gpuready carries while the term does not pass its rule, thread_term)."""
     return tts_fit_terms(rows, False, (0.0,), exponents)
 
 
-def thread_exponents(rows: list[Row]) -> tuple[float, ...]:
-    """The exponent grid gpuready's formula fits on: THREAD_EXPONENTS where the thread term passes the rule a term
-    is kept by (it lowers the LODO median of the formula without it and LOSO's does not rise), else (0.0,)."""
+def thread_term(rows: list[Row]) -> tuple["Tried", "Tried", tuple[float, ...]]:
+    """The formula without and with the thread term, held out, and the exponent grid gpuready's formula fits on:
+    THREAD_EXPONENTS where the thread term passes the rule a term is kept by (it lowers the LODO median of the
+    formula without it and LOSO's does not rise), else (0.0,). Each formula is cross-validated once, here."""
     both = try_formula("both", rows, True, True)
     power = try_formula("power", rows, True, True, exponents=THREAD_EXPONENTS)
-    return THREAD_EXPONENTS if power.lowers(both) else (0.0,)
+    return both, power, THREAD_EXPONENTS if power.lowers(both) else (0.0,)
 
 
 def tts_predict(row: Row, fits: dict) -> float:
@@ -510,7 +511,8 @@ def per_device_pair(rows: list[Row], without: Tried, with_term: Tried) -> str:
     return "; ".join(parts)
 
 
-def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], grid=THREAD_EXPONENTS) -> None:
+def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], both: "Tried", power: "Tried",
+                    grid=THREAD_EXPONENTS) -> None:
     cpus = len({r.device for r in rows if r.backend == "cpu"})
     gpus = len({r.device for r in rows if r.backend != "cpu"})
     out.append(f"\nTerms tried, each judged held out ({cpus} CPU devices, {gpus} GPUs; a term is kept only if it lowers "
@@ -525,15 +527,15 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], g
     vocoder = try_formula("... the vocoder's FLOPs at its upsampled rates (catalog/speech.toml, from the published "
                           "generator configurations) in place of 2 x its weights x frames", rows, True, False)
     carried = "**" if grid == (0.0,) else ""
-    both = try_formula(f"{carried}... both: the vocoder counted and a Raspberry Pi at 1.8 GHz (the formula before the "
-                       f"thread term){': gpuready' + chr(39) + 's formula' if carried else ''}{carried}", rows, True, True)
+    both = dataclasses.replace(both, name=f"{carried}... both: the vocoder counted and a Raspberry Pi at 1.8 GHz (the "
+                               f"formula before the thread term){': gpuready' + chr(39) + 's formula' if carried else ''}"
+                               f"{carried}")
     amdahl_term = try_formula("... both, x Amdahl: a serial share of the one-thread work does not spread over the "
                               "threads used (CPU rows; the cores the peak counts; share fitted on a 0.05 grid)", rows,
                               True, True, serials=serials)
-    power = try_formula(f"{'' if carried else '**'}... both, x threads^-a: each CPU thread's share falls as a power "
-                        f"of the threads used (document search's CPU term; a fitted on a 0.05 grid)"
-                        f"{'' if carried else ': gpuready' + chr(39) + 's formula**'}", rows, True, True,
-                        exponents=THREAD_EXPONENTS)
+    power = dataclasses.replace(power, name=f"{'' if carried else '**'}... both, x threads^-a: each CPU thread's share "
+                                f"falls as a power of the threads used (document search's CPU term; a fitted on a 0.05 "
+                                f"grid){'' if carried else ': gpuready' + chr(39) + 's formula**'}")
     torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
                              exponents=THREAD_EXPONENTS)
     per_model = try_formula("... gpuready's formula, efficiency per catalogue model and backend (the backend's where "
@@ -617,8 +619,9 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     if not rows:
         out.append("No rows.\n")
         return
-    grid = thread_exponents(rows)
-    errors = cross_validated(rows, lambda train: tts_fit(train, grid), tts_predict)
+    both, power, grid = thread_term(rows)
+    carried = power if grid == THREAD_EXPONENTS else both  # gpuready's formula, already cross-validated
+    errors = (carried.in_sample, carried.lodo, carried.loso)
     in_sample, lodo, loso = errors
     headline(out, "Text to speech", "text to speech (all rows)", rows, errors)
     largest, largest_rows = Counter(row.device for row in rows).most_common(1)[0]
@@ -662,7 +665,7 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
                    "RTX 4060 Ti), so each GPU held out is predicted from the other model alone: Kokoro reaches a far "
                    "smaller share of a GPU's FP16 peak than F5-TTS (its LSTMs and small convolutions run as many short "
                    "kernels), which a per-backend efficiency cannot carry.")
-    tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, grid)
+    tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, both, power, grid)
     band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
     se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)
     out.append(f"\nBand (tasks/speech.py TTS_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "

@@ -34,7 +34,7 @@ def prompt_families(rows: list, families: bool, moe: bool, cublas: bool = False)
     def family(r) -> str:
         if moe and r.moe:
             return MOE_FAMILY
-        if cublas and getattr(r, "cublas", False):
+        if cublas and r.cublas:
             return CUBLAS_FAMILY
         return r.family if families else speedfit.REFERENCE_FAMILY
 
@@ -170,11 +170,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                    f"{statistics.median(ec):.1f}% |")
     e_gen = [e for _, e in lodo]
     e_pp = [e for _, e in p_lodo]
-    coverage = [hit for _, _, hit in speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
-                                                             floor=est.SPEED_UNCERTAINTY["assumed"] * 100,
-                                                             families=family_bands_kept(lodo, gen_terms["intel"]),
-                                                             intel=gen_terms["intel"])]
-    share = sum(coverage) / len(coverage)
+    gen_coverage = HeldOutBands(lodo, gen_terms["intel"])
+    share = sum(hit for _, _, hit in gen_coverage.covered) / len(gen_coverage.covered)
     def per_device(errors: list) -> float:
         return speedfit.median_of_group_medians((row.device, err) for row, err in errors)
 
@@ -292,8 +289,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     for backend, power, ceiling, kept_form in form_trials:
         out.append(f"| {backend} | {power:.2f}% | {ceiling:.2f}% | {kept_form} |")
     out.append("")
-    bands(lodo, out, fits, intel=gen_terms["intel"])
-    bands(p_lodo, out, fits, "PROMPT_BAND", "prompt", "PROMPT_FAMILY_BAND", prompt_terms["intel"])
+    bands(gen_coverage, out, fits)
+    bands(HeldOutBands(p_lodo, prompt_terms["intel"]), out, fits, "PROMPT_BAND", "prompt", "PROMPT_FAMILY_BAND")
     out.append("### Fitted constants (gpuready/tasks/text_estimate.py holds these, rounded)\n")
     out.append("| constant | key | fitted | in estimate.py |\n|---|---|---:|---:|")
     for backend in sorted(fit.efficiency):
@@ -398,10 +395,11 @@ def record(out: list[str], fits: dict, name: str, key: str, fitted: float, const
     out.append(f"| {name} | {key} | {fitted:.2f} | {shown} |")
 
 
-def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", what: str = "generation",
-          family_constant: str = "QUANT_FAMILY_BAND", intel: bool = False) -> None:
+def bands(held: "HeldOutBands", out: list[str], fits: dict, constant: str = "SPEED_BAND", what: str = "generation",
+          family_constant: str = "QUANT_FAMILY_BAND") -> None:
     """A band per backend (80th percentile of its LODO errors), widened per quant family where that family's
     errors run wider than all rows', and the coverage of bands fitted without each device."""
+    lodo, intel, kept, covered = held.lodo, held.intel, held.kept, held.covered
     current = getattr(est, constant)
     out.append(f"### Bands: {what}\n")
     out.append(f"Each {what} speed's +/- is its backend's 80th percentile of leave-one-device-out {what} errors, times its "
@@ -410,9 +408,6 @@ def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", 
                "they are kept only if, held out, they raise the coverage of the worst-covered family. Coverage: "
                "for every row, the band computed from the other devices' held-out errors only, and whether the row's "
                "own held-out error falls inside it (target: about 80%, within 70-90%).\n")
-    kept = family_bands_kept(lodo, intel)
-    covered = speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
-                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100, families=kept, intel=intel)
     pooled = speedfit.percentile([e for _, e in lodo], 0.8) / 100
     out.append(f"A backend measured on fewer than {MIN_BAND_DEVICES} devices gets at least the pooled band of all rows "
                f"(+/-{pooled:.0%}) and at least the +/-{est.SPEED_UNCERTAINTY['assumed']:.0%} of an assumed figure: "
@@ -444,22 +439,30 @@ def bands(lodo: list, out: list[str], fits: dict, constant: str = "SPEED_BAND", 
         out.append(f"| {family} | {len(errors)} | {len({r.device for r, _ in lodo if r.family == family})} | "
                    f"{speedfit.percentile(errors, 0.8):.0f}% | {factor:.2f} | {sum(inside) / len(inside):.0%} |")
     out.append(f"\nFamily factors {'kept' if kept else 'not kept (1.00)'}: held out, the worst-covered family's coverage is "
-               f"{worst_family_coverage(lodo, True, intel):.0%} with them and {worst_family_coverage(lodo, False, intel):.0%} "
-               "without.\n")
+               f"{held.worst_with:.0%} with them and {held.worst_without:.0%} without.\n")
 
 
-def worst_family_coverage(lodo: list, families: bool, intel: bool = False) -> float:
+class HeldOutBands:
+    """Each row's held-out band and whether its error falls inside (speedfit.band_coverage), with the quant-family
+    factors where they are kept: only if, held out, they raise the coverage of the worst-covered family (one
+    measured on MIN_BAND_DEVICES or more devices). Both coverages are computed once, here."""
+
+    def __init__(self, lodo: list, intel: bool = False):
+        self.lodo, self.intel = lodo, intel
+        with_factors, without = (speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
+                                                        floor=est.SPEED_UNCERTAINTY["assumed"] * 100,
+                                                        families=families, intel=intel)
+                                 for families in (True, False))
+        self.worst_with, self.worst_without = worst_family_coverage(lodo, with_factors), worst_family_coverage(lodo, without)
+        self.kept = self.worst_with > self.worst_without
+        self.covered = with_factors if self.kept else without
+
+
+def worst_family_coverage(lodo: list, covered: list) -> float:
     """The lowest held-out band coverage of a quant family measured on MIN_BAND_DEVICES or more devices."""
-    covered = speedfit.band_coverage(lodo, "device", min_devices=MIN_BAND_DEVICES,
-                                     floor=est.SPEED_UNCERTAINTY["assumed"] * 100, families=families, intel=intel)
     shares = []
     for family in {row.family for row, _ in lodo}:
         if len({r.device for r, _ in lodo if r.family == family}) >= MIN_BAND_DEVICES:
             hits = [hit for r, _, hit in covered if r.family == family]
             shares.append(sum(hits) / len(hits))
     return min(shares)
-
-
-def family_bands_kept(lodo: list, intel: bool = False) -> bool:
-    """Whether the quant-family band factors predict held-out coverage: they raise the worst family's."""
-    return worst_family_coverage(lodo, True, intel) > worst_family_coverage(lodo, False, intel)

@@ -556,12 +556,15 @@ def _matrix_seconds(work: float, device: Device, family: str = "k-quant", bf16: 
     return work / (flops * efficiency) + work / 1e12 * ceiling + power
 
 
-def prompt_family(model: LanguageModel, family: str) -> str:
-    """The class of a prompt's matrix kernels: "moe" for a mixture of experts, 2- and 3-bit K-quants with the
-    other K-quants (a matrix-matrix kernel dequantises a tile at a time), else the quant family."""
-    if model.is_moe:
-        return "moe"
+def prompt_kernel_family(family: str) -> str:
+    """A quant family as the prompt's matrix-matrix kernels see it: 2- and 3-bit K-quants with the other
+    K-quants (those kernels dequantise a tile at a time, so there is no separate unpacking cost)."""
     return "k-quant" if family == "k-quant-low" else family
+
+
+def prompt_family(model: LanguageModel, family: str) -> str:
+    """The class of a prompt's matrix kernels: "moe" for a mixture of experts, else prompt_kernel_family."""
+    return "moe" if model.is_moe else prompt_kernel_family(family)
 
 
 def speed_band(backends: list[str], sources: list[str], measured_spreads: tuple[float, ...] = (),
@@ -595,6 +598,7 @@ def speed(
     context" every token also reads the whole KV cache.
     """
     family = quant_family(quant_id) if quant_id else "k-quant"
+    bf16 = is_bf16(quant_id)
     weights_read = weights_read_bytes(model, memory.weights_bytes)
     devices = [(gpu, gpu_fraction), (cpu, 1.0 - gpu_fraction)]
     if any(fraction > 0 and (device is None or not device.bandwidth_bytes_per_s) for device, fraction in devices):
@@ -603,10 +607,10 @@ def speed(
     for device, fraction in devices:
         if fraction <= 0:
             continue
-        empty += step_seconds(model, weights_read, device, fraction, family, is_bf16(quant_id))
-        full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, fraction, family, is_bf16(quant_id))
+        empty += step_seconds(model, weights_read, device, fraction, family, bf16)
+        full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, fraction, family, bf16)
         if device.flops:
-            prompt += _prompt_seconds_per_token(model, device, family, is_bf16(quant_id)) * fraction
+            prompt += _prompt_seconds_per_token(model, device, family, bf16) * fraction
     used = [device for device, fraction in devices if fraction > 0]
     uncertainty = speed_band([speed_class(device, SPEED_BAND) for device in used], [device.bandwidth_source for device in used],
                              tuple(device.bandwidth_spread or 0.0 for device in used if device.bandwidth_source == "this-machine"),
