@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from gpuready.hardware import CPU, GPU, Hardware, Memory, Problem
+from gpuready.hardware import CPU, GIB, GPU, Hardware, Memory, Problem
 from gpuready.probes import GPU_PROBES
 from gpuready.probes.apple import apple_hardware
 from gpuready.units import fmt_gb
@@ -25,14 +25,18 @@ class WhatIfError(ValueError):
     """A GPU name that matches no table row, or several."""
 
 
-def gpu_from_spec(spec: GPUSpec, index: int = 0, shared_bytes: int | None = None) -> GPU:
+def gpu_from_spec(spec: GPUSpec, index: int = 0, shared_bytes: int | None = None, memory_bytes: int | None = None) -> GPU:
     """A GPU as the table describes it, with all of its memory free; integrated graphics (no
-    memory of its own) get ``shared_bytes`` of system memory, as a probed APU gets through GTT."""
-    memory = spec.memory_bytes or (shared_bytes if spec.kind == "integrated" else None) or None
+    memory of its own) get ``shared_bytes`` of system memory, as a probed APU gets through GTT;
+    ``memory_bytes``, where given, is the memory of a chip sold with several sizes."""
+    memory = memory_bytes or spec.memory_bytes or (shared_bytes if spec.kind == "integrated" else None) or None
     return GPU(
         vendor=spec.vendor,
         name=display_name(spec),
-        kind="unified" if spec.kind == "unified" else ("integrated" if spec.kind == "integrated" else "discrete"),
+        # GH200's table row is "unified" (NVLink-C2C), but its GPU has HBM of its own and NVML reports that,
+        # as the probe then says: a discrete GPU. Unified is memory the machine shares (Apple, LPDDR SoCs).
+        kind=("unified" if spec.vendor == "apple" or is_soc_memory(spec) else "discrete") if spec.kind == "unified"
+        else ("integrated" if spec.kind == "integrated" else "discrete"),
         index=index,
         memory_total_bytes=memory,
         memory_free_bytes=memory,
@@ -77,6 +81,31 @@ def apple_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None) -
         hardware, platform="darwin", arch="arm64", os="macOS", cpu=cpu, memory=memory,
         gpus=(gpu,), npus=(npu,) if npu else (), backends=(), in_container=False,
     )
+
+
+def is_soc_memory(spec: GPUSpec) -> bool:
+    """A chip whose GPU memory is the machine's own LPDDR (Strix Halo, DGX Spark's GB10, Jetson):
+    choosing it chooses the machine's memory too. Not Apple (a whole Mac) and not GH200, whose
+    HBM is the GPU's own beside the CPU's LPDDR5X."""
+    return spec.kind == "unified" and spec.vendor != "apple" and (spec.memory_type or "").upper().startswith("LPDDR")
+
+
+def soc_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None, count: int = 1) -> Hardware:
+    """The machine built on this chip, with ``memory_bytes`` of memory (default: the chip's smallest),
+    all of it free: system memory and the GPU's pool are the same memory, as a probed APU's GTT is."""
+    memory = memory_bytes or (min(spec.memory_options_bytes) if spec.memory_options_bytes else spec.memory_bytes)
+    hardware = with_memory(hardware, memory)
+    return dataclasses.replace(hardware, gpus=tuple(gpu_from_spec(spec, i, memory, memory) for i in range(count)))
+
+
+def _soc_notes(spec: GPUSpec, memory_bytes: int | None) -> list[Problem]:
+    """A memory size the chip is not sold with is estimated as asked, and said."""
+    sizes = sorted({spec.memory_bytes, *spec.memory_options_bytes} - {0, None})
+    if not memory_bytes or not sizes or any(abs(memory_bytes - size) < GIB for size in sizes):
+        return []
+    sold = ", ".join(f"{round(size / GIB)}" for size in sizes[:-1]) + (" or " if len(sizes) > 1 else "") + f"{round(sizes[-1] / GIB)}"
+    return [Problem("whatif", f"{display_name(spec)} is sold with {sold} GB of memory; estimated with "
+                    f"{fmt_gb(memory_bytes)} as asked", None, "info")]
 
 
 def resolve_gpu(query: str) -> tuple[GPUSpec, int]:
@@ -154,6 +183,8 @@ def compose(
         problems = [p for p in problems if p.probe not in GPU_PROBES]
         if spec.vendor == "apple":
             return apple_machine(hardware, spec, memory_bytes), problems
+        if is_soc_memory(spec):
+            return soc_machine(hardware, spec, memory_bytes, count), [*problems, *_soc_notes(spec, memory_bytes)]
     if memory_bytes:
         hardware = with_memory(hardware, memory_bytes)
     if gpu:

@@ -123,3 +123,31 @@ def test_more_gpu_memory_never_worsens_a_verdict(model):
         for gib in (4, 8, 12, 16, 24, 48, 96)
     ]
     assert levels == sorted(levels, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "quant", "refused"),
+    [
+        # vLLM v0.30.0: FP8 natively from 8.9, weight-only through Marlin from 7.5; AWQ from 7.5.
+        ("RTX 3090", "FP8", None),
+        ("T4", "FP8", None),
+        ("Tesla V100", "FP8", "FP8 weights need vLLM (FP8) on an NVIDIA GPU of compute capability 7.5 or newer; Tesla V100-PCIE-16GB is 7.0"),
+        ("Tesla P40", "AWQ_4BIT", "AWQ_4BIT weights need vLLM (AWQ) on an NVIDIA GPU of compute capability 7.5 or newer; Tesla P40 is 6.1"),
+        # ROCm: FP8 on CDNA (gfx9) and RDNA4 (gfx12), not on RDNA3 or Strix Halo's RDNA 3.5.
+        ("MI300X", "FP8", None),
+        ("RX 9070 XT", "FP8", None),
+        ("7900 XTX", "FP8", "FP8 weights need vLLM (FP8) on an AMD CDNA (gfx9) or RDNA4 (gfx12) GPU; AMD Radeon RX 7900 XTX is gfx1100"),
+        ("Radeon 8060S", "FP8", "FP8 weights need vLLM (FP8) on an AMD CDNA (gfx9) or RDNA4 (gfx12) GPU; AMD Radeon 8060S is gfx1151"),
+    ],
+)
+def test_vllm_formats_are_offered_only_on_the_gpus_vllm_loads_them_on(gpu, quant, refused):
+    from gpuready.whatif import compose
+
+    hardware, _ = compose(cpu_machine(64), [], gpu=gpu)
+    verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options(quant=quant))
+    if refused is None:
+        assert verdict.level != "does-not-fit" and verdict.placement == "gpu"
+    else:
+        assert verdict.level == "does-not-fit" and verdict.reasons[-1] == refused
+        offered = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options())
+        assert quant not in {v.quant for v in offered.variants}

@@ -51,3 +51,37 @@ def test_a_what_if_gpu_replaces_the_machines_gpus_and_changes_verdicts(capsys):
 def test_an_unknown_gpu_is_a_usage_error(capsys):
     assert main(["report", "--gpu", "Voodoo 5", "--machine", CPU_DESKTOP]) == 2
     assert "no GPU in the table matches 'Voodoo 5'" in capsys.readouterr().err
+
+
+def _whatif_report(capsys, *args):
+    assert main(["report", "--json", "--machine", CPU_DESKTOP, *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_soc_with_shared_memory_takes_the_memory_asked_for(capsys):
+    # Strix Halo is sold with 32, 64 or 128 GB: --memory picks the machine, and the GPU's pool is that memory.
+    report = _whatif_report(capsys, "--gpu", "Radeon 8060S", "--memory", "128GB")
+    (gpu,) = report["hardware"]["gpus"]
+    assert (gpu["kind"], gpu["memory_total_bytes"]) == ("unified", 128 * 1024**3)
+    assert report["hardware"]["memory"]["total_bytes"] == 128 * 1024**3
+    assert not [p for p in report["problems"] if p["probe"] == "whatif"]
+
+
+def test_a_soc_without_memory_asked_is_its_smallest_machine_not_this_ones(capsys):
+    report = _whatif_report(capsys, "--gpu", "Radeon 8060S")
+    assert report["hardware"]["memory"]["total_bytes"] == 32 * 1024**3
+    assert report["hardware"]["gpus"][0]["memory_total_bytes"] == 32 * 1024**3
+
+
+def test_a_soc_memory_size_it_is_not_sold_with_is_estimated_and_said(capsys):
+    report = _whatif_report(capsys, "--gpu", "Radeon 8060S", "--memory", "96GB")
+    assert report["hardware"]["gpus"][0]["memory_total_bytes"] == 96 * 1024**3
+    (note,) = [p["message"] for p in report["problems"] if p["probe"] == "whatif"]
+    assert note == "AMD Radeon 8060S is sold with 32, 64 or 128 GB of memory; estimated with 96.0 GB as asked"
+
+
+def test_gh200s_hbm_is_its_own_not_shared_with_this_machines_memory(capsys):
+    # NVML reports a GH200's HBM as the GPU's memory, so the probe calls it discrete; so does the what-if.
+    report = _whatif_report(capsys, "--gpu", "GH200")
+    (gpu,) = report["hardware"]["gpus"]
+    assert (gpu["kind"], gpu["memory_total_bytes"]) == ("discrete", 96 * 1024**3)

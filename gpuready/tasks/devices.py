@@ -84,6 +84,10 @@ class Device:
     # that use the stated clock say so (tasks/speech.py stated_clock_peak).
     clock_hz: float | None = None
     vendor: str | None = None  # GPU: nvidia | amd | intel | apple ... (Intel GPUs under Vulkan have their own constants)
+    # GPU: NVIDIA's compute capability ("8.9") and AMD's gfx target ("gfx1151"), where known:
+    # which weight formats vLLM-class servers can load here (tasks/text.py format_unsupported).
+    compute_capability: str | None = None
+    gfx_target: str | None = None
 
     @property
     def unpack_flops(self) -> float | None:
@@ -216,6 +220,8 @@ def gpu_device(hardware: Hardware) -> Device | None:
             power_watts=_power_watts(first),
             matrix_cores=vulkan_matrix_cores(spec.vendor, spec.architecture) if spec else None,
             vendor=first.vendor,
+            compute_capability=first.compute_capability or (spec.compute_capability if spec else None),
+            gfx_target=first.gfx_target or (spec.gfx_target if spec else None),
             **_measured(first.bandwidth_source),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):

@@ -45,6 +45,15 @@ RUNTIME_BY_BACKEND = {
 # checkpoints in vLLM-class servers on CUDA or ROCm GPUs, whole on the GPU.
 GPU_ONLY_FORMATS = {"mlx": ("metal",), "awq": ("cuda", "rocm"), "fp8": ("cuda", "rocm")}
 FORMAT_RUNTIMES = {"mlx": "MLX", "awq": "vLLM (AWQ)", "fp8": "vLLM (FP8)"}
+# Which of those GPUs vLLM loads each format on (vLLM v0.30.0). CUDA: AWQ's kernels need Turing
+# or newer (AWQConfig.get_min_capability: 75); FP8 runs natively from Ada (8.9) and as weight-only
+# FP8 through Marlin from 7.5 (marlin_utils_fp8.is_fp8_marlin_supported: has_device_capability(75)).
+# ROCm: FP8 only on CDNA (gfx9) and RDNA4 (gfx12) (platforms/rocm.py supports_fp8: on_cdna() or
+# on_rdna4(); Marlin is off on ROCm), so not on RDNA2/3/3.5 (gfx10, gfx11: RX 7900, Radeon 8060S).
+# A GPU whose capability or target is not known is given the benefit of the doubt.
+MIN_CUDA_CAPABILITY = {"awq": (7, 5), "fp8": (7, 5)}
+ROCM_TARGET_PREFIXES = {"fp8": ("gfx9", "gfx12")}
+ROCM_TARGET_WORDS = {"fp8": "an AMD CDNA (gfx9) or RDNA4 (gfx12) GPU"}
 # What runs LLMs on each NPU today, outside llama.cpp-class runtimes (catalog/npus.toml runtimes).
 NPU_LLM_RUNTIMES = {
     "intel": "OpenVINO GenAI runs some exported LLMs on it",
@@ -116,9 +125,32 @@ def context_tokens(model: LanguageModel, options) -> int:
 def format_unsupported(quant: Quant, gpu: Device | None) -> str | None:
     """Why no runtime here can load this weight format, or None when one can."""
     backends = GPU_ONLY_FORMATS.get(quant.format)
-    if backends is None or (gpu is not None and gpu.backend in backends):
+    if backends is None:
         return None
-    return f"{quant.id} weights need {FORMAT_RUNTIMES[quant.format]} on a {' or '.join(backends).upper()} GPU"
+    if gpu is None or gpu.backend not in backends:
+        return f"{quant.id} weights need {FORMAT_RUNTIMES[quant.format]} on a {' or '.join(backends).upper()} GPU"
+    return _architecture_unsupported(quant, gpu)
+
+
+def _architecture_unsupported(quant: Quant, gpu: Device) -> str | None:
+    """Why this GPU's architecture is too old (or not one vLLM loads the format on), or None."""
+    runtime = FORMAT_RUNTIMES[quant.format]
+    minimum = MIN_CUDA_CAPABILITY.get(quant.format)
+    if gpu.backend == "cuda" and minimum and gpu.compute_capability:
+        capability = _capability(gpu.compute_capability)
+        if capability is not None and capability < minimum:
+            return (f"{quant.id} weights need {runtime} on an NVIDIA GPU of compute capability "
+                    f"{minimum[0]}.{minimum[1]} or newer; {gpu.name} is {gpu.compute_capability}")
+    prefixes = ROCM_TARGET_PREFIXES.get(quant.format)
+    if gpu.backend == "rocm" and prefixes and gpu.gfx_target and not gpu.gfx_target.startswith(prefixes):
+        return f"{quant.id} weights need {runtime} on {ROCM_TARGET_WORDS[quant.format]}; {gpu.name} is {gpu.gfx_target}"
+    return None
+
+
+def _capability(text: str) -> tuple[int, int] | None:
+    """'8.9' -> (8, 9); None for anything else."""
+    major, _, minor = text.partition(".")
+    return (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None
 
 
 def variants(model: LanguageModel, catalog, gpu: Device | None, options) -> list[str]:
