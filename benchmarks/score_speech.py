@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from speedfit import error as ape
-from speedfit import median_of_group_medians
+from speedfit import median_of_group_medians, percentile
 
 from gpuready.tasks import devices, encoders, speech
 from gpuready.tasks import text_estimate as est
@@ -57,11 +57,6 @@ def whisper_model(catalog, name: str):
 
 def median_or_none(values):
     return statistics.median(values) if values else None
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 @dataclass

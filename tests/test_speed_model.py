@@ -455,7 +455,18 @@ def test_bf16_experts_on_vulkan_cost_a_tile_of_prompt_work_a_token(backend, quan
     with_tile = est.speed(QWEN_MOE, memory, 0, device, CPU, 1.0, quant)
     as_f16 = est.speed(QWEN_MOE, memory, 0, device, CPU, 1.0, "F16")  # same bytes, matrix-vector path
     assert 1 / with_tile.generation_tokens_per_s == pytest.approx(1 / as_f16.generation_tokens_per_s + padded)
-    assert any("32-token tile" in line for line in est._with_speed_basis([], device, CPU, 1.0, quant, moe=True))
+    assert any("32-token tile" in line for line in est._with_speed_basis([], device, CPU, 1.0, quant, moe=True, routed_experts=True))
+
+
+def test_the_tile_line_is_said_only_where_the_tile_is_costed():
+    # A mixture of experts whose expert counts the catalogue lacks pays no tile cost, so its basis must not claim one.
+    device = vulkan_gpu(True)
+    no_counts = replace(QWEN_MOE, experts=None)
+    assert est.padded_expert_seconds(no_counts, device, True) == 0.0
+    found = est.estimate(no_counts, CATALOG.quants["BF16"], 4096, replace(device, usable_memory_bytes=int(128e9)), CPU, 0)
+    assert not any("32-token tile" in line for line in found.basis)
+    found = est.estimate(QWEN_MOE, CATALOG.quants["BF16"], 4096, replace(device, usable_memory_bytes=int(128e9)), CPU, 0)
+    assert any("32-token tile" in line for line in found.basis)
 
 
 def test_bf16_experts_split_over_gpu_and_cpu_pay_the_tile_only_for_the_gpu_share():

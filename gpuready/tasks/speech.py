@@ -232,6 +232,10 @@ def tts_efficiency(backend: str, threads: int | None = None) -> tuple[float, str
     if backend == "cpu":
         one = TTS_EFFICIENCY["cpu"]
         value, used = per_core_share(one, threads, TTS_CPU_THREAD_EXPONENT)
+        if not TTS_CPU_THREAD_EXPONENT:
+            # The thread term is dropped (its rule, benchmarks/score_speech.py): every thread the same share.
+            return value, (f"{value:.1%} cpu efficiency (each of {used} threads at the same share of its core's peak; "
+                           "fitted on published TTS real-time factors)")
         return value, (f"{value:.1%} cpu efficiency ({one:.0%} for one thread x {used} threads^-{TTS_CPU_THREAD_EXPONENT:.2f}; "
                        "fitted on published TTS real-time factors)")
     if backend in TTS_EFFICIENCY:

@@ -567,13 +567,13 @@ def prompt_family(model: LanguageModel, family: str) -> str:
     return "moe" if model.is_moe else prompt_kernel_family(family)
 
 
-def speed_band(backends: list[str], sources: list[str], measured_spreads: tuple[float, ...] = (),
+def speed_band(classes: list[str], sources: list[str], measured_spreads: tuple[float, ...] = (),
                family: str | None = None) -> float:
-    """The +/- of a speed: the widest band of the backends involved, widened for a quant family the model
-    predicts worse (QUANT_FAMILY_BAND), at least 50% where a bandwidth was assumed; a bandwidth measured on
-    this machine (``measured_spreads``, one per such device) brings its own spread plus the
-    measured-efficiency spread instead of its backend's band."""
-    bands = [SPEED_BAND.get(backend, SPEED_BAND["sycl"]) for backend, source in zip(backends, sources) if source != "this-machine"]
+    """The +/- of a speed: the widest band of the speed classes involved (speed_class: a backend, or
+    vulkan-intel), widened for a quant family the model predicts worse (QUANT_FAMILY_BAND), at least 50%
+    where a bandwidth was assumed; a bandwidth measured on this machine (``measured_spreads``, one per such device) brings its own spread plus the
+    measured-efficiency spread instead of its class's band."""
+    bands = [SPEED_BAND.get(key, SPEED_BAND["sycl"]) for key, source in zip(classes, sources) if source != "this-machine"]
     bands += [spread + MEASURED_EFFICIENCY_SPREAD for spread in measured_spreads]
     band = max(bands) * (QUANT_FAMILY_BAND.get(family, 1.0) if family else 1.0)
     if "assumed" in sources:
@@ -655,7 +655,7 @@ def estimate(
         if memory.total_bytes <= gpu.usable_memory_bytes:
             basis.append(f"all layers on {gpu.name} ({gpu.backend})")
             return Estimate(model.id, quant.id, context_tokens, "gpu", memory, 1.0, memory.total_bytes, 0,
-                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, gpu, cpu, 1.0, quant.id, model.is_moe))
+                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, gpu, cpu, 1.0, quant.id, model.is_moe, routed_expert_params(model) > 0))
         if not gpu.unified:
             layer_bytes = memory.weights_bytes + memory.kv_cache_bytes
             room = gpu.usable_memory_bytes - memory.compute_bytes - memory.overhead_bytes
@@ -670,15 +670,15 @@ def estimate(
                     "(each token's time is the sum of both parts)"
                 )
                 return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
-                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction, quant.id, model.is_moe))
+                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction, quant.id, model.is_moe, routed_expert_params(model) > 0))
     memory = memory_breakdown(model, quant, context_tokens, "cpu", users)
     basis.append("all layers on the CPU, weights in system memory")
     return Estimate(model.id, quant.id, context_tokens, "cpu", memory, 0.0, 0, memory.total_bytes,
-                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0, quant.id, model.is_moe))
+                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0, quant.id, model.is_moe, routed_expert_params(model) > 0))
 
 
 def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float, quant_id: str = "",
-                      moe: bool = False) -> tuple[str, ...]:
+                      moe: bool = False, routed_experts: bool = False) -> tuple[str, ...]:
     lines = list(basis)
     family = quant_family(quant_id) if quant_id else "k-quant"
     for device, fraction in ((gpu, gpu_fraction), (cpu, 1 - gpu_fraction)):
@@ -701,7 +701,8 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
-        if device.backend == "vulkan" and is_bf16(quant_id) and moe and device.flops:
+        # As padded_expert_seconds: only where the catalogue gives the expert counts the tile cost needs.
+        if device.backend == "vulkan" and is_bf16(quant_id) and routed_experts and device.flops:
             lines.append(f"generation: BF16 experts on Vulkan have no matrix-vector path in llama.cpp, so each token's expert "
                          f"products run the matrix-matrix shader padded to a {VULKAN_MOE_TILE_TOKENS}-token tile and are "
                          f"costed as that many prompt tokens' expert work; an F16 or Q8_0 file takes the matrix-vector path")
