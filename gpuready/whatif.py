@@ -59,6 +59,8 @@ def with_gpu(hardware: Hardware, spec: GPUSpec, count: int = 1) -> Hardware:
         raise ValueError("count must be at least 1")
     if spec.vendor == "apple":
         return apple_machine(hardware, spec, None)
+    if is_soc_memory(spec):
+        return soc_machine(hardware, spec, None, count)
     shared = hardware.memory.usable_bytes if spec.kind == "integrated" else None
     return dataclasses.replace(hardware, gpus=tuple(gpu_from_spec(spec, i, shared) for i in range(count)))
 

@@ -85,3 +85,13 @@ def test_gh200s_hbm_is_its_own_not_shared_with_this_machines_memory(capsys):
     report = _whatif_report(capsys, "--gpu", "GH200")
     (gpu,) = report["hardware"]["gpus"]
     assert (gpu["kind"], gpu["memory_total_bytes"]) == ("discrete", 96 * 1024**3)
+
+
+def test_the_terminal_uis_pick_of_a_soc_is_a_machine_of_the_chips_memory_too():
+    # The TUI's what-if picker calls with_gpu: a DGX Spark picked on a 16 GB laptop is a 128 GB machine, not 15 GB.
+    from gpuready.testing import cpu_machine
+    from gpuready.whatif import with_gpu
+
+    spark, _ = resolve_gpu("GB10")
+    hardware = with_gpu(cpu_machine(16), spark)
+    assert hardware.memory.total_bytes == hardware.gpus[0].memory_total_bytes == 128 * 1024**3
