@@ -133,11 +133,12 @@ def test_more_gpu_memory_never_worsens_a_verdict(model):
         ("T4", "FP8", None),
         ("Tesla V100", "FP8", "FP8 weights need vLLM (FP8) on an NVIDIA GPU of compute capability 7.5 or newer; Tesla V100-PCIE-16GB is 7.0"),
         ("Tesla P40", "AWQ_4BIT", "AWQ_4BIT weights need vLLM (AWQ) on an NVIDIA GPU of compute capability 7.5 or newer; Tesla P40 is 6.1"),
-        # ROCm: FP8 on CDNA (gfx9) and RDNA4 (gfx12), not on RDNA3 or Strix Halo's RDNA 3.5.
+        # ROCm: FP8 on CDNA 3/4 and RDNA4, not on MI200 (no FP8 instructions), RDNA3 or Strix Halo's RDNA 3.5.
         ("MI300X", "FP8", None),
+        ("MI250X", "FP8", "FP8 weights need vLLM (FP8) on an AMD CDNA 3/4 (gfx94x, gfx95x) or RDNA4 (gfx12) GPU; AMD Instinct MI250X is gfx90a"),
         ("RX 9070 XT", "FP8", None),
-        ("7900 XTX", "FP8", "FP8 weights need vLLM (FP8) on an AMD CDNA (gfx9) or RDNA4 (gfx12) GPU; AMD Radeon RX 7900 XTX is gfx1100"),
-        ("Radeon 8060S", "FP8", "FP8 weights need vLLM (FP8) on an AMD CDNA (gfx9) or RDNA4 (gfx12) GPU; AMD Radeon 8060S is gfx1151"),
+        ("7900 XTX", "FP8", "FP8 weights need vLLM (FP8) on an AMD CDNA 3/4 (gfx94x, gfx95x) or RDNA4 (gfx12) GPU; AMD Radeon RX 7900 XTX is gfx1100"),
+        ("Radeon 8060S", "FP8", "FP8 weights need vLLM (FP8) on an AMD CDNA 3/4 (gfx94x, gfx95x) or RDNA4 (gfx12) GPU; AMD Radeon 8060S is gfx1151"),
     ],
 )
 def test_vllm_formats_are_offered_only_on_the_gpus_vllm_loads_them_on(gpu, quant, refused):

@@ -48,12 +48,14 @@ FORMAT_RUNTIMES = {"mlx": "MLX", "awq": "vLLM (AWQ)", "fp8": "vLLM (FP8)"}
 # Which of those GPUs vLLM loads each format on (vLLM v0.30.0). CUDA: AWQ's kernels need Turing
 # or newer (AWQConfig.get_min_capability: 75); FP8 runs natively from Ada (8.9) and as weight-only
 # FP8 through Marlin from 7.5 (marlin_utils_fp8.is_fp8_marlin_supported: has_device_capability(75)).
-# ROCm: FP8 only on CDNA (gfx9) and RDNA4 (gfx12) (platforms/rocm.py supports_fp8: on_cdna() or
-# on_rdna4(); Marlin is off on ROCm), so not on RDNA2/3/3.5 (gfx10, gfx11: RX 7900, Radeon 8060S).
+# ROCm: vLLM takes FP8 on CDNA and RDNA4 only (platforms/rocm.py supports_fp8: on_cdna() or
+# on_rdna4(); Marlin is off on ROCm), so not on RDNA2/3/3.5 (gfx10, gfx11: RX 7900, Radeon 8060S);
+# of CDNA, only CDNA 3 and 4 (gfx94x MI300, gfx95x MI350) have FP8 matrix instructions (AMD CDNA 3
+# ISA: V_MFMA_F32_*_FP8), so an MI100/MI200 (gfx908, gfx90a) or a Vega iGPU (gfx90c) is not offered it.
 # A GPU whose capability or target is not known is given the benefit of the doubt.
 MIN_CUDA_CAPABILITY = {"awq": (7, 5), "fp8": (7, 5)}
-ROCM_TARGET_PREFIXES = {"fp8": ("gfx9", "gfx12")}
-ROCM_TARGET_WORDS = {"fp8": "an AMD CDNA (gfx9) or RDNA4 (gfx12) GPU"}
+ROCM_TARGET_PREFIXES = {"fp8": ("gfx94", "gfx95", "gfx12")}
+ROCM_TARGET_WORDS = {"fp8": "an AMD CDNA 3/4 (gfx94x, gfx95x) or RDNA4 (gfx12) GPU"}
 # What runs LLMs on each NPU today, outside llama.cpp-class runtimes (catalog/npus.toml runtimes).
 NPU_LLM_RUNTIMES = {
     "intel": "OpenVINO GenAI runs some exported LLMs on it",
