@@ -555,10 +555,12 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
     power = dataclasses.replace(power, name=f"{'' if carried else '**'}... both, x threads^-a: each CPU thread's share "
                                 f"falls as a power of the threads used (document search's CPU term; a fitted on a 0.05 "
                                 f"grid){'' if carried else ': gpuready' + chr(39) + 's formula**'}")
+    # "gpuready's formula" is the one carried: with the thread term where it passes its rule (grid), else without
     torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
-                             exponents=THREAD_EXPONENTS)
+                             exponents=grid)
     per_model = try_formula("... gpuready's formula, efficiency per catalogue model and backend (the backend's where "
-                            "the model has no rows)", rows, True, True, per_model=True, exponents=THREAD_EXPONENTS)
+                            "the model has no rows)", rows, True, True, per_model=True, exponents=grid)
+    formula = power if grid == THREAD_EXPONENTS else both
     counts_best = both.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
     thread_terms = [t for t in (amdahl_term, power) if t.lowers(both)]
     chosen = min(thread_terms, key=lambda t: t.lodo_median) if thread_terms else None
@@ -579,7 +581,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
         amdahl_term.name: thread_verdict(amdahl_term),
         power.name: thread_verdict(power),
         torch_rows.name: "no: another runtime than gpuready estimates (below)",
-        per_model.name: ("would be kept: " if per_model.lowers(power) else "no: ") + per_model.against(power),
+        per_model.name: ("would be kept: " if per_model.lowers(formula) else "no: ") + per_model.against(formula),
     }
     for tried in (plain, clock, vocoder, both, amdahl_term, power, torch_rows, per_model):
         out.append(f"| {tried.name} | {tried.rows} | {summary(tried.lodo.values())} | {summary(tried.loso.values())} "
