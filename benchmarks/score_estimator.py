@@ -95,6 +95,9 @@ CPU_SPECS = {
     "Intel(R) Core(TM) i7-8750H CPU @ 2.20GH (macOS Ventura 13.0.1)": ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", 6, ("avx2", "fma")),
     # Intel ARK: Core Ultra 7 258V (Lunar Lake) 8 cores (4 Performance + 4 Low Power Efficient), AVX2; the Lunar Lake rows.
     "Intel Core Ultra 7 258V": ("Intel(R) Core(TM) Ultra 7 258V", 8, ("avx2", "fma")),
+    # Intel ARK: Core i9-12900H (Alder Lake-H) 14 cores (6 Performance + 8 Efficient), 20 threads, AVX2; its
+    # text-to-speech rows (speech-tts-devices2.toml) ran on 1 to 8 PyTorch threads.
+    "Intel Core i9-12900H": ("12th Gen Intel(R) Core(TM) i9-12900H", 14, ("avx2", "fma")),
 }
 # Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
 # (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and

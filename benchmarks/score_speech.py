@@ -201,7 +201,7 @@ def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
     skipped: dict[str, int] = defaultdict(int)
     for raw in se.load("speech"):
         backend = raw["backend"]
-        tts = "rtf" in raw or "x_realtime" in raw
+        tts = is_tts_row(raw, catalog)
         model = catalog.get(raw["model"]) if tts else whisper_model(catalog, raw["model"])
         if model is None:
             skipped["model not known"] += 1
@@ -239,10 +239,29 @@ def tts_row(se, raw: dict, model, device: devices.Device, common: dict) -> Row:
         device = dataclasses.replace(device, clock_hz=devices.stated_cpu_clock_hz(device.name))
         common["cores"] = min(se.CPU_SPECS[raw["cpu_hint"]][1], raw.get("threads") or 10**6)
     peak, _ = speech.tts_peak_flops(device)
-    measured = raw["x_realtime"] if "x_realtime" in raw else 1 / raw["rtf"]
+    measured = tts_measured(raw)
     return Row(kind="tts", label=f"{model.id} ({raw['voice']})", measured=measured,
                work=speech.tts_flops_per_audio_second(model, passes), kept_out=tts_kept_out(raw),
                extra=(speech.tts_flops_per_audio_second(plain, passes), device.flops), **{**common, "peak": peak})
+
+
+def is_tts_row(raw: dict, catalog) -> bool:
+    """A text-to-speech row: one with a real-time factor (rtf or x_realtime), or a catalogue text-to-speech model timed
+    as the source prints it (audio_seconds of audio in wall_seconds of synthesis)."""
+    if "rtf" in raw or "x_realtime" in raw:
+        return True
+    model = catalog.get(raw["model"])
+    return getattr(model, "kind", None) == "tts" and "audio_seconds" in raw and "wall_seconds" in raw
+
+
+def tts_measured(raw: dict) -> float:
+    """x real time as the row's source gives it: x_realtime as printed, the inverse of a printed rtf, or seconds of
+    audio over seconds of synthesis where the source prints the two timings and no ratio."""
+    if "x_realtime" in raw:
+        return raw["x_realtime"]
+    if "rtf" in raw:
+        return 1 / raw["rtf"]
+    return raw["audio_seconds"] / raw["wall_seconds"]
 
 
 # Runtimes gpuready's text-to-speech estimate describes (tasks/speech.py runtime_name): Piper through ONNX Runtime
@@ -531,10 +550,12 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
     power = dataclasses.replace(power, name=f"{'' if carried else '**'}... both, x threads^-a: each CPU thread's share "
                                 f"falls as a power of the threads used (document search's CPU term; a fitted on a 0.05 "
                                 f"grid){'' if carried else ': gpuready' + chr(39) + 's formula**'}")
+    # "gpuready's formula" is the one carried: with the thread term where it passes its rule (grid), else without
     torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
-                             exponents=THREAD_EXPONENTS)
+                             exponents=grid)
     per_model = try_formula("... gpuready's formula, efficiency per catalogue model and backend (the backend's where "
-                            "the model has no rows)", rows, True, True, per_model=True, exponents=THREAD_EXPONENTS)
+                            "the model has no rows)", rows, True, True, per_model=True, exponents=grid)
+    formula = power if grid == THREAD_EXPONENTS else both
     counts_best = both.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
     thread_terms = [t for t in (amdahl_term, power) if t.lowers(both)]
     chosen = min(thread_terms, key=lambda t: t.lodo_median) if thread_terms else None
@@ -555,7 +576,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
         amdahl_term.name: thread_verdict(amdahl_term),
         power.name: thread_verdict(power),
         torch_rows.name: "no: another runtime than gpuready estimates (below)",
-        per_model.name: ("would be kept: " if per_model.lowers(power) else "no: ") + per_model.against(power),
+        per_model.name: ("would be kept: " if per_model.lowers(formula) else "no: ") + per_model.against(formula),
     }
     for tried in (plain, clock, vocoder, both, amdahl_term, power, torch_rows, per_model):
         out.append(f"| {tried.name} | {tried.rows} | {summary(tried.lodo.values())} | {summary(tried.loso.values())} "
@@ -602,9 +623,9 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
 
 def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     out.append("## Text to speech\n")
-    out.append("Rows: benchmarks/validation/speech-tts.toml, speech-tts-more.toml, speech-tts-devices.toml and "
-               "speech-tts-cpus.toml "
-               "(real-time factors as published). The estimate: FLOPs per second of audio (2 x the parameters outside "
+    out.append("Rows: benchmarks/validation/speech-tts.toml, speech-tts-more.toml, speech-tts-devices.toml, "
+               "speech-tts-cpus.toml and speech-tts-devices2.toml "
+               "(real-time factors as published, or the two timings they come from where a source prints no ratio). The estimate: FLOPs per second of audio (2 x the parameters outside "
                "the vocoder x output frames per second x network passes per frame, plus the vocoder's own FLOPs at its "
                "upsampled rates, catalog/speech.toml) over peak FLOPS (a CPU at the clock catalog/cpus.toml states for "
                "it, else the assumed 3.0 GHz) x a per-backend efficiency (tasks/speech.py TTS_EFFICIENCY; on a CPU, "
@@ -656,10 +677,16 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
                f"(constant {speech.TTS_CPU_THREAD_EXPONENT}).")
     gpu_note = [r for r in rows if r.backend != "cpu"]
     if len({r.device for r in gpu_note}) > 1:
-        out.append("\nThe CUDA rows are one model per GPU (F5-TTS, a 336M-parameter DiT, on an RTX 3090; Kokoro on an "
-                   "RTX 4060 Ti), so each GPU held out is predicted from the other model alone: Kokoro reaches a far "
-                   "smaller share of a GPU's FP16 peak than F5-TTS (its LSTMs and small convolutions run as many short "
-                   "kernels), which a per-backend efficiency cannot carry.")
+        implied = sorted((r.work * r.measured / r.peak, tts_model(r), r.device) for r in gpu_note)
+        shares = "; ".join(f"{model} on the {device} {share:.2f}" for share, model, device in implied)
+        kokoro = "; ".join(f"the {r.device} {r.measured:.1f}x real time at {r.peak / 1e12:.0f} TFLOPS FP16"
+                           for r in sorted(gpu_note, key=lambda r: r.peak) if tts_model(r) == "kokoro-82m")
+        out.append("\nThe CUDA rows are one GPU each, so each GPU held out is predicted from the others' rows. The share of "
+                   f"FP16 peak each row implies: {shares}. Kokoro reaches a far smaller share of a GPU's FP16 peak than "
+                   "F5-TTS (its LSTMs and small convolutions run as many short kernels), which a per-backend efficiency "
+                   f"cannot carry, and its speed does not follow peak FLOPS ({kokoro}; the RTX 3090 Ti's is one short "
+                   "request, a smoke test on a GPU shared with a speech-to-text server, the RTX 4060 Ti's Kokoro-FastAPI's "
+                   "long-chunk benchmark).")
     tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, both, power, grid)
     band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
     se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)

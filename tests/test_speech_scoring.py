@@ -286,11 +286,20 @@ def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
     assert all(r.in_fit == (r.kept_out is None) for r in rows)
     # every text-to-speech row of the speech-tts*.toml files has its hardware and model in the tables
     tts = [r for r in rows if r.kind == "tts"]
-    assert len(tts) == 31
-    # 29 fitted on 8 devices: 6 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml and the
-    # Core i7-11700 of speech-tts-cpus.toml among them)
+    assert len(tts) == 37
+    # 35 fitted on 10 devices: 7 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml, the
+    # Core i7-11700 of speech-tts-cpus.toml and the Core i9-12900H of speech-tts-devices2.toml among them) and 3 GPUs
+    # (the RTX 3090 Ti of speech-tts-devices2.toml among them)
     fitted = [r for r in tts if r.in_fit]
-    assert len(fitted) == 29 and len({r.device for r in fitted}) == 8
+    assert len(fitted) == 35 and len({r.device for r in fitted}) == 10
+    # the i9-12900H's thread sweep: each row's peak counts the threads it ran on (AVX2: 32 FLOPs a cycle at 3.0 GHz)
+    i9 = sorted((r for r in tts if "i9-12900H" in r.device), key=lambda r: r.cores)
+    assert [r.cores for r in i9] == [1, 2, 3, 4, 8]
+    assert all(r.peak == pytest.approx(r.cores * 32 * 3.0e9) for r in i9)
+    assert [r.measured for r in i9] == pytest.approx([1.6, 2.9, 3.7, 4.8, 3.9])  # x_realtime as printed
+    # the RTX 3090 Ti row prints two timings and no ratio: x real time = 5.625 s of audio / 0.197 s of synthesis
+    ti = [r for r in tts if r.device == "rtx-3090-ti"]
+    assert len(ti) == 1 and ti[0].backend == "cuda" and ti[0].measured == pytest.approx(5.625 / 0.197)
     assert {r.device for r in fitted if r.backend == "cpu"} >= {
         "cpu: Intel(R) Xeon(R) Platinum 8272CL CPU @ 2.60GHz", "cpu: Apple M4 Pro",
         "cpu: 11th Gen Intel(R) Core(TM) i7-11700 @ 2.50GHz"}
@@ -312,6 +321,19 @@ def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
     # a text-to-speech row on a Raspberry Pi carries its peak at the stated 1.8 GHz, the plain one in `extra`
     pi = next(r for r in tts if r.device == "cpu: Raspberry Pi 4 Model B" and r.cores == 1)
     assert pi.peak == pytest.approx(1 * 16 * 1.8e9) and pi.extra[1] == pytest.approx(1 * 16 * 3.0e9)
+
+
+def test_a_tts_row_is_timed_as_its_source_prints_it():
+    assert score_speech.tts_measured({"x_realtime": 1.81}) == pytest.approx(1.81)
+    assert score_speech.tts_measured({"rtf": 0.5}) == pytest.approx(2.0)
+    assert score_speech.tts_measured({"audio_seconds": 5.625, "wall_seconds": 0.197}) == pytest.approx(28.553, rel=1e-4)
+    # two timings make a text-to-speech row only for a catalogue text-to-speech model: faster-whisper's speech-to-text
+    # rows carry audio_seconds and wall_seconds too
+    timed = {"audio_seconds": 10.0, "wall_seconds": 1.0}
+    assert score_speech.is_tts_row({"model": "kokoro-82m", **timed}, CATALOG)
+    assert not score_speech.is_tts_row({"model": "whisper-large-v3", **timed}, CATALOG)
+    assert not score_speech.is_tts_row({"model": "kokoro-82m"}, CATALOG)
+    assert score_speech.is_tts_row({"model": "not-in-the-catalogue", "rtf": 0.3}, CATALOG)
 
 
 def test_a_terms_variant_swaps_in_the_plain_count_and_the_assumed_clock_peak():
@@ -366,4 +388,4 @@ def test_gpuready_speaks_each_fitted_cpu_row_as_the_scorer_predicts_it_with_gpur
         realtime, _ = speech.tts_realtime(CATALOG.get(score_speech.tts_model(tts)), cpu)
         assert realtime == pytest.approx(score_speech.tts_predict(tts, constants))
         checked += 1
-    assert checked == 27
+    assert checked == 32
