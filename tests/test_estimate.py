@@ -69,7 +69,7 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
             prompt_tokens_per_s=pytest.approx(1 / prompt_s),
             uncertainty=pytest.approx(est.SPEED_BAND["cuda"] * est.QUANT_FAMILY_BAND["k-quant"]),
             time_to_first_token_s=pytest.approx(512 * prompt_s + LLAMA_WEIGHTS_Q4 / bandwidth + fixed),
-            prompt_uncertainty=est.PROMPT_BAND["cuda"],  # prompt speed's own, wider band
+            prompt_uncertainty=pytest.approx(est.PROMPT_BAND["cuda"] * est.PROMPT_FAMILY_BAND["k-quant"]),  # its own, wider band
         ),
         basis=result.basis,
     )

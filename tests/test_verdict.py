@@ -152,3 +152,23 @@ def test_vllm_formats_are_offered_only_on_the_gpus_vllm_loads_them_on(gpu, quant
         assert verdict.level == "does-not-fit" and verdict.reasons[-1] == refused
         offered = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options())
         assert quant not in {v.quant for v in offered.variants}
+
+
+def test_on_a_cpu_text_to_speech_is_judged_at_the_fp32_its_runtime_runs():
+    # hexgrad's Kokoro weights are fp32 and PyTorch runs them so on a CPU: fp16 there is refused, fp32 chosen.
+    verdict = judge_model(CATALOG.get("kokoro-82m"), CATALOG, cpu_machine(32), Options())
+    assert (verdict.quant, verdict.placement, verdict.runtime) == ("fp32", "cpu", "PyTorch (CPU)")
+    fp16 = judge_model(CATALOG.get("kokoro-82m"), CATALOG, cpu_machine(32), Options(quant="fp16"))
+    assert fp16.level == "does-not-fit" and fp16.reasons[-1] == (
+        "fp16 Kokoro 82M runs on a GPU; on the CPU PyTorch (CPU) runs its fp32 weights")
+    # on a GPU fp16 stays (half the memory, same output)
+    on_gpu = judge_model(CATALOG.get("kokoro-82m"), CATALOG, with_test_gpu(cpu_machine(32), 8, 448), Options())
+    assert (on_gpu.quant, on_gpu.placement) == ("fp16", "gpu")
+
+
+def test_fp16_image_generation_on_a_cpu_names_the_runtime_that_runs_it():
+    # diffusers refuses fp16 pipelines on a CPU; stable-diffusion.cpp runs fp16 weights there.
+    verdict = judge_model(CATALOG.get("sdxl-turbo"), CATALOG, cpu_machine(32), Options(quant="fp16"))
+    assert (verdict.placement, verdict.runtime) == ("cpu", "stable-diffusion.cpp (CPU)")
+    fp32 = judge_model(CATALOG.get("sdxl-turbo"), CATALOG, cpu_machine(32), Options(quant="fp32"))
+    assert fp32.runtime == "diffusers (CPU) or stable-diffusion.cpp"

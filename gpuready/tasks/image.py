@@ -509,6 +509,10 @@ def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catal
         return GGUF_RUNTIME.get(backend, "ComfyUI-GGUF")
     if estimate.quant == "nf4":
         return "Forge / diffusers + bitsandbytes (CUDA)" if backend == "cuda" else RUNTIME_BY_BACKEND[backend]
+    if backend == "cpu" and estimate.quant == "fp16":
+        # diffusers refuses fp16 pipelines on a CPU ("Pipelines loaded with dtype=torch.float16 cannot run
+        # with cpu device", DiffusionPipeline.to); stable-diffusion.cpp runs fp16 weights there.
+        return "stable-diffusion.cpp (CPU)"
     return RUNTIME_BY_BACKEND.get(backend, RUNTIME_BY_BACKEND["cpu"])
 
 

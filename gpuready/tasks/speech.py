@@ -324,6 +324,15 @@ def _describe(model: SpeechModel, estimate: TaskEstimate, options) -> str:
     return f"{what} about {estimate.speed:.1f}x real time ({estimate.speed:.1f} min of audio per minute)"
 
 
+def refuse(model: SpeechModel, variant: str, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str | None:
+    """fp16 text to speech is a GPU precision: on a CPU the runtimes named for it (PyTorch for Kokoro and
+    F5-TTS) run the published fp32 weights (hexgrad/Kokoro-82M ships its 82M parameters as a 327 MB fp32
+    file), so a CPU placement is judged at fp32. Whisper's fp16 on a CPU is whisper.cpp's F16 model, which runs."""
+    if model.kind == "tts" and estimate.placement == "cpu" and variant == "fp16" and "fp32" in model.quants:
+        return f"fp16 {model.name} runs on a GPU; on the CPU {runtime_name(model, estimate, None)} runs its fp32 weights"
+    return None
+
+
 def _level(model: SpeechModel, estimate: TaskEstimate, options) -> tuple[str, list[str]]:
     return level_at_least(estimate.speed, STT_FLOORS if model.kind == "stt" else TTS_FLOORS), []
 
@@ -338,6 +347,7 @@ TASK = Task(
     describe=_describe,
     runtime=lambda model, estimate, gpu, catalog: runtime_name(model, estimate, gpu),
     quality=bits_quality(VARIANT_BITS),
+    refuse=refuse,
     groups=(Group("speech-to-text", "Speech to text", "stt", "transcribe"),
             Group("text-to-speech", "Text to speech", "tts", "speak")),
 )
