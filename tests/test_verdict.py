@@ -172,3 +172,12 @@ def test_fp16_image_generation_on_a_cpu_names_the_runtime_that_runs_it():
     assert (verdict.placement, verdict.runtime) == ("cpu", "stable-diffusion.cpp (CPU)")
     fp32 = judge_model(CATALOG.get("sdxl-turbo"), CATALOG, cpu_machine(32), Options(quant="fp32"))
     assert fp32.runtime == "diffusers (CPU) or stable-diffusion.cpp"
+
+
+def test_without_a_gpu_text_to_speech_is_not_judged_at_fp16_at_all():
+    # Not offered rather than refused: a refused fp16 would outrank an 'unknown' fp32 and put
+    # "fp16 runs on a GPU" in the summary of a machine whose memory could not be read.
+    unknown_memory = dataclasses.replace(cpu_machine(32), memory=Memory(total_bytes=None, available_bytes=None))
+    verdict = judge_model(CATALOG.get("f5-tts"), CATALOG, unknown_memory, Options())
+    assert [v.quant for v in verdict.variants] == ["fp32"]
+    assert verdict.level == "unknown" and "fp16" not in " ".join(verdict.reasons)

@@ -324,6 +324,14 @@ def _describe(model: SpeechModel, estimate: TaskEstimate, options) -> str:
     return f"{what} about {estimate.speed:.1f}x real time ({estimate.speed:.1f} min of audio per minute)"
 
 
+def variants(model: SpeechModel, catalog, gpu: Device | None, options) -> list[str]:
+    """The listed variants; with no GPU, text to speech only at fp32 where it has it (see refuse)."""
+    listed = listed_variants(model, catalog, gpu, options)
+    if gpu is None and model.kind == "tts" and not options.quant and "fp32" in listed:
+        return [v for v in listed if v != "fp16"]
+    return listed
+
+
 def refuse(model: SpeechModel, variant: str, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str | None:
     """fp16 text to speech is a GPU precision: on a CPU the runtimes named for it (PyTorch for Kokoro and
     F5-TTS) run the published fp32 weights (hexgrad/Kokoro-82M ships its 82M parameters as a 327 MB fp32
@@ -341,7 +349,7 @@ TASK = Task(
     name="speech",
     title="Speech",
     parse=parse_speech_model,
-    variants=listed_variants,
+    variants=variants,
     estimate=lambda model, variant, catalog, gpu, cpu, options: estimate(model, variant, gpu, cpu, options.measured_speeds),
     level=_level,
     describe=_describe,
