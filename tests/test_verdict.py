@@ -181,3 +181,15 @@ def test_without_a_gpu_text_to_speech_is_not_judged_at_fp16_at_all():
     verdict = judge_model(CATALOG.get("f5-tts"), CATALOG, unknown_memory, Options())
     assert [v.quant for v in verdict.variants] == ["fp32"]
     assert verdict.level == "unknown" and "fp16" not in " ".join(verdict.reasons)
+
+
+def test_fp16_is_left_out_on_a_cpu_only_where_fp32_exists_and_nobody_asked_for_it():
+    from gpuready.tasks.base import without_cpu_fp16
+
+    listed = ["fp32", "fp16", "int8"]
+    assert without_cpu_fp16(listed, None, Options()) == ["fp32", "int8"]
+    assert without_cpu_fp16(listed, None, Options(quant="fp16")) == listed  # asked for: judged, and refused where so
+    assert without_cpu_fp16(listed, object(), Options()) == listed          # a GPU may run it
+    assert without_cpu_fp16(["fp16"], None, Options()) == ["fp16"]           # nothing else to run
+    embed = judge_model(CATALOG.get("all-minilm-l6-v2"), CATALOG, cpu_machine(32), Options())
+    assert embed.quant == "fp32" and "fp16" not in {v.quant for v in embed.variants}

@@ -204,6 +204,15 @@ def listed_variants(model, catalog, gpu, options) -> list[str]:
     return [options.quant] if options.quant in model.quants else list(model.quants)
 
 
+def without_cpu_fp16(listed: list[str], gpu, options) -> list[str]:
+    """With no GPU, fp16 is dropped where fp32 is listed (unless the user asked for it): the PyTorch-class
+    runtimes these tasks name run fp32 on a CPU (their default; hexgrad's Kokoro and sentence-transformers'
+    models load as fp32, and the CPU rows their speeds are fitted on are fp32)."""
+    if gpu is None and not getattr(options, "quant", None) and "fp32" in listed:
+        return [v for v in listed if v != "fp16"]
+    return listed
+
+
 def bits_quality(bits: Mapping[str, float]) -> Callable[..., tuple[float, None]]:
     """Prefer more bits up to 16 (16-bit weights over 32: same results, half the memory)."""
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuready.catalog.loader import CatalogError, Entry
-from gpuready.tasks.base import Group, MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
+from gpuready.tasks.base import Group, MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole, without_cpu_fp16
 from gpuready.tasks.devices import Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, per_core_share
 
@@ -219,7 +219,7 @@ TASK = Task(
     name="document-search",
     title="Document search",
     parse=parse_search_model,
-    variants=listed_variants,
+    variants=lambda model, catalog, gpu, options: without_cpu_fp16(listed_variants(model, catalog, gpu, options), gpu, options),
     estimate=lambda model, variant, catalog, gpu, cpu, options: estimate(model, variant, _collection(options)[0], gpu, cpu),
     level=lambda model, estimate, options: (level_at_least(estimate.speed, _floors(model, options)), []),
     describe=_describe,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import text_estimate
-from gpuready.tasks.base import Group, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole
+from gpuready.tasks.base import Group, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole, without_cpu_fp16
 from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, per_core_share
 from gpuready.tasks.measured import with_measured_encoder
@@ -327,9 +327,7 @@ def _describe(model: SpeechModel, estimate: TaskEstimate, options) -> str:
 def variants(model: SpeechModel, catalog, gpu: Device | None, options) -> list[str]:
     """The listed variants; with no GPU, text to speech only at fp32 where it has it (see refuse)."""
     listed = listed_variants(model, catalog, gpu, options)
-    if gpu is None and model.kind == "tts" and not options.quant and "fp32" in listed:
-        return [v for v in listed if v != "fp16"]
-    return listed
+    return without_cpu_fp16(listed, gpu, options) if model.kind == "tts" else listed
 
 
 def refuse(model: SpeechModel, variant: str, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str | None:
