@@ -131,6 +131,7 @@ def test_more_gpu_memory_never_worsens_a_verdict(model):
         # vLLM v0.30.0: FP8 natively from 8.9, weight-only through Marlin from 7.5; AWQ from 7.5.
         ("RTX 3090", "FP8", None),
         ("T4", "FP8", None),
+        ("T4", "AWQ_4BIT", None),
         ("Tesla V100", "FP8", "FP8 weights need vLLM (FP8) on an NVIDIA GPU of compute capability 7.5 or newer; Tesla V100-PCIE-16GB is 7.0"),
         ("Tesla P40", "AWQ_4BIT", "AWQ_4BIT weights need vLLM (AWQ) on an NVIDIA GPU of compute capability 7.5 or newer; Tesla P40 is 6.1"),
         # ROCm: FP8 on CDNA 3/4 and RDNA4, not on MI200 (no FP8 instructions), RDNA3 or Strix Halo's RDNA 3.5.
@@ -145,13 +146,15 @@ def test_vllm_formats_are_offered_only_on_the_gpus_vllm_loads_them_on(gpu, quant
     from gpuready.whatif import compose
 
     hardware, _ = compose(cpu_machine(64), [], gpu=gpu)
-    verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options(quant=quant))
+    model = CATALOG.get("qwen2.5-1.5b" if quant == "AWQ_4BIT" else "llama-3.1-8b")  # a model that lists the format
+    assert quant in model.quants
+    verdict = judge_model(model, CATALOG, hardware, Options(quant=quant))
+    offered = {v.quant for v in judge_model(model, CATALOG, hardware, Options()).variants}
     if refused is None:
-        assert verdict.level != "does-not-fit" and verdict.placement == "gpu"
+        assert verdict.level != "does-not-fit" and verdict.placement == "gpu" and quant in offered
     else:
         assert verdict.level == "does-not-fit" and verdict.reasons[-1] == refused
-        offered = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options())
-        assert quant not in {v.quant for v in offered.variants}
+        assert quant not in offered
 
 
 def test_on_a_cpu_text_to_speech_is_judged_at_the_fp32_its_runtime_runs():
