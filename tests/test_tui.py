@@ -613,3 +613,22 @@ def test_the_settings_dialog_offers_whole_numbers_only_not_the_image_resolution_
     names = numeric_settings(Options())
     assert "resolution" not in names and "quant" not in names and "checkpointing" not in names
     assert {"context_tokens", "documents", "users"} <= set(names)
+
+
+def test_overview_cards_keep_each_model_on_one_line():
+    # A wrapped card line left "tok/s" or "time" alone on the next line; long lines drop the placement,
+    # then shorten the model's name, so the speed stays on the model's line.
+    from gpuready.frontends.tui.widgets import TaskCard
+
+    async def scenario():
+        app = app_for(NVIDIA_DESKTOP)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            cards = list(app.query(TaskCard))
+            return [(card.content_size.width, str(card.render())) for card in cards]
+
+    shown = run(scenario())
+    assert len(shown) >= 4
+    for width, text in shown:
+        for line in text.splitlines()[1:]:
+            assert len(line) <= width, (width, line)

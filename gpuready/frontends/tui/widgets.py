@@ -173,16 +173,18 @@ class TaskCard(Static):
                 if pick is None:
                     text.append("none usable", style=muted)
                     continue
-                text.append(pick.model_name, style="bold")
-                text.append(f" · {pick.quant} · {fmt.placement_cell(pick)} · {fmt.speed_cell(pick)[0]}", style=muted)
+                name, tail = self._fitted(pick, len(f"  {label}"))
+                text.append(name, style="bold")
+                text.append(tail, style=muted)
             running = sum(1 for v in verdicts if v.level in RUNNABLE)
             text.append(f"\n  {running} of {len(verdicts)} models run here", style=muted)
             picked = {pick.model_id for _, pick in parts if pick is not None}
             others = [v for v in verdicts if v.level in RUNNABLE and v.model_id not in picked][:more]
             for other in others:
                 text.append(f"\n  {fmt.LEVEL_SYMBOLS[other.level]} ", style=color(app, fmt.LEVEL_STYLES[other.level]))
-                text.append(f"{other.model_name}", style="")
-                text.append(f" · {other.quant} · {fmt.placement_cell(other)} · {fmt.speed_cell(other)[0]}", style=muted)
+                name, tail = self._fitted(other, 4)
+                text.append(name, style="")
+                text.append(tail, style=muted)
         else:
             width = self.content_size.width or 0
             indent = "  "
@@ -190,6 +192,21 @@ class TaskCard(Static):
             text.append("\n" + "\n".join(wrapped), style=muted)
         self.shown = (summary, verdicts, more)
         self.update(text)
+
+    def _fitted(self, verdict: Verdict, lead: int) -> tuple[str, str]:
+        """A model's name and its ' · quant · where · speed' tail, kept to one line of the card (``lead``
+        characters before the name): a wrapped line put the speed, the figure people look for, alone on the
+        next line. Where the line is too long the placement goes first, then the name is shortened."""
+        name, speed = verdict.model_name, fmt.speed_cell(verdict)[0]
+        full = f" · {verdict.quant} · {fmt.placement_cell(verdict)} · {speed}"
+        short = f" · {verdict.quant} · {speed}"
+        width = self.content_size.width or 0
+        if width <= 0 or lead + len(name) + len(full) <= width:
+            return name, full
+        room = width - lead - len(short)
+        if len(name) <= room:
+            return name, short
+        return name[: max(8, room - 1)].rstrip() + "…", short
 
     def on_resize(self) -> None:
         if self.shown is not None:
