@@ -55,7 +55,7 @@ WHISPER_REFERENCE_WIDTH = 1280  # Whisper large's d_model (openai/whisper-large-
 VARIANT_BITS = {"fp32": 32.0, "fp16": 16.0, "int8": 8.0, "q8_0": 8.5, "q5_0": 5.5}
 # The relative band of a speech-to-text speed: the 80th percentile of the leave-one-device-out
 # errors of all fitted speech-to-text rows (benchmarks/ACCURACY.md, speech-to-text headline).
-STT_UNCERTAINTY = 0.37
+STT_UNCERTAINTY = 0.39
 # Text to speech: seconds per second of audio = FLOPs per second of audio / (peak x efficiency).
 # The FLOPs count the acoustic network once per output frame and pass (2 x its parameters x frames),
 # and the upsampling vocoder at the rates it really runs at (SpeechModel.vocoder_flops_per_second,
