@@ -95,7 +95,7 @@ def is_soc_memory(spec: GPUSpec) -> bool:
 def soc_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None, count: int = 1) -> Hardware:
     """The machine built on this chip, with ``memory_bytes`` of memory (default: the chip's smallest),
     all of it free: system memory and the GPU's pool are the same memory, as a probed APU's GTT is."""
-    memory = memory_bytes or (min(spec.memory_options_bytes) if spec.memory_options_bytes else spec.memory_bytes)
+    memory = memory_bytes or spec.smallest_memory_bytes
     hardware = with_memory(hardware, memory)
     return dataclasses.replace(hardware, gpus=tuple(gpu_from_spec(spec, i, memory, memory) for i in range(count)))
 

@@ -455,7 +455,7 @@ def test_bf16_experts_on_vulkan_cost_a_tile_of_prompt_work_a_token(backend, quan
     with_tile = est.speed(QWEN_MOE, memory, 0, device, CPU, 1.0, quant)
     as_f16 = est.speed(QWEN_MOE, memory, 0, device, CPU, 1.0, "F16")  # same bytes, matrix-vector path
     assert 1 / with_tile.generation_tokens_per_s == pytest.approx(1 / as_f16.generation_tokens_per_s + padded)
-    assert any("32-token tile" in line for line in est._with_speed_basis([], device, CPU, 1.0, quant, moe=True, routed_experts=True))
+    assert any("32-token tile" in line for line in est._with_speed_basis([], QWEN_MOE, device, CPU, 1.0, quant))
 
 
 def test_the_tile_line_is_said_only_where_the_tile_is_costed():

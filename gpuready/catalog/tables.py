@@ -47,6 +47,12 @@ class GPUSpec:
     gpu_cores: int | None = None
     released: int | None = None
 
+    @property
+    def smallest_memory_bytes(self) -> int:
+        """The memory of the chip's smallest configuration (a what-if's default): the least of the sizes it is
+        sold with, else its one size."""
+        return min(self.memory_options_bytes) if self.memory_options_bytes else self.memory_bytes
+
 
 @dataclass(frozen=True)
 class CPUPlatform:

@@ -164,7 +164,7 @@ def apple_hardware(spec: GPUSpec, memory_bytes: int | None = None, wired_limit_m
     """
     if spec.vendor != "apple":
         raise ValueError(f"{spec.name} is not an Apple chip")
-    memory = memory_bytes or (min(spec.memory_options_bytes) if spec.memory_options_bytes else spec.memory_bytes)
+    memory = memory_bytes or spec.smallest_memory_bytes
     generation = (parse_chip(spec.name) or (spec.name.split()[-1], None))[0]
     flops, flops_source = gpu_flops(spec)
     gpu = GPU(

@@ -208,7 +208,7 @@ def without_cpu_fp16(listed: list[str], gpu, options) -> list[str]:
     """With no GPU, fp16 is dropped where fp32 is listed (unless the user asked for it): the PyTorch-class
     runtimes these tasks name run fp32 on a CPU (their default; hexgrad's Kokoro and sentence-transformers'
     models load as fp32, and the CPU rows their speeds are fitted on are fp32)."""
-    if gpu is None and not getattr(options, "quant", None) and "fp32" in listed:
+    if gpu is None and not options.quant and "fp32" in listed:
         return [v for v in listed if v != "fp16"]
     return listed
 

@@ -657,7 +657,7 @@ def estimate(
         if memory.total_bytes <= gpu.usable_memory_bytes:
             basis.append(f"all layers on {gpu.name} ({gpu.backend})")
             return Estimate(model.id, quant.id, context_tokens, "gpu", memory, 1.0, memory.total_bytes, 0,
-                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, gpu, cpu, 1.0, quant.id, model.is_moe, routed_expert_params(model) > 0))
+                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, model, gpu, cpu, 1.0, quant.id))
         if not gpu.unified:
             layer_bytes = memory.weights_bytes + memory.kv_cache_bytes
             room = gpu.usable_memory_bytes - memory.compute_bytes - memory.overhead_bytes
@@ -672,16 +672,17 @@ def estimate(
                     "(each token's time is the sum of both parts)"
                 )
                 return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
-                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, gpu, cpu, fraction, quant.id, model.is_moe, routed_expert_params(model) > 0))
+                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, model, gpu, cpu, fraction, quant.id))
     memory = memory_breakdown(model, quant, context_tokens, "cpu", users)
     basis.append("all layers on the CPU, weights in system memory")
     return Estimate(model.id, quant.id, context_tokens, "cpu", memory, 0.0, 0, memory.total_bytes,
-                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, None, cpu, 0.0, quant.id, model.is_moe, routed_expert_params(model) > 0))
+                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, model, None, cpu, 0.0, quant.id))
 
 
-def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fraction: float, quant_id: str = "",
-                      moe: bool = False, routed_experts: bool = False) -> tuple[str, ...]:
+def _with_speed_basis(basis: list[str], model: LanguageModel, gpu: Device | None, cpu: Device, gpu_fraction: float,
+                      quant_id: str = "") -> tuple[str, ...]:
     lines = list(basis)
+    moe = model.is_moe
     family = quant_family(quant_id) if quant_id else "k-quant"
     for device, fraction in ((gpu, gpu_fraction), (cpu, 1 - gpu_fraction)):
         if device is None or fraction <= 0:
@@ -703,8 +704,8 @@ def _with_speed_basis(basis: list[str], gpu: Device | None, cpu: Device, gpu_fra
             )
         else:
             lines.append(f"generation: bandwidth of {device.name} unknown, speed not estimated")
-        # As padded_expert_seconds: only where the catalogue gives the expert counts the tile cost needs.
-        if device.backend == "vulkan" and is_bf16(quant_id) and routed_experts and device.flops:
+        # Said exactly where the tile is costed (padded_expert_seconds: Vulkan, BF16, expert counts known).
+        if padded_expert_seconds(model, device, is_bf16(quant_id)):
             lines.append(f"generation: BF16 experts on Vulkan have no matrix-vector path in llama.cpp, so each token's expert "
                          f"products run the matrix-matrix shader padded to a {VULKAN_MOE_TILE_TOKENS}-token tile and are "
                          f"costed as that many prompt tokens' expert work; an F16 or Q8_0 file takes the matrix-vector path")
