@@ -87,7 +87,7 @@ def summarise(name: str, mine: list[Verdict], failed: set[str]) -> TaskSummary:
         running = sum(1 for v in mine if v.level in RUNNABLE)
         text = f"{running} of {len(mine)} models usable; best: {best.model_name} ({best.quant}, {level_words(best.level)})"
     elif status == "unknown":
-        text = "could not tell: " + (best.reasons[0] if best.reasons else "a probe failed")
+        text = best.reasons[0] if best.reasons else "a probe failed"  # the status already says "could not tell"
     else:
         text = f"no model in the catalogue is usable here; the smallest needs {_smallest_need(mine)}"
     return TaskSummary(name, status, best.model_id if status in ("ready", "limited") else None,

@@ -196,3 +196,42 @@ def test_fp16_is_left_out_on_a_cpu_only_where_fp32_exists_and_nobody_asked_for_i
     assert without_cpu_fp16(["fp16"], None, Options()) == ["fp16"]           # nothing else to run
     embed = judge_model(CATALOG.get("all-minilm-l6-v2"), CATALOG, cpu_machine(32), Options())
     assert embed.quant == "fp32" and "fp16" not in {v.quant for v in embed.variants}
+
+
+def _unread_gpu(hardware, name="NVIDIA GeForce RTX 4090"):
+    """The machine plus a discrete NVIDIA GPU whose memory no probe could read (NVML broken, no table size)."""
+    gpu = GPU(vendor="nvidia", name=name, memory_total_bytes=None, memory_free_bytes=None, memory_usable_bytes=None,
+              bandwidth_bytes_per_s=int(1008e9), bandwidth_source="user", fp16_flops=165e12, flops_source="user",
+              backends=("cuda",), source="user")
+    return dataclasses.replace(hardware, gpus=hardware.gpus + (gpu,))
+
+
+def test_a_gpu_only_format_on_a_gpu_whose_memory_is_unread_is_unknown_not_does_not_fit():
+    hardware = _unread_gpu(cpu_machine(64))
+    awq = judge_model(CATALOG.get("qwen2.5-1.5b"), CATALOG, hardware, Options(quant="AWQ_4BIT"))
+    assert awq.level == "unknown" and awq.placement is None
+    assert awq.reasons[-1] == ("AWQ_4BIT runs only on the GPU, and NVIDIA GeForce RTX 4090's free memory could not "
+                               "be read, so whether it fits is unknown")
+    # With its memory read, the same GPU runs it: the unknown was the memory, nothing else.
+    read = with_test_gpu(cpu_machine(64), 24, 1008, name="NVIDIA GeForce RTX 4090")
+    assert judge_model(CATALOG.get("qwen2.5-1.5b"), CATALOG, read, Options(quant="AWQ_4BIT")).placement == "gpu"
+    # A format no runtime here loads stays refused whatever the memory: MLX needs Apple Silicon.
+    mlx = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options(quant="MLX_4BIT"))
+    assert mlx.level == "does-not-fit" and "MLX" in mlx.reasons[-1]
+
+
+def test_a_shared_memory_gpu_without_system_memory_is_not_judged_on_its_table_size():
+    # The recorded Jetson AGX Orin has no /proc/meminfo: the table's 64 GB is the whole pool, not what is free,
+    # so gpt-oss-120b (59 GB) is unknown there, not "runs well".
+    from pathlib import Path
+
+    from gpuready.host import ReplayHost
+    from gpuready.probes import probe_hardware
+
+    hardware, problems = probe_hardware(ReplayHost(Path(__file__).parent / "fixtures" / "machines" / "nvidia-jetson-agx-orin-l4t"))
+    assert hardware.memory.usable_bytes is None
+    report = build_report(hardware, problems, CATALOG, Options())
+    assert report.verdict("gpt-oss-120b", "text-generation").level == "unknown"
+    text = next(s for s in report.tasks if s.task == "text-generation")
+    assert text.status == "unknown"
+    assert text.summary == "system memory could not be read, so fit is unknown"

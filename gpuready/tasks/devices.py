@@ -201,6 +201,10 @@ def gpu_device(hardware: Hardware) -> Device | None:
             # Unified memory is shared with everything else running: the GPU gets at most
             # its own limit (e.g. Metal's working set) and at most what is free right now.
             total_usable = min(total_usable, system_free)
+        if unified and first.vendor != "apple" and system_free is None:
+            # A shared pool (Jetson, GB10, Strix Halo) is the system's memory: with that unread, what is free for
+            # a model is unknown, whatever size the chip's table row or driver states for the whole pool.
+            total_usable = None
         if unified and total_usable and first.vendor != "apple":
             total_usable = max(0, total_usable - UNIFIED_MEMORY_MARGIN_BYTES)
         label = f"{len(gpus)} x {name}" if len(gpus) > 1 else name

@@ -52,6 +52,13 @@ def placement_reason(estimate, gpu: Device | None, cpu: Device) -> str | None:
     return None
 
 
+def fit_unread(task: Task, model, variant: str, estimate, gpu: Device | None, catalog) -> bool:
+    """A refusal that only the placement makes (a GPU-only format or precision the estimate put on the CPU) where
+    the GPU's free memory is unknown: whether the variant fits there is unknown, not "does not fit"."""
+    return (gpu is not None and gpu.usable_memory_bytes is None and estimate.placement != "gpu"
+            and not task.refuse(model, variant, replace(estimate, placement="gpu"), gpu, catalog))
+
+
 def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, cpu: Device, options: Options) -> Judged:
     """Estimate one variant and judge it: fit, accepted placement, then speed against the floors."""
     estimate = task.estimate(model, variant, catalog, gpu, cpu, options)
@@ -61,6 +68,9 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
         return Judged(variant, level, estimate, tuple(reasons), preference, quality)
 
     refusal = task.refuse(model, variant, estimate, gpu, catalog)
+    if refusal and fit_unread(task, model, variant, estimate, gpu, catalog):
+        return judged("unknown", [f"{variant} runs only on the GPU, and {gpu.name}'s free memory could not be read, "
+                                  "so whether it fits is unknown"])
     if refusal:
         return judged("does-not-fit", [refusal])
     reasons = [reason for reason in (placement_reason(estimate, gpu, cpu),) if reason]
