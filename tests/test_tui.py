@@ -159,6 +159,27 @@ def test_the_hardware_pane_shows_every_problem_with_its_hint():
     assert "  ???????????????????????? size unknown\n" in text
 
 
+def test_a_memory_bar_gives_way_to_its_words_so_the_unit_stays_on_the_line():
+    # Strix Halo at 120 columns: "6.4 used · 115.4 free of 121.8 GB" beside a 24-cell bar wrapped "GB" onto a line
+    # of its own in the 56-column side panel.
+    machine = "amd-strix-halo"
+    loaded = inputs(machine)
+
+    async def scenario():
+        app = app_for(machine)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            return hardware_text(app, loaded.hardware, loaded.problems, width=56).plain, hardware_text(
+                app, loaded.hardware, loaded.problems, width=20).plain
+
+    wide, narrow = run(scenario())
+    # 56 - 1 (the wrap margin) - 3 (indent, space) - 33 (the words) = 19 cells
+    assert "\n  █░░░░░░░░░░░░░░░░░░ 6.4 used · 115.4 free of 121.8 GB\n" in wide
+    assert "\n  ░░░░░░░░░░░░░░░░░░░░ 0.3 used · 99.7 free of 100.0 GB\n" in wide
+    # Too narrow for the shortest bar and its words: the bar keeps 8 cells and the words start their own line.
+    assert "\nMemory\n  ░░░░░░░░\n  6.4 used · 115.4\n" in narrow
+
+
 # --- the app ----------------------------------------------------------------------
 
 

@@ -39,11 +39,29 @@ def test_without_a_gpu_formats_that_need_one_are_not_offered():
     assert {v.quant for v in verdict.variants}.isdisjoint({"MLX_4BIT", "FP8", "AWQ_4BIT"})
 
 
-def test_asking_for_mlx_weights_on_a_pc_explains_why_they_do_not_fit():
+def test_asking_for_mlx_weights_on_a_pc_says_they_are_not_supported_not_too_big():
+    from gpuready.frontends.text import verdict_word
+    from gpuready.frontends.tui.format import level_label
+
     verdict = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, cpu_machine(64), Options(quant="MLX_4BIT"))
-    assert verdict.level == "does-not-fit"
-    assert verdict.placement is None
-    assert "MLX" in verdict.reasons[-1]
+    assert (verdict.level, verdict.supported, verdict.placement) == ("does-not-fit", False, None)
+    assert verdict.reasons[-1] == "MLX_4BIT weights need MLX on Apple Silicon (Metal)"
+    assert verdict_word(verdict) == "not supported" and level_label(verdict.level, verdict.supported) == "✗ not supported"
+    assert [(v.quant, v.supported, verdict_word(v)) for v in verdict.variants] == [("MLX_4BIT", False, "not supported")]
+    # No memory would make it run, so no "at least N GB of free memory" suggestion; a variant that runs is named.
+    assert not any("free memory" in s for s in verdict.suggestions)
+    assert any(s.startswith("--quant ") for s in verdict.suggestions)
+
+
+def test_a_gpu_only_format_too_big_for_the_gpu_does_not_fit_and_is_supported():
+    # FP8 Llama 3.1 70B on a 24 GB RTX 4090: vLLM runs FP8 there, the 70 GB of weights are what is missing.
+    from gpuready.frontends.text import verdict_word
+
+    hardware = with_test_gpu(cpu_machine(128), 24, 1008, name="NVIDIA GeForce RTX 4090")
+    verdict = judge_model(CATALOG.get("llama-3.1-70b"), CATALOG, hardware, Options(quant="FP8"))
+    assert (verdict.level, verdict.supported, verdict_word(verdict)) == ("does-not-fit", True, "does not fit")
+    assert verdict.reasons[-1].startswith("FP8 must fit whole in GPU memory: needs ")
+    assert any("free memory" in s for s in verdict.suggestions)
 
 
 def test_a_model_bigger_than_memory_does_not_fit_and_says_what_it_needs():
@@ -235,3 +253,41 @@ def test_a_shared_memory_gpu_without_system_memory_is_not_judged_on_its_table_si
     text = next(s for s in report.tasks if s.task == "text-generation")
     assert text.status == "unknown"
     assert text.summary == "system memory could not be read, so fit is unknown"
+
+
+def test_a_task_with_no_usable_model_says_which_fit_but_are_too_slow_not_only_what_the_smallest_needs():
+    # A 4-core i5-8250U laptop with 5.0 GB free: Stable Diffusion 1.5 (2.4 GB) fits but makes an image in minutes;
+    # "the smallest needs 2.4 GB" read as if it did not fit.
+    from pathlib import Path
+
+    from gpuready.host import ReplayHost
+    from gpuready.probes import probe_hardware
+
+    hardware, problems = probe_hardware(ReplayHost(Path(__file__).parent / "fixtures" / "machines" / "intel-uhd620-laptop"))
+    report = build_report(hardware, problems, CATALOG, Options())
+    images = next(s for s in report.tasks if s.task == "image-generation")
+    sd15 = report.verdict("sd-1.5", "image-generation")
+    assert images.status == "not-possible" and sd15.level == "too-slow"
+    assert images.summary == (f"no model in the catalogue is usable here: 1 fits but is too slow (Stable Diffusion 1.5, "
+                              f"{sd15.reasons[0]}); the rest need more memory, the smallest 5.2 GB (5.0 GB available)")
+    finetune = next(s for s in report.tasks if s.task == "fine-tuning")
+    assert finetune.summary == "no model in the catalogue is usable here: the smallest needs 5.5 GB (5.0 GB available)"
+
+
+def test_a_variant_no_runtime_here_runs_ranks_below_one_whose_fit_is_unknown():
+    # The garbled recording has no GPU and no readable memory: every fine-tuning model's lora is unknown, its qlora
+    # needs bitsandbytes on a CUDA/ROCm GPU. "Could not tell" is the answer, not "qlora needs bitsandbytes".
+    from pathlib import Path
+
+    from gpuready.host import ReplayHost
+    from gpuready.probes import probe_hardware
+
+    hardware, problems = probe_hardware(ReplayHost(Path(__file__).parent / "fixtures" / "machines" / "linux-garbled-proc"))
+    report = build_report(hardware, problems, CATALOG, Options())
+    tuning = [v for v in report.verdicts if v.task == "fine-tuning"]
+    assert {(v.level, v.quant, v.supported) for v in tuning} == {("unknown", "lora", True)}
+    summary = next(s for s in report.tasks if s.task == "fine-tuning")
+    assert (summary.status, summary.summary) == ("unknown", "system memory could not be read, so fit is unknown")
+    # Asked for, qlora is judged and said to be unsupported, with nothing to buy that would change it.
+    qlora = judge_model(CATALOG.get("qwen2.5-0.5b"), CATALOG, hardware, Options(method="qlora"), "fine-tuning")
+    assert (qlora.level, qlora.supported) == ("does-not-fit", False)

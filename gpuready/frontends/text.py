@@ -17,6 +17,16 @@ LEVEL_WORDS = {
     "does-not-fit": "does not fit",
     "unknown": "unknown",
 }
+# A does-not-fit verdict (or variant) that no runtime here runs at all, wherever it is placed (its `supported` is
+# False): MLX weights on a PC are not "too big", they are not supported.
+NOT_SUPPORTED = "not supported"
+
+
+def verdict_word(verdict) -> str:
+    """The level in words for a Verdict or VariantVerdict: 'runs well', 'does not fit', 'not supported'."""
+    return LEVEL_WORDS[verdict.level] if verdict.supported else NOT_SUPPORTED
+
+
 STATUS_WORDS = {
     "ready": "ready",
     "limited": "limited",
@@ -110,7 +120,7 @@ def verdict_row(verdict: Verdict, extra_cells=(speed_cell, runtime_cell)) -> lis
     fits = verdict.placement is not None
     return [
         verdict.model_name,
-        LEVEL_WORDS[verdict.level],
+        verdict_word(verdict),
         verdict.quant or "-",
         fmt_gb(verdict.memory_needed_bytes),
         verdict.placement.upper() if fits else "-",
@@ -244,7 +254,7 @@ def energy_lines(verdict: Verdict) -> list[str]:
 def render_task_estimate(verdict: Verdict) -> str:
     """Breakdown for one image, speech or document-search model."""
     lines = [f"{verdict.model_name} ({verdict.model_id})", ""]
-    lines.append(f"Verdict   {LEVEL_WORDS[verdict.level]}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
+    lines.append(f"Verdict   {verdict_word(verdict)}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
     estimate = verdict.estimate
     if estimate is not None:
         lines += [f"Variant   {estimate.quant}, placement {estimate.placement}", "", "Memory"]
@@ -258,7 +268,7 @@ def render_task_estimate(verdict: Verdict) -> str:
     if verdict.suggestions:
         lines += ["", "What would change it"] + [f"  {s}" for s in verdict.suggestions]
     if verdict.variants:
-        rows = [[v.quant, LEVEL_WORDS[v.level], fmt_gb(v.memory_needed_bytes), v.placement or "-"] for v in verdict.variants]
+        rows = [[v.quant, verdict_word(v), fmt_gb(v.memory_needed_bytes), v.placement or "-"] for v in verdict.variants]
         lines += ["", "Variants"] + table(rows, ["VARIANT", "VERDICT", "MEMORY", "WHERE"], right={2})
     return "\n".join(lines) + "\n"
 
@@ -269,7 +279,7 @@ def render_estimate(verdict: Verdict, beside_memory: str = "") -> str:
     if verdict.task != "text-generation":
         return render_task_estimate(verdict) + beside_memory
     lines = [f"{verdict.model_name} ({verdict.model_id}) at {verdict.context_tokens:,} tokens of context", ""]
-    lines.append(f"Verdict   {LEVEL_WORDS[verdict.level]}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
+    lines.append(f"Verdict   {verdict_word(verdict)}" + (f" — {verdict.runtime}" if verdict.runtime else ""))
     estimate = verdict.estimate
     if estimate is not None:
         memory = estimate.memory
@@ -316,7 +326,7 @@ def render_estimate(verdict: Verdict, beside_memory: str = "") -> str:
         rows = [
             [
                 v.quant,
-                LEVEL_WORDS[v.level],
+                verdict_word(v),
                 fmt_gb(v.memory_needed_bytes),
                 v.placement or "-",
                 f"{v.generation_tokens_per_s:.1f}" if v.generation_tokens_per_s and v.placement else "-",

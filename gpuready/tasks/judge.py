@@ -28,6 +28,7 @@ class Judged:
     reasons: tuple[str, ...]
     preference: float  # higher is picked first among variants at the same level
     quality: str | None  # lossless | near-lossless | good | fair | poor | None
+    supported: bool = True  # False: no runtime here runs this variant, wherever it is placed (judged does-not-fit)
 
     @property
     def fits(self) -> bool:
@@ -64,15 +65,18 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
     estimate = task.estimate(model, variant, catalog, gpu, cpu, options)
     preference, quality = task.quality(model, variant, catalog)
 
-    def judged(level: str, reasons: list[str]) -> Judged:
-        return Judged(variant, level, estimate, tuple(reasons), preference, quality)
+    def judged(level: str, reasons: list[str], supported: bool = True) -> Judged:
+        return Judged(variant, level, estimate, tuple(reasons), preference, quality, supported)
 
     refusal = task.refuse(model, variant, estimate, gpu, catalog)
     if refusal and fit_unread(task, model, variant, estimate, gpu, catalog):
         return judged("unknown", [f"{variant} runs only on the GPU, and {gpu.name}'s free memory could not be read, "
                                   "so whether it fits is unknown"])
     if refusal:
-        return judged("does-not-fit", [refusal])
+        # Refused on the GPU too (MLX on a PC, fp8 on a GPU vLLM does not run it): not supported here. Refused only
+        # where the estimate placed it (a GPU-only format that is too big for the GPU): it does not fit.
+        on_gpu = estimate.placement == "gpu" or task.refuse(model, variant, replace(estimate, placement="gpu"), gpu, catalog)
+        return judged("does-not-fit", [refusal], supported=not on_gpu)
     reasons = [reason for reason in (placement_reason(estimate, gpu, cpu),) if reason]
     system_usable = cpu.usable_memory_bytes
     if estimate.placement == "cpu" or estimate.system_memory_bytes:
@@ -99,12 +103,12 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
 
 
 def choice_key(judged: Judged, placement_first: bool):
-    """Best level first (judge_variant already counted a low-quality variant a level lower); among runnable variants the
-    fullest GPU placement (where the task says so), then the preferred quality; among the others
-    the smallest (the closest to fitting)."""
+    """Best level first (judge_variant already counted a low-quality variant a level lower), a variant no runtime here
+    runs after every level, "unknown" too (it may run); among runnable variants the fullest GPU placement (where the
+    task says so), then the preferred quality; among the others the smallest (the closest to fitting)."""
     runnable = judged.level in RUNNABLE
     return (
-        LEVELS.index(judged.level),
+        LEVELS.index(judged.level) if judged.supported else len(LEVELS),
         PLACEMENT_ORDER.index(judged.estimate.placement) if runnable and placement_first else 0,
         -judged.preference if runnable else judged.estimate.memory.total_bytes,
         judged.estimate.memory.total_bytes,
@@ -147,7 +151,7 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
             for variant in task.variants(model, catalog, gpu, replace(options, quant=None))
         ]
         suggestions = variant_suggestions(chosen, candidates, task.variant_flag) + task.suggest(model, chosen, catalog, gpu, cpu, options)
-        if level == "does-not-fit" and not chosen.reasons[-1].startswith("placement"):
+        if level == "does-not-fit" and chosen.supported and not chosen.reasons[-1].startswith("placement"):
             suggestions.append(task.least_memory(model, chosen, candidates, catalog, cpu, options)
                                if task.least_memory else least_memory(chosen, candidates))
     return Verdict(
@@ -167,13 +171,14 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
         suggestions=tuple(suggestions),
         variants=tuple(
             VariantVerdict(r.variant, r.level, r.estimate.placement if r.fits else None, r.estimate.memory.total_bytes,
-                           _tokens_per_s(r.estimate))
+                           _tokens_per_s(r.estimate), r.supported)
             for r in results
         ),
         speed=headline.value if headline else None,
         speed_unit=headline.unit if headline else None,
         uncertainty=headline.uncertainty if headline else None,
         quality=chosen.quality,
+        supported=chosen.supported,
         group=group.name if (group := task.group_of(model)) else None,
     )
 

@@ -45,6 +45,7 @@ RUNTIME_BY_BACKEND = {
 # checkpoints in vLLM-class servers on CUDA or ROCm GPUs, whole on the GPU.
 GPU_ONLY_FORMATS = {"mlx": ("metal",), "awq": ("cuda", "rocm"), "fp8": ("cuda", "rocm")}
 FORMAT_RUNTIMES = {"mlx": "MLX", "awq": "vLLM (AWQ)", "fp8": "vLLM (FP8)"}
+BACKEND_GPUS = {"metal": "Apple Silicon (Metal)", "cuda": "an NVIDIA GPU (CUDA)", "rocm": "an AMD GPU (ROCm)"}
 # Which of those GPUs vLLM loads each format on (vLLM v0.30.0). CUDA: AWQ's kernels need Turing
 # or newer (AWQConfig.get_min_capability: 75); FP8 runs natively from Ada (8.9) and as weight-only
 # FP8 through Marlin from 7.5 (marlin_utils_fp8.is_fp8_marlin_supported: has_device_capability(75)).
@@ -130,7 +131,7 @@ def format_unsupported(quant: Quant, gpu: Device | None) -> str | None:
     if backends is None:
         return None
     if gpu is None or gpu.backend not in backends:
-        return f"{quant.id} weights need {FORMAT_RUNTIMES[quant.format]} on a {' or '.join(backends).upper()} GPU"
+        return f"{quant.id} weights need {FORMAT_RUNTIMES[quant.format]} on {' or '.join(BACKEND_GPUS[b] for b in backends)}"
     return _architecture_unsupported(quant, gpu)
 
 

@@ -24,6 +24,7 @@ class VariantVerdict:
     placement: str | None
     memory_needed_bytes: int
     generation_tokens_per_s: float | None  # text generation only
+    supported: bool = True  # False: level does-not-fit because no runtime here runs this variant at all
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class Verdict:
     speed_unit: str | None = None
     uncertainty: float | None = None
     quality: str | None = None  # of the variant: lossless, near-lossless, good, fair, poor
+    # False where the level is does-not-fit because no runtime here runs the variant wherever it is placed (MLX
+    # weights on a PC, FP8 on a GPU vLLM has no FP8 kernels for), not because it is too big: shown as "not supported".
+    supported: bool = True
     group: str | None = None  # the part of the task the model serves: speech-to-text, text-to-speech, embedding, reranking
     energy: Any = None  # gpuready.tasks.energy.Energy: energy per unit of work, where power and speed are known
     npu: Any = None  # gpuready.tasks.npu.NpuOffer: the NPU placement a cited runtime offers, next to this one
@@ -96,5 +100,5 @@ def quality_adjusted(level: str, quality: str | None) -> str:
 
 
 def rank_key(verdict: Verdict):
-    """Best level first; within a level, the most capable (largest) model first."""
-    return (LEVELS.index(verdict.level), -verdict.model_params, verdict.model_id)
+    """Best level first, a model no runtime here runs last; within a level, the most capable (largest) model first."""
+    return (LEVELS.index(verdict.level) if verdict.supported else len(LEVELS), -verdict.model_params, verdict.model_id)

@@ -55,7 +55,7 @@ class DetailScreen(Screen):
             speed = getattr(variant, "generation_tokens_per_s", None)
             table.add_row(
                 variant.quant,
-                Text(fmt.level_label(variant.level), style=color(self.app, fmt.LEVEL_STYLES.get(variant.level, "secondary"))),
+                Text(fmt.level_label(variant.level, variant.supported), style=color(self.app, fmt.LEVEL_STYLES.get(variant.level, "secondary"))),
                 Text(fmt_gb(variant.memory_needed_bytes), justify="right"),
                 fmt.PLACEMENT_WORDS.get(variant.placement, "-") if variant.placement else "-",
                 Text(f"{speed:.1f} tok/s" if speed and variant.placement else "-", justify="right"),
@@ -76,7 +76,7 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
     text = Text()
     text.append(f"{verdict.model_name}", style="bold")
     text.append(f"  {verdict.model_id} · {fmt.task_title(verdict.task)}\n", style=muted)
-    text.append(fmt.level_label(verdict.level), style=f"bold {color(app, fmt.LEVEL_STYLES.get(verdict.level, 'secondary'))}")
+    text.append(fmt.level_label(verdict.level, verdict.supported), style=f"bold {color(app, fmt.LEVEL_STYLES.get(verdict.level, 'secondary'))}")
     facts = [verdict.quant or "-", fmt.placement_cell(verdict) if verdict.placement else None, f"{verdict.context_tokens:,} tokens of context"]
     text.append("  " + " · ".join(f for f in facts if f))
     if verdict.runtime:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from gpuready.hardware import GPU, Hardware
 from gpuready.tasks import registry
-from gpuready.frontends.text import LEVEL_WORDS, STATUS_WORDS
+from gpuready.frontends.text import LEVEL_WORDS, NOT_SUPPORTED, STATUS_WORDS
 from gpuready.tasks.verdict import Verdict
 from gpuready.units import fmt_gb
 
@@ -52,13 +52,13 @@ TASK_TABS = {
 USED_GLYPH, FREE_GLYPH = "█", "░"
 
 
-def level_word(level: str) -> str:
-    return LEVEL_WORDS.get(level, level.replace("-", " "))
+def level_word(level: str, supported: bool = True) -> str:
+    return LEVEL_WORDS.get(level, level.replace("-", " ")) if supported else NOT_SUPPORTED
 
 
-def level_label(level: str) -> str:
-    """Symbol and word for a verdict level: '✔ runs well'."""
-    return f"{LEVEL_SYMBOLS.get(level, '?')} {level_word(level)}"
+def level_label(level: str, supported: bool = True) -> str:
+    """Symbol and word for a verdict level: '✔ runs well'; '✗ not supported' where no runtime here runs the variant."""
+    return f"{LEVEL_SYMBOLS.get(level, '?')} {level_word(level, supported)}"
 
 
 def status_label(status: str) -> str:

@@ -22,6 +22,7 @@ from gpuready.frontends.tui import format as fmt
 from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Verdict
 
 BAR_CELLS = 24
+MIN_BAR_CELLS = 8  # below this a bar shows nothing; its words go on their own line instead
 
 
 def color(app: App, name: str) -> str:
@@ -57,11 +58,18 @@ def hardware_text(
             text.append(wrapped + "\n", style=style)
 
     def bar(used: int | None, total: int | None, free: int | None) -> None:
-        used_part, free_part = fmt.usage_bar(used, total, bar_cells)
+        # The bar gives way to its words: "115.4 free of 121.8 GB" wrapped "GB" alone onto the next line.
+        words = fmt.usage_text(used, free, total)
+        cells = max(MIN_BAR_CELLS, min(bar_cells, width - 1 - len("   ") - len(words))) if width else bar_cells
+        used_part, free_part = fmt.usage_bar(used, total, cells)
         text.append("  ")
         text.append(used_part, style=bar_used)
         text.append(free_part, style=muted)
-        text.append(f" {fmt.usage_text(used, free, total)}\n")
+        if width and len("   ") + cells + len(words) > width - 1:
+            text.append("\n")
+            line(words)
+        else:
+            text.append(f" {words}\n")
 
     cpu = hardware.cpu
     heading("CPU")
@@ -299,7 +307,7 @@ class ModelTable(DataTable):
             memory, where = fmt.memory_cell(verdict), fmt.placement_cell(verdict)
         return {
             "group": fmt.task_title(verdict.group) if verdict.group else "-",
-            "verdict": fmt.level_label(verdict.level),
+            "verdict": fmt.level_label(verdict.level, verdict.supported),
             "model": verdict.model_name,
             "variant": verdict.quant or "-",
             "memory": memory,
