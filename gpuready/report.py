@@ -75,12 +75,17 @@ def summarise(name: str, mine: list[Verdict], failed: set[str]) -> TaskSummary:
     if not mine:
         return TaskSummary(name, "not-assessed", None, None, "no models for this task in the catalogue yet")
     best = mine[0]
+    unknown = next((v for v in mine if v.level == "unknown"), None)
     if best.level == "runs-well":
         status = "ready"
     elif best.level in RUNNABLE:
         status = "limited"
-    elif best.level == "unknown" or failed & set(TASK_PROBES):
+    elif unknown is not None or failed & set(TASK_PROBES):
+        # Nothing known to run, and a model that may run could not be judged (its speed or memory unknown): that is
+        # "could not tell", whatever the other models' verdicts. An Apple M5 the GPU table did not know read "not
+        # possible: the smallest needs 0.8 GB" with 10 GB usable, because its 0.5B model's speed was unknown.
         status = "unknown"
+        best = unknown or best
     else:
         status = "not-possible"
     if status in ("ready", "limited"):

@@ -291,3 +291,27 @@ def test_a_variant_no_runtime_here_runs_ranks_below_one_whose_fit_is_unknown():
     # Asked for, qlora is judged and said to be unsupported, with nothing to buy that would change it.
     qlora = judge_model(CATALOG.get("qwen2.5-0.5b"), CATALOG, hardware, Options(method="qlora"), "fine-tuning")
     assert (qlora.level, qlora.supported) == ("does-not-fit", False)
+
+
+def test_a_gpu_newer_than_the_table_gets_a_problem_and_could_not_tell_not_not_possible():
+    # A GPU no table row knows and no probe read the bandwidth of (an Apple M5 before the table had it): its models
+    # fit, their speed is unknown. The tasks said "not possible: the smallest needs 0.8 GB" because the 235B model's
+    # "does not fit" ranked above the small models' "unknown".
+    from gpuready.catalog.tables import enrich
+    from gpuready.probes import unknown_gpu_problems
+
+    future = GPU(vendor="nvidia", name="NVIDIA GeForce RTX 9090", memory_total_bytes=24 * 1024**3,
+                 memory_free_bytes=24 * 1024**3, memory_usable_bytes=24 * 1024**3, backends=("cuda",), source="nvml")
+    hardware = enrich(dataclasses.replace(cpu_machine(64), gpus=(future,)))
+    problems = unknown_gpu_problems(hardware)
+    assert [(p.probe, p.severity, p.message) for p in problems] == [
+        ("nvidia", "warning", "NVIDIA GeForce RTX 9090 is not in gpuready's GPU table and its memory bandwidth could "
+                              "not be read: speeds on it are not estimated")]
+    assert "gpuready bench" in problems[0].hint
+    report = build_report(hardware, problems, CATALOG, Options())
+    text = next(s for s in report.tasks if s.task == "text-generation")
+    assert (text.status, text.summary) == ("unknown", "memory bandwidth unknown: speed not estimated")
+    assert report.verdict("qwen2.5-0.5b", "text-generation").placement is None
+    # A GPU the table knows gets no such problem: its bandwidth comes from the table.
+    known = enrich(dataclasses.replace(cpu_machine(64), gpus=(dataclasses.replace(future, name="NVIDIA GeForce RTX 4090"),)))
+    assert known.gpus[0].bandwidth_bytes_per_s == 1008 * 10**9 and unknown_gpu_problems(known) == []

@@ -112,4 +112,20 @@ def probe_hardware(host: Host, python: str | None = None, torch: bool = False) -
         os=os_name,
         in_container=in_container,
     )
-    return enrich(hardware), problems
+    enriched = enrich(hardware)
+    return enriched, problems + unknown_gpu_problems(enriched)
+
+
+def unknown_gpu_problems(hardware: Hardware) -> list[Problem]:
+    """A GPU used for AI whose memory bandwidth no probe read and no table row gives (a chip newer than the table):
+    its speeds are not estimated, and the report says why and what measures them, rather than only 'unknown'.
+    An integrated GPU beside a discrete one gets none: the discrete GPU runs the work (a UHD 770 next to an RX 7800 XT)."""
+    discrete = any(gpu.kind == "discrete" for gpu in hardware.accelerators)
+    return [
+        Problem(gpu.vendor, f"{gpu.name} is not in gpuready's GPU table and its memory bandwidth could not be read: "
+                            "speeds on it are not estimated",
+                "With PyTorch installed (pip install torch), `gpuready bench` measures its bandwidth and later verdicts "
+                "use it; please report the GPU with `gpuready record DIR` so the table can add it.", "warning")
+        for gpu in hardware.accelerators
+        if gpu.bandwidth_bytes_per_s is None and gpu.table_id is None and not (discrete and gpu.kind == "integrated")
+    ]

@@ -81,7 +81,7 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
     system_usable = cpu.usable_memory_bytes
     if estimate.placement == "cpu" or estimate.system_memory_bytes:
         if system_usable is None:
-            return judged("unknown", reasons + ["system memory could not be read, so fit is unknown"])
+            return judged("unknown", ["system memory could not be read, so fit is unknown", *reasons])
         if estimate.system_memory_bytes > system_usable:
             where = "GPU or system memory" if gpu and estimate.placement == "cpu" else "system memory"
             needed = estimate.memory.total_bytes if estimate.placement == "cpu" else estimate.system_memory_bytes
@@ -93,7 +93,7 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
     if estimate.placement not in allowed:
         return judged("does-not-fit", reasons + [f"placement '{estimate.placement}' is not accepted (only {', '.join(allowed)})"])
     if estimate.headline is None:
-        return judged("unknown", reasons + [task.speed_unknown])
+        return judged("unknown", [task.speed_unknown, *reasons])  # the cause first: summaries quote it
     level, speed_reasons = task.level(model, estimate, options)
     adjusted = quality_adjusted(level, quality)
     if adjusted != level:
