@@ -92,3 +92,13 @@ def test_an_unregistered_task_is_unknown_to_check(capsys):
 def test_the_builtin_tasks_are_registered_in_display_order():
     assert registry.names()[:4] == ("text-generation", "image-generation", "speech", "document-search")
     assert all(isinstance(registry.get(name), Task) for name in registry.names())
+
+
+def test_a_band_of_100_percent_or_more_reads_as_a_factor_not_a_negative_speed():
+    from gpuready.tasks.base import band_words
+
+    # Bands are held-out errors |estimate - measured| / measured: +/-41% stays a percentage; 3.45 (an Intel GPU's
+    # mixture-of-experts prompt band) means the measured speed was as low as the estimate / 4.45, not 'minus 345%'.
+    assert [band_words(0.41), band_words(0.999), band_words(1.0), band_words(3.45)] == [
+        "+/-41%", "+/-100%", "within 2.0x", "within 4.5x"]
+    assert band_words(0.16, "±") == "±16%"

@@ -126,6 +126,8 @@ def test_tasks_without_their_own_formatter_show_the_verdicts_headline_speed_in_i
     )
     # The sort key is larger-is-faster, so seconds per image sort negated.
     assert (fmt.speed_cell(verdict), fmt.uncertainty_cell(verdict)) == (("4.2 s/image", -4.2), "±40%")
+    # A band of 100% or more is a factor: the measured speed may be a fraction of the estimate, never negative.
+    assert fmt.uncertainty_cell(dataclasses.replace(verdict, uncertainty=3.45)) == "4.5x"
     embedding = dataclasses.replace(verdict, task="document-search", speed=25.0, speed_unit="chunks/s")
     assert fmt.speed_cell(embedding) == ("1,500 chunks/min", 25.0)
     assert fmt.speed_cell(dataclasses.replace(verdict, speed=None)) == ("-", None)

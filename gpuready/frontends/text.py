@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpuready.hardware import CPU, GPU, Hardware
 from gpuready.report import Report
 from gpuready.tasks import registry
+from gpuready.tasks.base import band_words
 from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
 from gpuready.tasks.verdict import Verdict
 from gpuready.units import fmt_gb
@@ -239,7 +240,7 @@ def npu_lines(verdict: Verdict) -> list[str]:
     if offer is None:
         return []
     state = "available" if offer.available else "not available here: " + "; ".join(offer.missing)
-    lines = ["", f"On the NPU ({state})", f"  {offer.speed:,.1f} {offer.speed_unit} (+/-{offer.uncertainty:.0%}) on {offer.npu}"]
+    lines = ["", f"On the NPU ({state})", f"  {offer.speed:,.1f} {offer.speed_unit} ({band_words(offer.uncertainty)}) on {offer.npu}"]
     return lines + [f"  {line}" for line in offer.basis]
 
 
@@ -261,7 +262,7 @@ def render_task_estimate(verdict: Verdict) -> str:
         lines += [f"  {part.label:<34} {fmt_gb(part.bytes):>10}  ({part.where})" for part in estimate.memory.parts]
         lines.append(f"  {'total':<34} {fmt_gb(estimate.memory.total_bytes):>10}  (available: {fmt_gb(verdict.memory_available_bytes)})")
         if estimate.speed is not None:
-            lines += ["", f"Speed (+/-{estimate.uncertainty:.0%})", f"  {estimate.speed:,.2f} {estimate.speed_unit}"]
+            lines += ["", f"Speed ({band_words(estimate.uncertainty)})", f"  {estimate.speed:,.2f} {estimate.speed_unit}"]
         lines += energy_lines(verdict) + npu_lines(verdict)
         lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
     lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
@@ -304,7 +305,7 @@ def render_estimate(verdict: Verdict, beside_memory: str = "") -> str:
             speed = estimate.speed
             lines += [
                 "",
-                f"Speed (+/-{speed.uncertainty:.0%})",
+                f"Speed ({band_words(speed.uncertainty)})",
                 f"  generation        {speed.generation_tokens_per_s:8.1f} tokens/s (empty context)",
                 f"                    {speed.generation_tokens_per_s_full_context:8.1f} tokens/s (context full)",
                 f"  prompt            {speed.prompt_tokens_per_s:8.0f} tokens/s{_band(speed.prompt_uncertainty)}"
@@ -341,4 +342,4 @@ def render_estimate(verdict: Verdict, beside_memory: str = "") -> str:
 
 def _band(uncertainty: float | None) -> str:
     """The prompt's own band where it differs from the speed heading's (prompt speed is harder to predict)."""
-    return f" (+/-{uncertainty:.0%})" if uncertainty else ""
+    return f" ({band_words(uncertainty)})" if uncertainty else ""

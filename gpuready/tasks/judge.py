@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuready.hardware import Hardware
-from gpuready.tasks.base import Task
+from gpuready.tasks.base import Task, band_words
 from gpuready.tasks.devices import Device, cpu_device, gpu_device, memory_word
 from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Options, VariantVerdict, Verdict, quality_adjusted
 from gpuready.units import fmt_gb
@@ -139,7 +139,7 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
     reasons = list(chosen.reasons)
     headline = estimate.headline if chosen.fits else None
     if headline is not None:
-        reasons.insert(0, f"{chosen.variant}: {task.describe(model, estimate, options)} (+/-{headline.uncertainty:.0%})"
+        reasons.insert(0, f"{chosen.variant}: {task.describe(model, estimate, options)} ({band_words(headline.uncertainty)})"
                           + task.describe_after_band(model, estimate, options))
     on_gpu = estimate.placement in ("gpu", "split", "offload")
     reasons += task.notes(model, hardware, gpu if on_gpu else None)

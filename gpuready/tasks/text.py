@@ -17,7 +17,7 @@ from gpuready.tasks import concurrency
 from gpuready.tasks import judge as one_judge
 from gpuready.tasks import text_estimate as est
 from gpuready.tasks.text_estimate import LanguageModel
-from gpuready.tasks.base import Task, level_at_least
+from gpuready.tasks.base import Task, band_words, level_at_least
 from gpuready.tasks.devices import UNIFIED_MEMORY_MARGIN_BYTES, Device
 from gpuready.tasks.measured import with_measured_speed
 from gpuready.tasks.verdict import LEVELS
@@ -237,7 +237,7 @@ def prompt_words(model: LanguageModel, estimate: est.Estimate, options) -> str:
     speed = estimate.speed
     if estimate.batched is not None or not speed.prompt_tokens_per_s:
         return ""
-    band = f" (+/-{speed.prompt_uncertainty:.0%})" if speed.prompt_uncertainty else ""
+    band = f" ({band_words(speed.prompt_uncertainty)})" if speed.prompt_uncertainty else ""
     return f", {speed.prompt_tokens_per_s:.0f} tokens/s prompt{band}"
 
 

@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 
 from gpuready.frontends.tui import format as fmt
 from gpuready.frontends.tui.widgets import color
+from gpuready.tasks.base import band_words
 from gpuready.tasks.verdict import Verdict
 from gpuready.units import fmt_gb
 
@@ -113,7 +114,7 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
         uncertainty = getattr(speed, "uncertainty", None)
         notes = ["if it fitted"] if verdict.placement is None else []
         if isinstance(uncertainty, float):
-            notes.append(f"±{uncertainty:.0%}")
+            notes.append(band_words(uncertainty, "±"))
         text.append(f" ({', '.join(notes)})\n" if notes else "\n", style=muted)
         if hasattr(speed, "generation_tokens_per_s"):
             text.append(f"  generation {speed.generation_tokens_per_s:8.1f} tok/s with an empty context\n")
@@ -122,7 +123,7 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
                 text.append(f"             {full:8.1f} tok/s with the context full\n")
             prompt = getattr(speed, "prompt_tokens_per_s", None)
             band = getattr(speed, "prompt_uncertainty", None)
-            band_note = f" (±{band:.0%})" if isinstance(band, float) else ""
+            band_note = f" ({band_words(band, '±')})" if isinstance(band, float) else ""
             text.append(f"  prompt     {prompt:8.0f} tok/s{band_note}\n" if prompt else "  prompt     unknown\n")
             first = getattr(speed, "time_to_first_token_s", None)
             if first is not None:
@@ -137,7 +138,7 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
     offer = getattr(verdict, "npu", None)
     if offer is not None:
         text.append("\nOn the NPU", style=accent)
-        text.append(f" (±{offer.uncertainty:.0%}{'' if offer.available else ', not available here'})\n", style=muted)
+        text.append(f" ({band_words(offer.uncertainty, '±')}{'' if offer.available else ', not available here'})\n", style=muted)
         text.append(f"  {offer.speed:,.1f} {offer.speed_unit} on {offer.npu} via {offer.runtime}\n")
         for missing in offer.missing:
             text.append(f"  missing: {missing}\n", style=muted)
