@@ -294,3 +294,15 @@ def test_a_report_with_every_setting_given_matches_the_schema(capsys, argv):
     code, out, err = run(capsys, "report", "--json", "--machine", str(FIXTURES / "nvidia-rtx4090"), *argv)
     assert code == 0, err
     jsonschema.validate(json.loads(out), SCHEMA)
+
+
+def test_check_could_not_tell_names_every_failed_probe_the_task_needs(capsys):
+    # A Jetson container without /proc: the CPU and the memory are both unread, and the unread memory is what leaves
+    # the fit unknown; the line said only "the cpu probe failed".
+    jetson = str(FIXTURES / "nvidia-jetson-agx-orin-l4t")
+    code, out, err = run(capsys, "check", "--task", "text-generation", "--machine", jetson)
+    assert code == 3
+    assert out.strip() == ("??   task text-generation: could not tell: the cpu and memory probes failed: "
+                           "cannot read /proc/cpuinfo; cannot read /proc/meminfo")
+    assert err.splitlines() == ["hint: Is /proc mounted? gpuready needs it to identify the CPU.",
+                                "hint: Is /proc mounted? gpuready needs it to size system memory."]

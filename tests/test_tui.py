@@ -161,25 +161,35 @@ def test_the_hardware_pane_shows_every_problem_with_its_hint():
     assert "  ???????????????????????? size unknown\n" in text
 
 
-def test_a_memory_bar_gives_way_to_its_words_so_the_unit_stays_on_the_line():
-    # Strix Halo at 120 columns: "6.4 used · 115.4 free of 121.8 GB" beside a 24-cell bar wrapped "GB" onto a line
-    # of its own in the 56-column side panel.
-    machine = "amd-strix-halo"
+def hardware_pane(machine: str, *widths: int) -> list[str]:
+    """The hardware side panel's text for a recorded machine, wrapped at each of ``widths``."""
     loaded = inputs(machine)
 
     async def scenario():
         app = app_for(machine)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
-            return hardware_text(app, loaded.hardware, loaded.problems, width=56).plain, hardware_text(
-                app, loaded.hardware, loaded.problems, width=20).plain
+            return [hardware_text(app, loaded.hardware, loaded.problems, width=width).plain for width in widths]
 
-    wide, narrow = run(scenario())
+    return run(scenario())
+
+
+def test_a_memory_bar_gives_way_to_its_words_so_the_unit_stays_on_the_line():
+    # Strix Halo at 120 columns: "6.4 used · 115.4 free of 121.8 GB" beside a 24-cell bar wrapped "GB" onto a line
+    # of its own in the 56-column side panel.
+    wide, narrow = hardware_pane("amd-strix-halo", 56, 20)
     # 56 - 1 (the wrap margin) - 3 (indent, space) - 33 (the words) = 19 cells
     assert "\n  █░░░░░░░░░░░░░░░░░░ 6.4 used · 115.4 free of 121.8 GB\n" in wide
     assert "\n  ░░░░░░░░░░░░░░░░░░░░ 0.3 used · 99.7 free of 100.0 GB\n" in wide
     # Too narrow for the shortest bar and its words: the bar keeps 8 cells and the words start their own line.
     assert "\nMemory\n  ░░░░░░░░\n  6.4 used · 115.4\n" in narrow
+
+
+def test_an_integrated_gpu_without_memory_of_its_own_says_so_instead_of_a_bar_of_question_marks():
+    (text,) = hardware_pane("intel-arc-a770-uhd770", 56)
+    assert "\n  Intel UHD Graphics 770\n  no memory of its own: shares system memory\n  integrated · " in text
+    assert "?" not in text.split("GPUs\n")[1].split("Problems")[0]  # the Arc A770 keeps its bar: 16 GB, all free
+    assert "0.0 used · 16.0 free of 16.0 GB" in text
 
 
 # --- the app ----------------------------------------------------------------------

@@ -297,8 +297,14 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
         return Outcome(requirement, "unknown", f"could not tell: the power of the device {verdict.model_name} runs on is "
                                                "not known (no NVML power limit, not in catalog/power.toml)")
     if verdict.level == "unknown" or (failed and verdict.level == "does-not-fit"):
-        cause = f"the {failed.probe} probe failed: {failed.message}" if failed else verdict.reasons[0]
-        return Outcome(requirement, "unknown", f"could not tell: {cause}", (failed.hint,) if failed and failed.hint else ())
+        if not failed:
+            return Outcome(requirement, "unknown", f"could not tell: {verdict.reasons[0]}")
+        # Every failed probe the task depends on: a Jetson without /proc read "the cpu probe failed" alone, where the
+        # unread memory was what left the fit unknown.
+        failures = [p for p in problems if p.severity == "error" and p.probe in TASK_PROBES]
+        probes = " and ".join(dict.fromkeys(p.probe for p in failures))
+        cause = f"the {probes} probe{'s' if ' and ' in probes else ''} failed: " + "; ".join(p.message for p in failures)
+        return Outcome(requirement, "unknown", f"could not tell: {cause}", tuple(dict.fromkeys(p.hint for p in failures if p.hint)))
     if verdict.level in RUNNABLE or verdict.level == "too-slow":
         reason = f"{verdict.model_name}: {speed_text(verdict)}, needs {wanted_text(requirement, verdict)}"
     else:

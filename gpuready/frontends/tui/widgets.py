@@ -100,7 +100,11 @@ def hardware_text(
         line(gpu.name + (" (what-if)" if gpu.source == "user" else ""))
         free = fmt.gpu_free_bytes(gpu)
         total = gpu.memory_total_bytes
-        bar(None if total is None or free is None else total - free, total, free)
+        if total is None and gpu.kind == "integrated":
+            # No memory of its own to draw: a bar of '?' read as a fault (UHD Graphics 770 beside an Arc A770).
+            line("no memory of its own: shares system memory", muted)
+        else:
+            bar(None if total is None or free is None else total - free, total, free)
         facts = [gpu.kind]
         if gpu.bandwidth_bytes_per_s:
             facts.append(f"{gpu.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({gpu.bandwidth_source})")
