@@ -1,4 +1,5 @@
-"""An AMD APU's shared memory: carve-out plus GTT, GTT capped by what the OS has and can give."""
+"""An integrated GPU's memory: an AMD APU's carve-out plus GTT, GTT capped by what the OS has and can give; its bandwidth
+within the CPU platform's."""
 
 from __future__ import annotations
 
@@ -62,3 +63,40 @@ def test_gtt_within_system_memory_counts_whole_and_without_meminfo_too():
 def test_usage_above_the_total_never_makes_memory_negative():
     pool = shared_pool(1 * GIB, 2 * GIB, 4 * GIB, 5 * GIB, 8 * GIB, 8 * GIB)
     assert (pool.total_bytes, pool.free_bytes) == (5 * GIB, 0)
+
+
+def test_an_integrated_gpu_is_no_faster_than_the_memory_the_cpu_platform_has():
+    import dataclasses
+
+    from gpuready.catalog.tables import enrich
+    from gpuready.hardware import CPU, GPU, Hardware, Memory
+
+    # The Radeon 780M's row holds LPDDR5X-7500 (120 GB/s), the fastest memory it is sold with; on a machine whose
+    # CPU memory was measured at 61 GB/s (a desktop on DDR5), the GPU reads that same memory.
+    measured = "measured on this machine, 2026-12-04, ±1.0%"
+    cpu = CPU(name="AMD Ryzen 7 8700G w/ Radeon 780M Graphics", arch="x86_64", memory_bandwidth_bytes_per_s=61 * 10**9,
+              bandwidth_source=measured)
+    igpu = GPU(vendor="amd", name="AMD Radeon 780M Graphics", kind="integrated", source="sysfs")
+    dgpu = GPU(vendor="amd", name="AMD Radeon RX 7900 XTX", memory_total_bytes=24 * 1024**3, source="sysfs")
+    hardware = Hardware(platform="linux", arch="x86_64", cpu=cpu, memory=Memory(total_bytes=32 * 1024**3,
+                        available_bytes=28 * 1024**3), gpus=(igpu, dgpu))
+    gpus = enrich(hardware).gpus
+    assert (gpus[0].bandwidth_bytes_per_s, gpus[0].bandwidth_source) == (
+        61 * 10**9, f"system memory, {measured} (table:radeon-780m lists 120 GB/s, the fastest memory it is sold with)")
+    # A discrete GPU has memory of its own: untouched.
+    assert (gpus[1].bandwidth_bytes_per_s, gpus[1].bandwidth_source) == (960 * 10**9, "table:rx-7900-xtx")
+    # gpuready's assumed CPU figure (no table row, nothing measured) caps nothing: the GPU's row stands.
+    unknown_cpu = dataclasses.replace(cpu, name="Some Future CPU", memory_bandwidth_bytes_per_s=None, bandwidth_source=None)
+    assert enrich(dataclasses.replace(hardware, cpu=unknown_cpu)).gpus[0].bandwidth_bytes_per_s == 120 * 10**9
+
+
+def test_an_integrated_gpu_no_table_row_knows_reads_at_the_cpu_platforms_bandwidth():
+    from gpuready.catalog.tables import enrich
+    from gpuready.probes import probe_hardware, unknown_gpu_problems
+
+    hardware, problems = probe_hardware(ReplayHost(MACHINES / "intel-arc-a770-uhd770"))
+    uhd = next(gpu for gpu in hardware.gpus if gpu.name == "Intel UHD Graphics 770")
+    assert (uhd.bandwidth_bytes_per_s, uhd.bandwidth_source) == (
+        hardware.cpu.memory_bandwidth_bytes_per_s, "system memory, table:intel-core-13-14-desktop")
+    assert hardware.cpu.memory_bandwidth_bytes_per_s == 89_600_000_000
+    assert unknown_gpu_problems(enrich(hardware)) == []

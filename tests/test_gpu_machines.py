@@ -39,7 +39,7 @@ EXPECTED_GPUS = {
         GPU('amd', 'AMD Radeon 8060S Graphics', kind='unified', index=0, memory_total_bytes=136341458944, memory_free_bytes=130497196032, memory_usable_bytes=130497196032, bandwidth_bytes_per_s=256000000000, bandwidth_source='table:radeon-8060s', fp16_flops=29700000000000.0, flops_source='table:radeon-8060s', architecture='RDNA 3.5', gfx_target='gfx1151', driver='amdgpu', pci_id='1002:1586', table_id='radeon-8060s', backends=('rocm', 'vulkan'), source='sysfs+kfd'),
     ),
     "intel-arc-a770-uhd770": (
-        GPU('intel', 'Intel UHD Graphics 770', kind='integrated', memory_usable_bytes=28672000000, driver='i915', pci_id='8086:a780', backends=('sycl', 'vulkan'), source='sysfs'),
+        GPU('intel', 'Intel UHD Graphics 770', kind='integrated', memory_usable_bytes=28672000000, bandwidth_bytes_per_s=89600000000, bandwidth_source='system memory, table:intel-core-13-14-desktop', driver='i915', pci_id='8086:a780', backends=('sycl', 'vulkan'), source='sysfs'),
         GPU('intel', 'Intel Arc A770', memory_total_bytes=17179869184, memory_usable_bytes=17179869184, bandwidth_bytes_per_s=560000000000, bandwidth_source='table:arc-a770-16gb', fp16_flops=39300000000000.0, flops_source='table:arc-a770-16gb', architecture='Xe-HPG (Alchemist)', driver='xe', pci_id='8086:56a0', table_id='arc-a770-16gb', backends=('sycl', 'vulkan'), source='sysfs'),
     ),
     "intel-uhd620-laptop": (
@@ -75,7 +75,7 @@ EXPECTED_GPUS = {
     ),
     "windows-rx7800xt-uhd770": (
         GPU('amd', 'AMD Radeon RX 7800 XT', memory_total_bytes=17163091968, memory_usable_bytes=17163091968, bandwidth_bytes_per_s=624000000000, bandwidth_source='table:rx-7800-xt', fp16_flops=74700000000000.0, flops_source='table:rx-7800-xt', architecture='RDNA 3', driver_version='32.0.11037.4004', pci_id='1002:747e', table_id='rx-7800-xt', backends=('vulkan', 'directml'), source='registry'),
-        GPU('intel', 'Intel(R) UHD Graphics 770', kind='integrated', memory_usable_bytes=22548578304, driver_version='31.0.101.5186', pci_id='8086:a780', backends=('sycl', 'vulkan'), source='registry'),
+        GPU('intel', 'Intel(R) UHD Graphics 770', kind='integrated', memory_usable_bytes=22548578304, bandwidth_bytes_per_s=89600000000, bandwidth_source='system memory, table:intel-core-13-14-desktop', driver_version='31.0.101.5186', pci_id='8086:a780', backends=('sycl', 'vulkan'), source='registry'),
     ),
 }
 

@@ -324,9 +324,28 @@ def enrich_gpu(gpu: GPU) -> GPU:
 
 def enrich(hardware: Hardware) -> Hardware:
     """Fill bandwidth and throughput the probes could not measure from the tables, labelled as such."""
+    cpu = enrich_cpu(hardware.cpu)
     return dataclasses.replace(
-        hardware, cpu=enrich_cpu(hardware.cpu), gpus=tuple(enrich_gpu(gpu) for gpu in hardware.gpus)
+        hardware, cpu=cpu, gpus=tuple(integrated_within_system_memory(enrich_gpu(gpu), cpu) for gpu in hardware.gpus)
     )
+
+
+def integrated_within_system_memory(gpu: GPU, cpu: CPU) -> GPU:
+    """An integrated GPU reads the same memory as the CPU, so it is no faster than the CPU platform's memory.
+
+    A GPU table row holds the fastest memory any laptop pairs it with (Radeon 780M: LPDDR5X-7500, 120 GB/s), and a
+    Ryzen 7 8700G desktop runs it on DDR5-5200 (83 GB/s); an integrated GPU no row knows (UHD Graphics 770) gets the
+    platform's figure. Only a CPU figure from a table or a measurement counts, not gpuready's assumed one."""
+    system = cpu.memory_bandwidth_bytes_per_s
+    if gpu.kind != "integrated" or system is None or cpu.bandwidth_source in (None, "assumed"):
+        return gpu
+    own = gpu.bandwidth_bytes_per_s
+    if own is None:
+        return dataclasses.replace(gpu, bandwidth_bytes_per_s=system, bandwidth_source=f"system memory, {cpu.bandwidth_source}")
+    if (gpu.bandwidth_source or "").startswith("table:") and system < own:
+        return dataclasses.replace(gpu, bandwidth_bytes_per_s=system, bandwidth_source=(
+            f"system memory, {cpu.bandwidth_source} ({gpu.bandwidth_source} lists {own / 1e9:.0f} GB/s, the fastest memory it is sold with)"))
+    return gpu
 
 
 # --- cross-checking bandwidth -------------------------------------------------------
