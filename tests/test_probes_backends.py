@@ -186,3 +186,50 @@ def test_package_versions_come_from_the_python_readout_without_starting_an_inter
         [],
     )
     assert host.runs == []
+
+
+def test_a_gpu_only_vulkan_lists_is_a_problem_not_a_silent_none_found():
+    # The Strix Point laptop recording has vulkaninfo but no /sys/class/drm (as in a container that hides it): the
+    # report read "GPUs: none found" while llama.cpp's Vulkan backend would run on the Radeon 890M.
+    from gpuready.probes import probe_hardware
+
+    hardware, problems = probe_hardware(machine("linux-strix-ryzen-ai-370"))
+    assert hardware.gpus == ()
+    unseen = [p for p in problems if p.probe == "vulkan"]
+    assert [(p.severity, p.message.split(",")[0]) for p in unseen] == [
+        ("warning", "Vulkan lists AMD Radeon 890M Graphics (RADV GFX1150) (integrated GPU)")]
+    assert "--gpu NAME" in unseen[0].hint
+    assert hardware.cpu.name and hardware.memory.total_bytes  # every other probe still ran
+
+
+def _gpu(vendor: str, pci_id: str | None, name: str = "probed") -> GPU:
+    return GPU(vendor, name, pci_id=pci_id)
+
+
+def test_a_vulkan_device_is_a_probed_gpu_by_pci_id_or_else_by_vendor(tmp_path):
+    # RADV_SUMMARY lists one AMD GPU, vendorID 0x1002, deviceID 0x150e, and llvmpipe.
+    host = linux_machine(tmp_path, {}, {VULKAN: RADV_SUMMARY})
+    assert backends.unseen_vulkan_gpus((_gpu("amd", "1002:150e"),), host) == []
+    # A GPU probed without a PCI id (Apple's, a Jetson's) or one a translation layer reports under other ids is
+    # paired by vendor...
+    assert backends.unseen_vulkan_gpus((_gpu("amd", None),), host) == []
+    assert backends.unseen_vulkan_gpus((_gpu("amd", "1002:73ff"),), host) == []
+    # ...but a GPU of another vendor is not this one, and neither is nothing.
+    for probed in ((_gpu("nvidia", "10de:2684"),), ()):
+        assert [p.message.split(" (")[0] for p in backends.unseen_vulkan_gpus(probed, host)] == [
+            "Vulkan lists AMD Radeon RX 6600"]
+
+
+def test_two_vulkan_gpus_of_one_vendor_with_one_probed_leave_one_unseen(tmp_path):
+    second = RADV_SUMMARY.replace("GPU1:", "GPU1:\n\tvendorID           = 0x1002\n\tdeviceID           = 0x73ff\n"
+                                  "\tdeviceType         = PHYSICAL_DEVICE_TYPE_DISCRETE_GPU\n"
+                                  "\tdeviceName         = AMD Radeon RX 6600 XT (RADV NAVI23)\nGPU2:")
+    host = linux_machine(tmp_path, {}, {VULKAN: second})
+    assert [d["deviceName"] for d in backends.vulkan_backend(host)[1]] == [
+        "AMD Radeon RX 6600 (RADV NAVI23)", "AMD Radeon RX 6600 XT (RADV NAVI23)"]
+    problems = backends.unseen_vulkan_gpus((_gpu("amd", "1002:150e"),), host)
+    assert [p.message.split(", which")[0] for p in problems] == [
+        "Vulkan lists AMD Radeon RX 6600 XT (RADV NAVI23) (discrete GPU)"]
+    # No vulkaninfo: nothing to compare, no Problem.
+    (tmp_path / "bare").mkdir()
+    assert backends.unseen_vulkan_gpus((), linux_machine(tmp_path / "bare", {})) == []

@@ -94,6 +94,8 @@ def probe_hardware(host: Host, python: str | None = None, torch: bool = False) -
         gpus = list(backends_probe.assign(tuple(gpus), tuple(backends), host))
     except Exception as error:  # noqa: BLE001 - assigning backends must not lose the GPUs
         problems.append(Problem("backends", f"could not match backends to GPUs: {type(error).__name__}: {error}", REPORT_HINT, "error"))
+    probed = tuple(gpus)
+    run_probe("vulkan", lambda h: (None, backends_probe.unseen_vulkan_gpus(probed, h)), host, problems, None)
     if host.platform == "linux":
         from gpuready.probes import pci
 

@@ -221,6 +221,52 @@ def _vulkan(host: Host) -> tuple[Backend | None, list[dict[str, str]]]:
                    source="vulkaninfo"), real
 
 
+GPU_DEVICE_TYPES = {
+    "PHYSICAL_DEVICE_TYPE_DISCRETE_GPU": "discrete",
+    "PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU": "integrated",
+    "PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU": "virtual",
+}
+
+
+def unseen_vulkan_gpus(gpus: tuple[GPU, ...], host: Host) -> list[Problem]:
+    """A GPU the Vulkan loader lists but no GPU probe found (a container without /sys/class/drm, WSL2's Direct3D 12
+    bridge): without a Problem the report read 'GPUs: none found' while llama.cpp's Vulkan backend would use it.
+
+    A Vulkan device is a probed GPU when its vendorID:deviceID is that GPU's PCI id; the rest are paired by vendor
+    with the probed GPUs no id matched (a GPU without a PCI id, Apple's or a Jetson's, or a translation layer that
+    reports other ids), and only a Vulkan device left over is unseen."""
+    _, devices = vulkan_backend(host)
+    listed = [d for d in devices if d.get("deviceType") in GPU_DEVICE_TYPES and _hex(d.get("vendorID")) is not None]
+    known = {gpu.pci_id.lower() for gpu in gpus if gpu.pci_id}
+    matched = {f"{_hex(d.get('vendorID')):04x}:{_hex(d.get('deviceID')) or 0:04x}" for d in listed} & known
+    spare = [VENDOR_IDS.get(gpu.vendor) for gpu in gpus if (gpu.pci_id or "").lower() not in matched]
+    problems: list[Problem] = []
+    for device in listed:
+        vendor = _hex(device.get("vendorID"))
+        if f"{vendor:04x}:{_hex(device.get('deviceID')) or 0:04x}" in matched:
+            continue
+        if vendor in spare:
+            spare.remove(vendor)
+            continue
+        kind = GPU_DEVICE_TYPES[device["deviceType"]]
+        problems.append(Problem(
+            "vulkan",
+            f"Vulkan lists {device.get('deviceName', '?')} ({kind} GPU), which no GPU probe found: its memory could "
+            "not be read, so gpuready leaves it out of the estimates",
+            "gpuready reads GPUs through NVML, the kernel's /sys/class/drm (amdgpu, i915, xe) or the Windows registry, "
+            "and none of them shows this one here (a container without /sys/class/drm, WSL2). Run gpuready where the "
+            "GPU's driver is visible, or see what it could run with --gpu NAME (`gpuready models --gpus` lists the names).",
+            "warning"))
+    return problems
+
+
+def _hex(value: str | None) -> int | None:
+    try:
+        return int(value or "", 16)
+    except ValueError:
+        return None
+
+
 def directml_backend(host: Host) -> Backend | None:
     if host.platform != "windows":
         return None
