@@ -80,3 +80,36 @@ def test_an_unknown_gpu_keeps_its_measured_bandwidth_and_gets_none_from_the_tabl
     gpu = GPU(vendor="nvidia", name="NVIDIA Future GPU 9000")
     assert (reconcile_bandwidth(gpu, 2_000_000_000_000, "nvml"), reconcile_bandwidth(gpu, None, "nvml")) == (
         (2_000_000_000_000, "nvml", None), (None, None, None))
+
+
+@pytest.mark.parametrize(
+    "reported, memory_gib, row",
+    [
+        ("NVIDIA GeForce RTX 5050", 8, "rtx-5050"),
+        ("NVIDIA GeForce RTX 5050 Laptop GPU", 8, "rtx-5050-laptop"),
+        ("NVIDIA GeForce RTX 5060 Laptop GPU", 8, "rtx-5060-laptop"),
+        ("NVIDIA GeForce RTX 5070 Laptop GPU", 8, "rtx-5070-laptop"),
+        ("NVIDIA GeForce RTX 5070 Ti Laptop GPU", 12, "rtx-5070-ti-laptop"),
+        ("NVIDIA GeForce RTX 5080 Laptop GPU", 16, "rtx-5080-laptop"),
+        ("NVIDIA GeForce RTX 5090 Laptop GPU", 24, "rtx-5090-laptop"),
+    ],
+)
+def test_geforce_50_laptop_gpus_match_their_own_rows_with_or_without_a_memory_size(reported, memory_gib, row):
+    assert match_gpu(GPU(vendor="nvidia", name=reported, memory_total_bytes=memory_gib * GIB)).id == row
+    assert match_gpu(GPU(vendor="nvidia", name=reported)).id == row
+
+
+@pytest.mark.parametrize("desktop", ["rtx-5050", "rtx-5060", "rtx-5070", "rtx-5070-ti", "rtx-5080", "rtx-5090"])
+def test_a_laptop_gpu_never_gets_the_desktop_cards_row(desktop):
+    # A laptop part has its own memory and bandwidth (RTX 5090 Laptop: 24 GB at 896 GB/s, the desktop card
+    # 32 GB at 1792): whatever memory size the probe read, the desktop row is not the answer.
+    from gpuready.catalog.tables import gpu_table
+
+    spec = next(s for s in gpu_table() if s.id == desktop)
+    laptop = spec.name + " Laptop GPU"
+    for memory in (None, spec.memory_bytes, 8 * GIB, 16 * GIB):
+        found = match_gpu(GPU(vendor="nvidia", name=laptop, memory_total_bytes=memory))
+        assert found is not None and found.id == desktop + "-laptop", (laptop, memory)
+    desktop_found = match_gpu(GPU(vendor="nvidia", name=spec.name, memory_total_bytes=spec.memory_bytes))
+    assert desktop_found.id == desktop
+    assert "laptop" not in {word.lower() for word in find_gpus(spec.name)[0].name.split()}
