@@ -113,3 +113,38 @@ def test_a_laptop_gpu_never_gets_the_desktop_cards_row(desktop):
     desktop_found = match_gpu(GPU(vendor="nvidia", name=spec.name, memory_total_bytes=spec.memory_bytes))
     assert desktop_found.id == desktop
     assert "laptop" not in {word.lower() for word in find_gpus(spec.name)[0].name.split()}
+
+
+@pytest.mark.parametrize(
+    "reported, memory_gib, row",
+    [
+        # NVML names, as https://developer.nvidia.com/cuda-gpus lists them
+        ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 96, "rtx-pro-6000-blackwell"),
+        ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 96, "rtx-pro-6000-blackwell-max-q"),
+        ("NVIDIA RTX PRO 6000 Blackwell Server Edition", 96, "rtx-pro-6000-blackwell-server"),
+        ("NVIDIA RTX PRO 5000 Blackwell", 48, "rtx-pro-5000-blackwell"),
+        ("NVIDIA RTX PRO 5000 Blackwell", 72, "rtx-pro-5000-blackwell-72gb"),  # told apart by memory
+        ("NVIDIA RTX PRO 5000 72GB Blackwell", 72, "rtx-pro-5000-blackwell-72gb"),
+        ("NVIDIA RTX PRO 4500 Blackwell", 32, "rtx-pro-4500-blackwell"),
+        ("NVIDIA RTX PRO 4000 Blackwell", 24, "rtx-pro-4000-blackwell"),
+        ("NVIDIA RTX PRO 4000 Blackwell SFF Edition", 24, "rtx-pro-4000-blackwell-sff"),
+        ("NVIDIA RTX 5000 Ada Generation", 32, "rtx-5000-ada"),  # the Ada card keeps its row
+        ("NVIDIA B300 SXM6 AC", 268, "b300"),
+        ("NVIDIA B200", 179, "b200"),
+        ("NVIDIA Thor", None, "jetson-agx-thor"),  # CUDA/NVML on JetPack 7
+        ("NVIDIA Jetson AGX Thor", None, "jetson-agx-thor"),  # the device-tree model, "Developer Kit" cut off
+    ],
+)
+def test_blackwell_workstation_datacenter_and_jetson_names_match_their_rows(reported, memory_gib, row):
+    gpu = GPU(vendor="nvidia", name=reported, memory_total_bytes=memory_gib * GIB if memory_gib else None)
+    assert match_gpu(gpu).id == row
+
+
+def test_the_rtx_pro_6000_variants_are_not_one_row():
+    # Same GB202 and 96 GB, but the Server Edition's memory runs at 1597 GB/s and the Max-Q's clock is lower.
+    rows = {name: match_gpu(GPU(vendor="nvidia", name=f"NVIDIA RTX PRO 6000 Blackwell {name}", memory_total_bytes=96 * GIB))
+            for name in ("Workstation Edition", "Max-Q Workstation Edition", "Server Edition")}
+    assert len({spec.id for spec in rows.values()}) == 3
+    assert rows["Server Edition"].bandwidth_bytes_per_s < rows["Workstation Edition"].bandwidth_bytes_per_s
+    assert rows["Max-Q Workstation Edition"].fp16_flops < rows["Workstation Edition"].fp16_flops
+    assert [spec.id for spec in find_gpus("RTX PRO 6000")] == ["rtx-pro-6000-blackwell"]
