@@ -148,3 +148,30 @@ def test_the_rtx_pro_6000_variants_are_not_one_row():
     assert rows["Server Edition"].bandwidth_bytes_per_s < rows["Workstation Edition"].bandwidth_bytes_per_s
     assert rows["Max-Q Workstation Edition"].fp16_flops < rows["Workstation Edition"].fp16_flops
     assert [spec.id for spec in find_gpus("RTX PRO 6000")] == ["rtx-pro-6000-blackwell"]
+
+
+@pytest.mark.parametrize(
+    "reported, memory_gib, row",
+    [
+        ("AMD Instinct MI355X", 288, "instinct-mi355x"),  # amd-smi / rocm-smi marketing names
+        ("AMD Instinct MI350X", 288, "instinct-mi350x"),
+        ("AMD Instinct MI300X", 192, "instinct-mi300x"),
+        ("AMD Radeon AI PRO R9700", 32, "radeon-ai-pro-r9700"),
+        ("AMD Radeon RX 9070 XT", 16, "rx-9070-xt"),  # same Navi 48, its own row
+        ("AMD Radeon(TM) 880M Graphics", None, "radeon-880m"),  # Windows DriverDesc
+        ("AMD Radeon 880M Graphics", None, "radeon-880m"),  # amdgpu.ids
+        ("AMD Radeon 890M Graphics", None, "radeon-890m"),
+        ("AMD Radeon 8050S Graphics", None, "radeon-8050s"),
+        ("AMD Radeon 8050S Graphics", 64, "radeon-8050s"),
+        ("AMD Radeon 8060S Graphics", 128, "radeon-8060s"),
+    ],
+)
+def test_new_amd_names_match_their_rows(reported, memory_gib, row):
+    gpu = GPU(vendor="amd", name=reported, memory_total_bytes=memory_gib * GIB if memory_gib else None)
+    assert match_gpu(gpu).id == row
+
+
+def test_a_strix_halo_bin_without_a_row_is_not_taken_for_another_bin():
+    # The 16-CU Radeon 8040S has no row (its memory bus is not published where it could be read): it must not
+    # borrow the 8050S's or 8060S's throughput.
+    assert match_gpu(GPU(vendor="amd", name="AMD Radeon 8040S Graphics")) is None
