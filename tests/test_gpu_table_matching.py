@@ -175,3 +175,11 @@ def test_a_strix_halo_bin_without_a_row_is_not_taken_for_another_bin():
     # The 16-CU Radeon 8040S has no row (its memory bus is not published where it could be read): it must not
     # borrow the 8050S's or 8060S's throughput.
     assert match_gpu(GPU(vendor="amd", name="AMD Radeon 8040S Graphics")) is None
+
+
+@pytest.mark.parametrize("reported", ["Intel(R) Arc(TM) 140V GPU (16GB)", "Intel(R) Arc(TM) 140V GPU (8GB)", "Intel(R) Arc(TM) 140V GPU"])
+def test_a_memory_size_in_an_integrated_gpus_name_does_not_hide_its_row(reported):
+    # Intel's Windows and Vulkan drivers append the shared memory to Lunar Lake's name; the row has no VRAM
+    # (memory_gib = 0) for the size to contradict.
+    assert match_gpu(GPU(vendor="intel", name=reported)).id == "arc-140v"
+    assert [spec.id for spec in find_gpus("Arc 140V 16GB")] == ["arc-140v"]
