@@ -183,3 +183,19 @@ def test_a_memory_size_in_an_integrated_gpus_name_does_not_hide_its_row(reported
     # (memory_gib = 0) for the size to contradict.
     assert match_gpu(GPU(vendor="intel", name=reported)).id == "arc-140v"
     assert [spec.id for spec in find_gpus("Arc 140V 16GB")] == ["arc-140v"]
+
+
+@pytest.mark.parametrize(
+    "reported, memory_gib, row",
+    [
+        ("Intel(R) Arc(TM) Pro B50 Graphics", 16, "arc-pro-b50"),  # Level Zero / Windows DriverDesc
+        ("Intel(R) Arc(TM) Pro B60 Graphics", 24, "arc-pro-b60"),
+        ("Intel(R) Arc(TM) B580 Graphics", 12, "arc-b580"),  # the consumer card on the same die keeps its row
+        ("Intel(R) Arc(TM) 130V GPU", None, "arc-130v"),
+        ("Intel(R) Arc(TM) 130V GPU (8GB)", None, "arc-130v"),
+        ("Intel(R) Arc(TM) 130V GPU (16GB)", None, "arc-130v"),
+    ],
+)
+def test_new_intel_names_match_their_rows(reported, memory_gib, row):
+    gpu = GPU(vendor="intel", name=reported, memory_total_bytes=memory_gib * GIB if memory_gib else None)
+    assert match_gpu(gpu).id == row
