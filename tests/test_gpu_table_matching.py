@@ -199,3 +199,17 @@ def test_a_memory_size_in_an_integrated_gpus_name_does_not_hide_its_row(reported
 def test_new_intel_names_match_their_rows(reported, memory_gib, row):
     gpu = GPU(vendor="intel", name=reported, memory_total_bytes=memory_gib * GIB if memory_gib else None)
     assert match_gpu(gpu).id == row
+
+
+@pytest.mark.parametrize(
+    "reported, row",
+    [
+        ("Apple M5 (10-core GPU)", "apple-m5-10c"),  # the Apple probe's name
+        ("Apple M5", "apple-m5-10c"),  # one bin listed: no core count needed
+        ("Apple M5 (8-core GPU)", None),  # a bin the table does not list
+        ("Apple M4 (10-core GPU)", "apple-m4-10c"),
+    ],
+)
+def test_apple_m5_matches_by_chip_and_core_count(reported, row):
+    found = match_gpu(GPU(vendor="apple", name=reported, memory_total_bytes=16 * GIB))
+    assert (found.id if found else None) == row
