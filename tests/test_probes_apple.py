@@ -211,13 +211,13 @@ def test_table_matching_uses_the_gpu_core_count_for_apple_bins():
 
 
 def test_a_chip_newer_than_the_table_is_still_reported_without_invented_numbers():
-    values = {"machdep.cpu.brand_string": "Apple M5", "hw.memsize": str(16 * GIB)}
-    entries = [{"_name": "Apple M5", "sppci_cores": "10", "sppci_model": "Apple M5"}]
+    values = {"machdep.cpu.brand_string": "Apple M6", "hw.memsize": str(16 * GIB)}
+    entries = [{"_name": "Apple M6", "sppci_cores": "10", "sppci_model": "Apple M6"}]
     gpu, problems = apple.apple_silicon_gpu(values, entries)
     assert problems == []
     assert gpu == GPU(
         vendor="apple",
-        name="Apple M5 (10-core GPU)",
+        name="Apple M6 (10-core GPU)",
         kind="unified",
         memory_total_bytes=16 * GIB,
         memory_usable_bytes=apple.metal_working_set_bytes(16 * GIB),
@@ -225,9 +225,22 @@ def test_a_chip_newer_than_the_table_is_still_reported_without_invented_numbers(
         backends=("metal",),
         source="system_profiler",
     )
-    assert apple.neural_engine("M5", None) == NPU(
-        vendor="apple", name="Apple Neural Engine (M5)", driver="macOS", driver_loaded=True, runtimes=("Core ML",), source="table"
+    assert apple.neural_engine("M6", None) == NPU(
+        vendor="apple", name="Apple Neural Engine (M6)", driver="macOS", driver_loaded=True, runtimes=("Core ML",), source="table"
     )
+
+
+def test_the_m5_is_in_the_table_with_its_bandwidth_and_no_invented_tflops():
+    values = {"machdep.cpu.brand_string": "Apple M5", "hw.memsize": str(16 * GIB)}
+    entries = [{"_name": "Apple M5", "sppci_cores": "10", "sppci_model": "Apple M5"}]
+    gpu, problems = apple.apple_silicon_gpu(values, entries)
+    assert problems == []
+    assert (gpu.name, gpu.table_id, gpu.bandwidth_bytes_per_s, gpu.bandwidth_source) == (
+        "Apple M5 (10-core GPU)", "apple-m5-10c", 153_000_000_000, "table:apple-m5-10c")
+    row = spec("apple-m5-10c")
+    assert (row.fp16_flops, row.fp32_flops, row.neural_engine_tops) == (None, None, None)  # Apple publishes none for M5
+    # A bin the table does not list gets no row rather than the 10-core one's numbers.
+    assert apple.chip_spec("M5", None, 8) is None
 
 
 def test_when_sysctl_fails_system_profiler_still_names_the_apple_gpu(tmp_path):

@@ -205,6 +205,11 @@ _MEMORY_WORD = re.compile(r"^(\d+)gb$")
 
 def _memory_matches(spec: GPUSpec, gib: int) -> bool:
     sizes = {spec.memory_bytes, *spec.memory_options_bytes}
+    if not any(sizes):
+        # A row without memory of its own (integrated graphics, memory_gib = 0) is not contradicted by a memory
+        # word: Intel's Windows and Vulkan drivers name Lunar Lake's iGPU with the system's share of memory,
+        # "Intel(R) Arc(TM) 140V GPU (16GB)", which matched no row.
+        return True
     return any(size and abs(size / GIB - gib) < 1 for size in sizes)
 
 
