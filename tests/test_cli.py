@@ -82,9 +82,28 @@ def test_check_fails_when_the_speed_floor_is_not_reached(capsys):
     assert code == 1 and "needs 500" in out
 
 
-def test_check_gpu_only_placement_fails_on_a_cpu_only_machine(capsys):
-    code, _, _ = run(capsys, "check", "--task", "text-generation", "--placement", "gpu", "--machine", CPU_DESKTOP)
+def test_check_gpu_only_placement_fails_on_a_cpu_only_machine_and_says_there_is_no_gpu(capsys):
+    # It named Qwen3 235B's system memory as the 'closest' model, then an NPU note as the reason.
+    code, out, _ = run(capsys, "check", "--task", "text-generation", "--placement", "gpu", "--machine", CPU_DESKTOP)
+    assert (code, out) == (1, "FAIL task text-generation, placement gpu: placement gpu needs a GPU: no GPU found\n")
+
+
+def test_a_gpu_placement_where_the_gpu_is_unusable_or_only_vulkan_lists_it_says_so_with_the_fix(capsys):
+    code, out, err = run(capsys, "check", "--task", "speech", "--placement", "split", "--machine",
+                         str(FIXTURES / "nvidia-driver-not-loaded"))
     assert code == 1
+    assert out.startswith("FAIL task speech, placement split: placement split needs a GPU: NVIDIA GPU 10de:2684 is not usable: ")
+    assert "hint: The NVIDIA kernel driver is not loaded" in err
+    code, out, err = run(capsys, "check", "--task", "text-generation", "--placement", "gpu", "--machine",
+                         str(FIXTURES / "linux-strix-ryzen-ai-370"))
+    assert (code, out) == (1, "FAIL task text-generation, placement gpu: placement gpu needs a GPU: no GPU found\n")
+    assert "none of them shows this one here" in err  # the Radeon 890M only Vulkan lists
+
+
+def test_check_names_the_closest_models_own_cause_not_the_notes_after_it(capsys):
+    # The Strix Point laptop's verdicts end with a note on its NPU; the closest model's cause comes before it.
+    code, out, _ = run(capsys, "check", "--model", "qwen3-235b-a22b", "--machine", str(FIXTURES / "linux-strix-ryzen-ai-370"))
+    assert code == 1 and out.startswith("FAIL model qwen3-235b-a22b: Qwen3 235B-A22B (MoE): needs ") and "NPU" not in out
 
 
 def test_check_memory_requirements(capsys):

@@ -269,6 +269,10 @@ def _depends_failed(problems: list[Problem], names: tuple[str, ...]) -> Problem 
 
 
 
+# Placements that need a GPU (Options.placement: 'cpu' accepts anything).
+GPU_PLACEMENTS = ("gpu", "offload", "split")
+
+
 def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Problem], catalog: Catalog,
              measured_speeds: tuple = ()) -> Outcome:
     """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
@@ -281,6 +285,13 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
         models = registry.models_for(catalog, requirement.task)
         if not models:
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
+    if requirement.placement in GPU_PLACEMENTS and gpu_device(hardware) is None:
+        # Every model fails the same way, so say that once instead of naming one model's memory as the 'closest'.
+        if gpu_failed := _depends_failed(problems, GPU_PROBES):
+            return Outcome(requirement, "unknown", f"could not tell: the {gpu_failed.probe} probe failed: {gpu_failed.message}",
+                           gpu_hints(problems))
+        return Outcome(requirement, "not-met", f"placement {requirement.placement} needs a GPU: {no_gpu_words(hardware)}",
+                       gpu_hints(problems))
     failed = _depends_failed(problems, TASK_PROBES)
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
@@ -308,7 +319,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     if verdict.level in RUNNABLE or verdict.level == "too-slow":
         reason = f"{verdict.model_name}: {speed_text(verdict)}, needs {wanted_text(requirement, verdict)}"
     else:
-        reason = f"{verdict.model_name}: {verdict.reasons[-1] if verdict.reasons else verdict.level}"
+        reason = f"{verdict.model_name}: {verdict.cause or verdict.level}"
     if requirement.task and not requirement.model:
         reason = f"no {requirement.task} model meets it; closest: {reason}"
     return Outcome(requirement, "not-met", reason, verdict.suggestions)
@@ -385,13 +396,7 @@ def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: lis
         device = gpu_device(hardware)
         have = device.usable_memory_bytes if device else 0
         wanted = requirement.min_gpu_memory_bytes
-        unusable = next((gpu for gpu in hardware.gpus if not gpu.counted), None)
-        if device:
-            what = f"usable GPU memory ({device.name})"
-        elif unusable:
-            what = f"usable GPU memory ({unusable.name} is not usable: {unusable.not_counted_reason})"
-        else:
-            what = "usable GPU memory (no GPU found)"
+        what = f"usable GPU memory ({device.name if device else no_gpu_words(hardware)})"
         if (device is None or have is None) and failed:
             return Outcome(requirement, "unknown", f"could not tell: the {failed.probe} probe failed: {failed.message}")
     else:
@@ -406,8 +411,19 @@ def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: lis
     hints = ()
     if status == "not-met" and requirement.min_gpu_memory_bytes is not None:
         # A GPU that is there but unusable: pass on the probe's hint (driver, permissions).
-        hints = tuple(p.hint for p in problems if p.probe in GPU_PROBES and p.hint)
+        hints = gpu_hints(problems)
     return Outcome(requirement, status, f"{what} is {fmt_gb(have)}, needs {fmt_gb(wanted)}", hints)
+
+
+def no_gpu_words(hardware: Hardware) -> str:
+    """Why there is no GPU to run on: one that is there but unusable, or none found."""
+    unusable = next((gpu for gpu in hardware.gpus if not gpu.counted), None)
+    return f"{unusable.name} is not usable: {unusable.not_counted_reason}" if unusable else "no GPU found"
+
+
+def gpu_hints(problems: list[Problem]) -> tuple[str, ...]:
+    """The hints of the GPU probes' Problems (a driver, permissions, a GPU only Vulkan lists): what to do about it."""
+    return tuple(dict.fromkeys(p.hint for p in problems if p.probe in (*GPU_PROBES, "vulkan") and p.hint))
 
 
 def exit_code(outcomes: list[Outcome]) -> ExitCode:

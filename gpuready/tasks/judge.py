@@ -180,6 +180,7 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
         quality=chosen.quality,
         supported=chosen.supported,
         group=group.name if (group := task.group_of(model)) else None,
+        cause=chosen.reasons[-1] if chosen.reasons else None,
     )
 
 

@@ -56,6 +56,9 @@ class Verdict:
     group: str | None = None  # the part of the task the model serves: speech-to-text, text-to-speech, embedding, reranking
     energy: Any = None  # gpuready.tasks.energy.Energy: energy per unit of work, where power and speed are known
     npu: Any = None  # gpuready.tasks.npu.NpuOffer: the NPU placement a cited runtime offers, next to this one
+    # Why the chosen variant got its level, without the task's notes that follow it in reasons (an NPU not used):
+    # check's 'closest' names it.
+    cause: str | None = None
 
 
 @dataclass(frozen=True)
