@@ -100,6 +100,25 @@ def test_a_gpu_placement_where_the_gpu_is_unusable_or_only_vulkan_lists_it_says_
     assert "none of them shows this one here" in err  # the Radeon 890M only Vulkan lists
 
 
+def test_the_closest_model_to_a_speed_floor_is_the_fastest_not_the_best_ranked(capsys):
+    from gpuready.host import ReplayHost
+    from gpuready.probes import probe_hardware
+    from gpuready.tasks.registry import judge_all, load_catalog
+    from gpuready.tasks.verdict import RUNNABLE, Options
+
+    hardware, _ = probe_hardware(ReplayHost(Path(CPU_DESKTOP)))
+    verdicts = [v for v in judge_all(load_catalog(), hardware, Options(), "text-generation") if v.level in RUNNABLE]
+    fastest = max(verdicts, key=lambda v: v.speed)
+    assert fastest.model_id != verdicts[0].model_id  # else this test could not tell the two apart
+    code, out, _ = run(capsys, "check", "--task", "text-generation", "--min-speed", "5000", "--machine", CPU_DESKTOP)
+    assert code == 1 and f"closest: {fastest.model_name}: about {fastest.speed:.0f} tokens/s, " in out
+    # An upper bound: the quickest image is the closest to '<= 0.01 s per image'.
+    images = [v for v in judge_all(load_catalog(), hardware, Options(), "image-generation") if v.level in RUNNABLE]
+    quickest = min(images, key=lambda v: v.speed)
+    code, out, _ = run(capsys, "check", "--task", "image-generation", "--max-seconds-per-image", "0.01", "--machine", CPU_DESKTOP)
+    assert code == 1 and f"closest: {quickest.model_name}: about " in out
+
+
 def test_check_names_the_closest_models_own_cause_not_the_notes_after_it(capsys):
     # The Strix Point laptop's verdicts end with a note on its NPU; the closest model's cause comes before it.
     code, out, _ = run(capsys, "check", "--model", "qwen3-235b-a22b", "--machine", str(FIXTURES / "linux-strix-ryzen-ai-370"))

@@ -296,6 +296,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
     judged = (registry.judge_model(m, catalog, hardware, options, requirement.task) for m in models)
+    runnable = []
     for verdict in sorted(judged, key=rank_key):
         if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
             where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
@@ -303,7 +304,12 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
             return Outcome(requirement, "met", reason)
         if best is None:
             best = verdict
-    verdict = best
+        if verdict.level in RUNNABLE or verdict.level == "too-slow":
+            runnable.append(verdict)
+    # The closest to a speed or energy bound is the model nearest to it (--min-speed 500: the fastest model, not the
+    # best-ranked one at a quarter of its speed); the best-ranked where no bound can be compared.
+    near = [(closeness, -position, v) for position, v in enumerate(runnable) if (closeness := bound_ratio(requirement, v))]
+    verdict = max(near, key=lambda item: item[:2])[2] if near else best
     if requirement.max_wh_per_1k_tokens and verdict.level in RUNNABLE and getattr(verdict, "energy", None) is None:
         return Outcome(requirement, "unknown", f"could not tell: the power of the device {verdict.model_name} runs on is "
                                                "not known (no NVML power limit, not in catalog/power.toml)")
@@ -351,6 +357,29 @@ def fast_enough(requirement: Requirement, verdict) -> bool:
         energy = getattr(verdict, "energy", None)
         return energy is not None and energy.unit == WH_PER_1K_TOKENS and energy.wh <= budget
     return True
+
+
+def bound_ratio(requirement: Requirement, verdict) -> float | None:
+    """How near a verdict comes to the requirement's speed and energy bounds: the product of speed / bound (inverted
+    for an upper bound), 1 or more when met; None where the requirement sets none or a figure is missing."""
+    speed, ratio = verdict.speed, None
+    bounds = (
+        (requirement.min_generation_tokens_per_s, "tokens/s", lambda s, b: s / b),
+        (requirement.min_realtime, "x realtime", lambda s, b: s / b),
+        (requirement.max_seconds_per_image, "s/image", lambda s, b: b / s),
+        (requirement.min_chunks_per_minute, "chunks/s", lambda s, b: s * 60 / b),
+    )
+    for bound, unit, part in bounds:
+        if bound is not None:
+            if not speed or verdict.speed_unit != unit:
+                return None
+            ratio = (ratio or 1.0) * part(speed, bound)
+    if requirement.max_wh_per_1k_tokens is not None:
+        energy = getattr(verdict, "energy", None)
+        if energy is None or energy.unit != WH_PER_1K_TOKENS or not energy.wh:
+            return None
+        ratio = (ratio or 1.0) * requirement.max_wh_per_1k_tokens / energy.wh
+    return ratio
 
 
 def speed_text(verdict) -> str:
