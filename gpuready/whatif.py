@@ -182,7 +182,7 @@ def compose(
     probes' problems); an Apple chip is a whole Mac, whose unified memory ``memory_bytes`` sets."""
     if gpu:
         spec, count = resolve_gpu(gpu)
-        problems = [p for p in problems if p.probe not in GPU_PROBES]
+        problems = [p for p in problems if p.probe not in (*GPU_PROBES, "vulkan")]  # the machine's GPUs, replaced
         if spec.vendor == "apple":
             return apple_machine(hardware, spec, memory_bytes), problems
         if is_soc_memory(spec):

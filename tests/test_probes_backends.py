@@ -198,8 +198,22 @@ def test_a_gpu_only_vulkan_lists_is_a_problem_not_a_silent_none_found():
     unseen = [p for p in problems if p.probe == "vulkan"]
     assert [(p.severity, p.message.split(",")[0]) for p in unseen] == [
         ("warning", "Vulkan lists AMD Radeon 890M Graphics (RADV GFX1150) (integrated GPU)")]
-    assert "--gpu NAME" in unseen[0].hint
+    # The what-if flag that shows what it could run, under the table's name for it (RADV adds its codename).
+    assert unseen[0].hint.endswith("or see what it could run with --gpu '890M'.")
     assert hardware.cpu.name and hardware.memory.total_bytes  # every other probe still ran
+    # With that what-if, the machine's own GPU Problems go, as the GPU they are about is replaced.
+    from gpuready.whatif import compose
+
+    _, kept = compose(hardware, problems, gpu="890M")
+    assert [p.probe for p in kept if p.probe == "vulkan"] == []
+
+
+def test_a_vulkan_name_finds_its_table_row_through_the_drivers_own_words():
+    flag = backends._what_if_flag
+    assert flag("Microsoft Direct3D12 (NVIDIA GeForce RTX 3080)") == "--gpu 'RTX 3080'"  # WSL2's Direct3D 12 bridge
+    assert flag("Intel(R) Arc(tm) A770 Graphics (DG2)") == "--gpu 'Arc A770'"
+    assert flag("Intel(R) Arc(tm) Graphics (MTL)") == "--gpu 'Arc Graphics'"
+    assert flag("Some GPU 9000 (X)") == "--gpu NAME (`gpuready models --gpus` lists the names)"
 
 
 def _gpu(vendor: str, pci_id: str | None, name: str = "probed") -> GPU:

@@ -249,15 +249,33 @@ def unseen_vulkan_gpus(gpus: tuple[GPU, ...], host: Host) -> list[Problem]:
             spare.remove(vendor)
             continue
         kind = GPU_DEVICE_TYPES[device["deviceType"]]
+        name = device.get("deviceName", "?")
         problems.append(Problem(
             "vulkan",
-            f"Vulkan lists {device.get('deviceName', '?')} ({kind} GPU), which no GPU probe found: its memory could "
-            "not be read, so gpuready leaves it out of the estimates",
+            f"Vulkan lists {name} ({kind} GPU), which no GPU probe found: its memory could not be read, so gpuready "
+            "leaves it out of the estimates",
             "gpuready reads GPUs through NVML, the kernel's /sys/class/drm (amdgpu, i915, xe) or the Windows registry, "
             "and none of them shows this one here (a container without /sys/class/drm, WSL2). Run gpuready where the "
-            "GPU's driver is visible, or see what it could run with --gpu NAME (`gpuready models --gpus` lists the names).",
+            f"GPU's driver is visible, or see what it could run with {_what_if_flag(name)}.",
             "warning"))
     return problems
+
+
+def _what_if_flag(vulkan_name: str) -> str:
+    """`--gpu '890M'` for the table row a Vulkan device name means, else the generic flag and where names are listed.
+
+    Vulkan drivers add their own words: RADV its codename ("AMD Radeon 890M Graphics (RADV GFX1150)"), Mesa's Intel
+    driver the platform ("Intel(R) Arc(tm) Graphics (MTL)"), WSL2's Direct3D 12 bridge a wrapper ("Microsoft
+    Direct3D12 (NVIDIA GeForce RTX 3080)")."""
+    from gpuready.catalog.tables import find_gpus
+
+    inner = re.fullmatch(r"Microsoft Direct3D12 \((.*)\)", vulkan_name)
+    name = inner.group(1) if inner else vulkan_name
+    rows = find_gpus(name) or find_gpus(re.sub(r"\s*\([^()]*\)\s*$", "", name))
+    if rows:
+        alias = rows[0].aliases[0] if rows[0].aliases else rows[0].id  # whatif.typeable, which imports the probes
+        return f"--gpu '{alias}'"
+    return "--gpu NAME (`gpuready models --gpus` lists the names)"
 
 
 def _hex(value: str | None) -> int | None:
