@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuready.catalog.tables import ASSUMED_CPU_BANDWIDTH_BYTES_PER_S, enrich_cpu
 from gpuready.hardware import CPU, Memory, Problem
 from gpuready.host import ReplayHost, command_slug
 from gpuready.probes import cpu, memory, run_probe, system
@@ -391,3 +392,53 @@ def test_a_missing_proc_is_a_probe_failure(tmp_path):
         cpu.probe(host)
     with pytest.raises(ProbeFailure, match="cannot read /proc/meminfo"):
         memory.probe(host)
+
+
+# --- ARM core names and the CPU platform table (catalog/cpus.toml) ----------------
+
+
+def test_a_dgx_spark_is_named_by_its_two_arm_cores():
+    value, problems = cpu.probe(machine("nvidia-gb10-dgx-spark"))
+    assert problems == []
+    assert value == CPU(
+        # implementer 0x41 (ARM, so no vendor prefix); parts 0xd85 (processors 0-9) then 0xd87 (10-19), in
+        # the order processor 0 onwards lists them (Linux cputype.h: CORTEX_X925 0xD85, CORTEX_A725 0xD87)
+        name="Cortex-X925 + Cortex-A725",
+        arch="arm64",
+        vendor="ARM",
+        physical_cores=20,
+        logical_cores=20,
+        # asimd asimdhp asimddp sve sve2 i8mm bf16 (svei8mm/svebf16 are not mapped)
+        features=("bf16", "dotprod", "fp16", "i8mm", "neon", "sve", "sve2"),
+        source="proc_cpuinfo",
+    )
+
+
+def test_no_cpu_platform_row_claims_the_gb10_cores_so_their_bandwidth_stays_assumed():
+    # The GB10 shares its LPDDR5X with the GPU (catalog/gpus.toml row gb10, 273 GB/s); catalog/cpus.toml has no
+    # GB10 row, and the core names alone do not identify the chip (other SoCs pair X925 and A725 cores).
+    spark = enrich_cpu(cpu.probe(machine("nvidia-gb10-dgx-spark"))[0])
+    assert (spark.bandwidth_source, spark.memory_bandwidth_bytes_per_s) == ("assumed", ASSUMED_CPU_BANDWIDTH_BYTES_PER_S)
+
+
+def test_arm_part_numbers_follow_the_linux_kernels_cputype_h():
+    assert cpu.ARM_PARTS[(0x41, 0xD85)] == "Cortex-X925"
+    assert cpu.ARM_PARTS[(0x41, 0xD87)] == "Cortex-A725"
+    assert cpu.ARM_PARTS[(0x41, 0xD42)] == "Cortex-A78AE"
+    assert cpu.ARM_PARTS[(0x41, 0xD8E)] == "Neoverse-N3"
+    assert cpu.ARM_PARTS[(0x41, 0xD0C)] == "Neoverse-N1"
+    # 0xD0F is ARM_CPU_PART_AEM_V8, Arm's architecture simulator, not a Neoverse-N1.
+    assert (0x41, 0xD0F) not in cpu.ARM_PARTS
+
+
+def test_a_big_little_chip_lists_its_cores_in_the_order_processor_0_onwards_shows_them(tmp_path):
+    # A Dell Pro Max with GB10 lists its Cortex-A725s first (processor 0 is part 0xd87; hrw/arm-socs-table #133).
+    (tmp_path / "machine.toml").write_text('platform = "linux"\narch = "arm64"\n')
+    proc = tmp_path / "root" / "proc"
+    proc.mkdir(parents=True)
+    block = "processor\t: {n}\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\nCPU part\t: {part}\n"
+    parts = ["0xd87"] * 2 + ["0xd85"] * 2
+    (proc / "cpuinfo").write_text("\n".join(block.format(n=n, part=part) for n, part in enumerate(parts)))
+    value, _ = cpu.probe(ReplayHost(tmp_path))
+    assert (value.name, value.logical_cores) == ("Cortex-A725 + Cortex-X925", 4)
+
