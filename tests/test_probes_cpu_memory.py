@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuready.catalog.tables import ASSUMED_CPU_BANDWIDTH_BYTES_PER_S, enrich_cpu
+from gpuready.catalog.tables import ASSUMED_CPU_BANDWIDTH_BYTES_PER_S, enrich_cpu, match_cpu
 from gpuready.hardware import CPU, Memory, Problem
 from gpuready.host import ReplayHost, command_slug
 from gpuready.probes import cpu, memory, run_probe, system
@@ -442,3 +442,66 @@ def test_a_big_little_chip_lists_its_cores_in_the_order_processor_0_onwards_show
     value, _ = cpu.probe(ReplayHost(tmp_path))
     assert (value.name, value.logical_cores) == ("Cortex-A725 + Cortex-X925", 4)
 
+
+# /proc/cpuinfo "model name" (macOS machdep.cpu.brand_string, Windows ProcessorNameString) as these CPUs report it.
+NEW_PLATFORM_ROWS = [
+    ("Intel(R) Core(TM) i5-8250U CPU @ 1.60GHz", "intel-core-8-mobile-u", 38.4e9),  # DDR4-2400 x 2 ch
+    ("Intel(R) Core(TM) i7-8565U CPU @ 1.80GHz", "intel-core-8-mobile-u", 38.4e9),
+    ("Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz", "intel-core-8-9-mobile-h", 42.7e9),  # DDR4-2666 x 2 ch
+    ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", "intel-core-8-9-mobile-h", 42.7e9),
+    ("Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz", "intel-core-10-mobile-ice-lake", 59.7e9),  # LPDDR4-3733 x 128 bit
+    ("Intel(R) Core(TM) i5-10210U CPU @ 1.60GHz", "intel-core-10-mobile-comet-lake", 46.9e9),  # 2933 MT/s x 2 ch
+    ("Intel(R) Core(TM) i7-10750H CPU @ 2.60GHz", "intel-core-10-mobile-comet-lake", 46.9e9),
+    ("11th Gen Intel(R) Core(TM) i5-1135G7 @ 2.40GHz", "intel-core-11-mobile-up3-h35", 68.3e9),  # LPDDR4X-4267 x 128 bit
+    ("11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", "intel-core-11-mobile-up3-h35", 68.3e9),
+    ("11th Gen Intel(R) Core(TM) i7-11370H @ 3.30GHz", "intel-core-11-mobile-up3-h35", 68.3e9),
+    ("11th Gen Intel(R) Core(TM) i7-11800H @ 2.30GHz", "intel-core-11-mobile-h45", 51.2e9),  # DDR4-3200 x 2 ch
+    ("AMD Ryzen 7 8700G w/ Radeon 780M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),  # DDR5-5200 x 2 ch
+    ("AMD Ryzen 5 8600G w/ Radeon 760M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),
+    ("AMD Ryzen 5 8500G w/ Radeon 740M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),
+    ("AMD Ryzen 3 8300G w/ Radeon 740M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),
+]
+
+
+@pytest.mark.parametrize(("name", "row", "bandwidth"), NEW_PLATFORM_ROWS)
+def test_a_cpu_name_finds_its_platform_row(name, row, bandwidth):
+    platform = match_cpu(name)
+    assert platform is not None, name
+    assert (platform.id, platform.bandwidth_bytes_per_s) == (row, int(bandwidth))
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        # The neighbours of the new rows keep theirs (first match wins: the new rows must not shadow them).
+        ("AMD Ryzen 7 8840U w/ Radeon 780M Graphics", "amd-ryzen-7040-8040-mobile"),
+        ("AMD Ryzen 9 7950X 16-Core Processor", "amd-ryzen-7000-desktop"),
+        ("AMD Ryzen 7 5700G with Radeon Graphics", "amd-ryzen-5000-desktop"),
+        ("11th Gen Intel(R) Core(TM) i7-11700K @ 3.60GHz", "intel-core-11-desktop"),
+        ("Intel(R) Core(TM) i9-10900K CPU @ 3.70GHz", "intel-core-10-desktop"),
+        ("Intel(R) Core(TM) i7-8700K CPU @ 3.70GHz", "intel-core-8-9-desktop"),
+        ("Intel(R) Core(TM) i3-8100 CPU @ 3.60GHz", "intel-core-8-9-desktop"),
+        ("12th Gen Intel(R) Core(TM) i7-1260P", "intel-core-12-14-mobile"),
+        ("13th Gen Intel(R) Core(TM) i7-1355U", "intel-core-12-14-mobile"),
+        # Not claimed: Dragon Range (DDR5 only) and Amber Lake Y have no row.
+        ("AMD Ryzen 9 7945HX with Radeon Graphics", None),
+        ("Intel(R) Core(TM) i5-8200Y CPU @ 1.30GHz", None),
+    ],
+)
+def test_a_cpu_name_near_the_new_rows_keeps_its_own(name, row):
+    platform = match_cpu(name)
+    assert (platform.id if platform else None) == row
+
+
+@pytest.mark.parametrize(
+    ("machine_name", "row"),
+    [
+        ("amd-780m-plus-7900xtx", "amd-ryzen-8000g-desktop"),  # AMD Ryzen 7 8700G w/ Radeon 780M Graphics
+        ("intel-uhd620-laptop", "intel-core-8-mobile-u"),  # Intel(R) Core(TM) i5-8250U CPU @ 1.60GHz
+        ("mac-intel-i9", "intel-core-8-9-mobile-h"),  # macOS brand string Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz
+        ("windows-directml-only", "intel-core-11-mobile-up3-h35"),  # 11th Gen Intel(R) Core(TM) i5-1135G7 @ 2.40GHz
+    ],
+)
+def test_recorded_machines_that_read_51_gb_s_assumed_now_find_their_platform(machine_name, row):
+    enriched = enrich_cpu(cpu.probe(machine(machine_name))[0])
+    assert enriched.bandwidth_source == f"table:{row}"
