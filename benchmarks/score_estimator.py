@@ -91,13 +91,15 @@ CPU_SPECS = {
     # Intel ARK: Core i7-11700 (Rocket Lake) 8 cores / 16 threads, base 2.5 GHz, AVX-512 among its instruction set
     # extensions (so gpuready reads avx512f from /proc/cpuinfo); its text-to-speech row ran on 8 ONNX Runtime threads.
     "11th Gen i7-11700 @ 2.5GHz": ("11th Gen Intel(R) Core(TM) i7-11700 @ 2.50GHz", 8, ("avx2", "avx512f", "fma")),
-    # Intel ARK: Core i7-8750H 6 cores; not in catalog/cpus.toml, so only its compute-bound Whisper encoder rows score.
+    # Intel ARK: Core i7-8750H 6 cores; catalog/cpus.toml row intel-core-8-9-mobile-h. Its rows are Whisper encoder
+    # rows (speech.toml), compute bound: the table's bandwidth does not enter their score.
     "Intel(R) Core(TM) i7-8750H CPU @ 2.20GH (macOS Ventura 13.0.1)": ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", 6, ("avx2", "fma")),
     # Intel ARK: Core i7-11850H (Tiger Lake-H) 8 cores / 16 threads, Intel AVX-512 among its instruction set
-    # extensions; not in catalog/cpus.toml, so only its compute-bound Whisper encoder rows score (speech-avx512.toml).
+    # extensions; catalog/cpus.toml row intel-core-11-mobile-h45. Its rows are compute-bound Whisper encoder rows
+    # (speech-avx512.toml), so the table's bandwidth does not enter their score.
     "Intel Core i7-11850H (Dell Precision 5560, Ubuntu)": ("11th Gen Intel(R) Core(TM) i7-11850H @ 2.50GHz", 8, ("avx2", "avx512f", "fma")),
     # Intel ARK: Core i3-8100 (Coffee Lake) 4 cores / 4 threads, 3.60 GHz, Intel AVX2; the AVX2 reference beside
-    # the i7-11850H in speech-avx512.toml (same whisper.cpp bench thread). Not in catalog/cpus.toml.
+    # the i7-11850H in speech-avx512.toml (same whisper.cpp bench thread). catalog/cpus.toml row intel-core-8-9-desktop.
     "Intel Core i3-8100 @ 3.60GHz (Arch Linux home server)": ("Intel(R) Core(TM) i3-8100 CPU @ 3.60GHz", 4, ("avx2", "fma")),
     # Intel ARK: Core Ultra 7 258V (Lunar Lake) 8 cores (4 Performance + 4 Low Power Efficient), AVX2; the Lunar Lake rows.
     "Intel Core Ultra 7 258V": ("Intel(R) Core(TM) Ultra 7 258V", 8, ("avx2", "fma")),

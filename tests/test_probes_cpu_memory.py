@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuready.catalog.tables import ASSUMED_CPU_BANDWIDTH_BYTES_PER_S, enrich_cpu, match_cpu
 from gpuready.hardware import CPU, Memory, Problem
 from gpuready.host import ReplayHost, command_slug
 from gpuready.probes import cpu, memory, run_probe, system
@@ -391,3 +392,116 @@ def test_a_missing_proc_is_a_probe_failure(tmp_path):
         cpu.probe(host)
     with pytest.raises(ProbeFailure, match="cannot read /proc/meminfo"):
         memory.probe(host)
+
+
+# --- ARM core names and the CPU platform table (catalog/cpus.toml) ----------------
+
+
+def test_a_dgx_spark_is_named_by_its_two_arm_cores():
+    value, problems = cpu.probe(machine("nvidia-gb10-dgx-spark"))
+    assert problems == []
+    assert value == CPU(
+        # implementer 0x41 (ARM, so no vendor prefix); parts 0xd85 (processors 0-9) then 0xd87 (10-19), in
+        # the order processor 0 onwards lists them (Linux cputype.h: CORTEX_X925 0xD85, CORTEX_A725 0xD87)
+        name="Cortex-X925 + Cortex-A725",
+        arch="arm64",
+        vendor="ARM",
+        physical_cores=20,
+        logical_cores=20,
+        # asimd asimdhp asimddp sve sve2 i8mm bf16 (svei8mm/svebf16 are not mapped)
+        features=("bf16", "dotprod", "fp16", "i8mm", "neon", "sve", "sve2"),
+        source="proc_cpuinfo",
+    )
+
+
+def test_no_cpu_platform_row_claims_the_gb10_cores_so_their_bandwidth_stays_assumed():
+    # The GB10 shares its LPDDR5X with the GPU (catalog/gpus.toml row gb10, 273 GB/s); catalog/cpus.toml has no
+    # GB10 row, and the core names alone do not identify the chip (other SoCs pair X925 and A725 cores).
+    spark = enrich_cpu(cpu.probe(machine("nvidia-gb10-dgx-spark"))[0])
+    assert (spark.bandwidth_source, spark.memory_bandwidth_bytes_per_s) == ("assumed", ASSUMED_CPU_BANDWIDTH_BYTES_PER_S)
+
+
+def test_arm_part_numbers_follow_the_linux_kernels_cputype_h():
+    assert cpu.ARM_PARTS[(0x41, 0xD85)] == "Cortex-X925"
+    assert cpu.ARM_PARTS[(0x41, 0xD87)] == "Cortex-A725"
+    assert cpu.ARM_PARTS[(0x41, 0xD42)] == "Cortex-A78AE"
+    assert cpu.ARM_PARTS[(0x41, 0xD8E)] == "Neoverse-N3"
+    assert cpu.ARM_PARTS[(0x41, 0xD0C)] == "Neoverse-N1"
+    # 0xD0F is ARM_CPU_PART_AEM_V8, Arm's architecture simulator, not a Neoverse-N1.
+    assert (0x41, 0xD0F) not in cpu.ARM_PARTS
+
+
+def test_a_big_little_chip_lists_its_cores_in_the_order_processor_0_onwards_shows_them(tmp_path):
+    # A Dell Pro Max with GB10 lists its Cortex-A725s first (processor 0 is part 0xd87; hrw/arm-socs-table #133).
+    (tmp_path / "machine.toml").write_text('platform = "linux"\narch = "arm64"\n')
+    proc = tmp_path / "root" / "proc"
+    proc.mkdir(parents=True)
+    block = "processor\t: {n}\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\nCPU part\t: {part}\n"
+    parts = ["0xd87"] * 2 + ["0xd85"] * 2
+    (proc / "cpuinfo").write_text("\n".join(block.format(n=n, part=part) for n, part in enumerate(parts)))
+    value, _ = cpu.probe(ReplayHost(tmp_path))
+    assert (value.name, value.logical_cores) == ("Cortex-A725 + Cortex-X925", 4)
+
+
+# /proc/cpuinfo "model name" (macOS machdep.cpu.brand_string, Windows ProcessorNameString) as these CPUs report it.
+NEW_PLATFORM_ROWS = [
+    ("Intel(R) Core(TM) i5-8250U CPU @ 1.60GHz", "intel-core-8-mobile-u", 38.4e9),  # DDR4-2400 x 2 ch
+    ("Intel(R) Core(TM) i7-8565U CPU @ 1.80GHz", "intel-core-8-mobile-u", 38.4e9),
+    ("Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz", "intel-core-8-9-mobile-h", 42.7e9),  # DDR4-2666 x 2 ch
+    ("Intel(R) Core(TM) i7-8750H CPU @ 2.20GHz", "intel-core-8-9-mobile-h", 42.7e9),
+    ("Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz", "intel-core-10-mobile-ice-lake", 59.7e9),  # LPDDR4-3733 x 128 bit
+    ("Intel(R) Core(TM) i5-10210U CPU @ 1.60GHz", "intel-core-10-mobile-comet-lake", 46.9e9),  # 2933 MT/s x 2 ch
+    ("Intel(R) Core(TM) i7-10750H CPU @ 2.60GHz", "intel-core-10-mobile-comet-lake", 46.9e9),
+    ("11th Gen Intel(R) Core(TM) i5-1135G7 @ 2.40GHz", "intel-core-11-mobile-up3-h35", 68.3e9),  # LPDDR4X-4267 x 128 bit
+    ("11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz", "intel-core-11-mobile-up3-h35", 68.3e9),
+    ("11th Gen Intel(R) Core(TM) i7-11370H @ 3.30GHz", "intel-core-11-mobile-up3-h35", 68.3e9),
+    ("11th Gen Intel(R) Core(TM) i7-11800H @ 2.30GHz", "intel-core-11-mobile-h45", 51.2e9),  # DDR4-3200 x 2 ch
+    ("AMD Ryzen 7 8700G w/ Radeon 780M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),  # DDR5-5200 x 2 ch
+    ("AMD Ryzen 5 8600G w/ Radeon 760M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),
+    ("AMD Ryzen 5 8500G w/ Radeon 740M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),
+    ("AMD Ryzen 3 8300G w/ Radeon 740M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),
+]
+
+
+@pytest.mark.parametrize(("name", "row", "bandwidth"), NEW_PLATFORM_ROWS)
+def test_a_cpu_name_finds_its_platform_row(name, row, bandwidth):
+    platform = match_cpu(name)
+    assert platform is not None, name
+    assert (platform.id, platform.bandwidth_bytes_per_s) == (row, int(bandwidth))
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        # The neighbours of the new rows keep theirs (first match wins: the new rows must not shadow them).
+        ("AMD Ryzen 7 8840U w/ Radeon 780M Graphics", "amd-ryzen-7040-8040-mobile"),
+        ("AMD Ryzen 9 7950X 16-Core Processor", "amd-ryzen-7000-desktop"),
+        ("AMD Ryzen 7 5700G with Radeon Graphics", "amd-ryzen-5000-desktop"),
+        ("11th Gen Intel(R) Core(TM) i7-11700K @ 3.60GHz", "intel-core-11-desktop"),
+        ("Intel(R) Core(TM) i9-10900K CPU @ 3.70GHz", "intel-core-10-desktop"),
+        ("Intel(R) Core(TM) i7-8700K CPU @ 3.70GHz", "intel-core-8-9-desktop"),
+        ("Intel(R) Core(TM) i3-8100 CPU @ 3.60GHz", "intel-core-8-9-desktop"),
+        ("12th Gen Intel(R) Core(TM) i7-1260P", "intel-core-12-14-mobile"),
+        ("13th Gen Intel(R) Core(TM) i7-1355U", "intel-core-12-14-mobile"),
+        # Not claimed: Dragon Range (DDR5 only) and Amber Lake Y have no row.
+        ("AMD Ryzen 9 7945HX with Radeon Graphics", None),
+        ("Intel(R) Core(TM) i5-8200Y CPU @ 1.30GHz", None),
+    ],
+)
+def test_a_cpu_name_near_the_new_rows_keeps_its_own(name, row):
+    platform = match_cpu(name)
+    assert (platform.id if platform else None) == row
+
+
+@pytest.mark.parametrize(
+    ("machine_name", "row"),
+    [
+        ("amd-780m-plus-7900xtx", "amd-ryzen-8000g-desktop"),  # AMD Ryzen 7 8700G w/ Radeon 780M Graphics
+        ("intel-uhd620-laptop", "intel-core-8-mobile-u"),  # Intel(R) Core(TM) i5-8250U CPU @ 1.60GHz
+        ("mac-intel-i9", "intel-core-8-9-mobile-h"),  # macOS brand string Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz
+        ("windows-directml-only", "intel-core-11-mobile-up3-h35"),  # 11th Gen Intel(R) Core(TM) i5-1135G7 @ 2.40GHz
+    ],
+)
+def test_recorded_machines_that_read_51_gb_s_assumed_now_find_their_platform(machine_name, row):
+    enriched = enrich_cpu(cpu.probe(machine(machine_name))[0])
+    assert enriched.bandwidth_source == f"table:{row}"

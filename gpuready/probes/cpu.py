@@ -43,7 +43,11 @@ ARM_FEATURES = {
     "asimdhp": "fp16",
     "sme": "sme",
 }
-# (implementer, part) -> core name, from Linux arch/arm64/include/asm/cputype.h.
+# (implementer, part) -> core name, from the ARM_CPU_PART_* / *_CPU_PART_* defines in Linux
+# arch/arm64/include/asm/cputype.h (linux-next 2025 for the Cortex/Neoverse list through Neoverse-N3;
+# the 6.18-stable backports "arm64: cputype: Add Neoverse-V3AE / C1-Ultra definitions" for 0xD83,
+# 0xD89 (Cortex-A720AE), 0xD8B (C1-Pro) and 0xD8C). 0xD0F is ARM_CPU_PART_AEM_V8 (Arm's
+# architecture envelope model, a simulator), not a core: it is left out.
 ARM_PARTS = {
     (0x41, 0xD03): "Cortex-A53",
     (0x41, 0xD04): "Cortex-A35",
@@ -55,24 +59,34 @@ ARM_PARTS = {
     (0x41, 0xD0B): "Cortex-A76",
     (0x41, 0xD0C): "Neoverse-N1",
     (0x41, 0xD0D): "Cortex-A77",
+    (0x41, 0xD0E): "Cortex-A76AE",
     (0x41, 0xD40): "Neoverse-V1",
     (0x41, 0xD41): "Cortex-A78",
+    (0x41, 0xD42): "Cortex-A78AE",  # NVIDIA Jetson Orin
     (0x41, 0xD44): "Cortex-X1",
     (0x41, 0xD46): "Cortex-A510",
     (0x41, 0xD47): "Cortex-A710",
     (0x41, 0xD48): "Cortex-X2",
     (0x41, 0xD49): "Neoverse-N2",
+    (0x41, 0xD4B): "Cortex-A78C",
+    (0x41, 0xD4C): "Cortex-X1C",
     (0x41, 0xD4D): "Cortex-A715",
     (0x41, 0xD4E): "Cortex-X3",
     (0x41, 0xD4F): "Neoverse-V2",
     (0x41, 0xD80): "Cortex-A520",
     (0x41, 0xD81): "Cortex-A720",
     (0x41, 0xD82): "Cortex-X4",
+    (0x41, 0xD83): "Neoverse-V3AE",
     (0x41, 0xD84): "Neoverse-V3",
+    (0x41, 0xD85): "Cortex-X925",  # NVIDIA GB10 (DGX Spark) performance cores
+    (0x41, 0xD87): "Cortex-A725",  # NVIDIA GB10 (DGX Spark) efficiency cores
+    (0x41, 0xD89): "Cortex-A720AE",
+    (0x41, 0xD8B): "C1-Pro",
+    (0x41, 0xD8C): "C1-Ultra",
     (0x41, 0xD8E): "Neoverse-N3",
+    (0x4E, 0x004): "Carmel",  # NVIDIA_CPU_PART_CARMEL (Jetson Xavier)
     (0x51, 0x001): "Oryon",
     (0xC0, 0xAC3): "AmpereOne",
-    (0x41, 0xD0F): "Neoverse-N1",
 }
 ARM_IMPLEMENTERS = {0x41: "ARM", 0x42: "Broadcom", 0x4E: "NVIDIA", 0x51: "Qualcomm", 0x61: "Apple", 0xC0: "Ampere"}
 # AWS names its Graviton generations by core: N1 = Graviton2, V1 = Graviton3, V2 = Graviton4
