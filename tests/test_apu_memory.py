@@ -70,24 +70,28 @@ def test_an_integrated_gpu_is_no_faster_than_the_memory_the_cpu_platform_has():
 
     from gpuready.catalog.tables import enrich
     from gpuready.hardware import CPU, GPU, Hardware, Memory
+    from gpuready.tasks.devices import gpu_device
 
-    # The Radeon 780M's row holds LPDDR5X-7500 (120 GB/s), the fastest memory it is sold with; on a machine whose
-    # CPU memory was measured at 61 GB/s (a desktop on DDR5), the GPU reads that same memory.
-    measured = "measured on this machine, 2026-12-04, ±1.0%"
-    cpu = CPU(name="AMD Ryzen 7 8700G w/ Radeon 780M Graphics", arch="x86_64", memory_bandwidth_bytes_per_s=61 * 10**9,
-              bandwidth_source=measured)
+    # The Radeon 780M's row holds LPDDR5X-7500 (120 GB/s), the fastest memory it is sold with; a Ryzen 7 8700G
+    # desktop's platform row holds DDR5-5200 x 2 channels (83.2 GB/s), the memory the GPU reads there.
+    cpu = CPU(name="AMD Ryzen 7 8700G w/ Radeon 780M Graphics", arch="x86_64")
     igpu = GPU(vendor="amd", name="AMD Radeon 780M Graphics", kind="integrated", source="sysfs")
     dgpu = GPU(vendor="amd", name="AMD Radeon RX 7900 XTX", memory_total_bytes=24 * 1024**3, source="sysfs")
     hardware = Hardware(platform="linux", arch="x86_64", cpu=cpu, memory=Memory(total_bytes=32 * 1024**3,
                         available_bytes=28 * 1024**3), gpus=(igpu, dgpu))
     gpus = enrich(hardware).gpus
     assert (gpus[0].bandwidth_bytes_per_s, gpus[0].bandwidth_source) == (
-        61 * 10**9, f"system memory, {measured} (table:radeon-780m lists 120 GB/s, the fastest memory it is sold with)")
+        83_200_000_000, "system memory, table:amd-ryzen-8000g-desktop; table:radeon-780m lists 120 GB/s")
+    # Still a table's figure to the estimates (its band and efficiency), not a measurement.
+    alone = enrich(dataclasses.replace(hardware, gpus=(igpu,)))
+    assert gpu_device(alone).bandwidth_source == "table"
     # A discrete GPU has memory of its own: untouched.
     assert (gpus[1].bandwidth_bytes_per_s, gpus[1].bandwidth_source) == (960 * 10**9, "table:rx-7900-xtx")
-    # gpuready's assumed CPU figure (no table row, nothing measured) caps nothing: the GPU's row stands.
-    unknown_cpu = dataclasses.replace(cpu, name="Some Future CPU", memory_bandwidth_bytes_per_s=None, bandwidth_source=None)
-    assert enrich(dataclasses.replace(hardware, cpu=unknown_cpu)).gpus[0].bandwidth_bytes_per_s == 120 * 10**9
+    # gpuready's assumed CPU figure caps nothing, and neither does a measured one (what the CPU cores reached, not
+    # the memory's peak): the GPU's row stands.
+    for source, bandwidth in ((None, None), ("measured on this machine, 2026-12-04, ±1.0%", 61 * 10**9)):
+        other = dataclasses.replace(cpu, name="Some Future CPU", memory_bandwidth_bytes_per_s=bandwidth, bandwidth_source=source)
+        assert enrich(dataclasses.replace(hardware, cpu=other)).gpus[0].bandwidth_bytes_per_s == 120 * 10**9
 
 
 def test_an_integrated_gpu_no_table_row_knows_reads_at_the_cpu_platforms_bandwidth():

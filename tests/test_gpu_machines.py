@@ -20,7 +20,7 @@ MACHINES = Path(__file__).parent / "fixtures" / "machines"
 
 EXPECTED_GPUS = {
     "amd-780m-plus-7900xtx": (
-        GPU('amd', 'AMD Radeon 780M Graphics', kind='integrated', index=1, memory_total_bytes=17072533504, memory_free_bytes=16931278848, memory_usable_bytes=16931278848, bandwidth_bytes_per_s=120000000000, bandwidth_source='table:radeon-780m', fp16_flops=16600000000000.002, flops_source='table:radeon-780m', architecture='RDNA 3', gfx_target='gfx1103', driver='amdgpu', pci_id='1002:15bf', table_id='radeon-780m', backends=('rocm', 'vulkan'), source='sysfs+kfd'),
+        GPU('amd', 'AMD Radeon 780M Graphics', kind='integrated', index=1, memory_total_bytes=17072533504, memory_free_bytes=16931278848, memory_usable_bytes=16931278848, bandwidth_bytes_per_s=83200000000, bandwidth_source='system memory, table:amd-ryzen-8000g-desktop; table:radeon-780m lists 120 GB/s', fp16_flops=16600000000000.002, flops_source='table:radeon-780m', architecture='RDNA 3', gfx_target='gfx1103', driver='amdgpu', pci_id='1002:15bf', table_id='radeon-780m', backends=('rocm', 'vulkan'), source='sysfs+kfd'),
         GPU('amd', 'AMD Radeon RX 7900 XTX', index=0, memory_total_bytes=25753026560, memory_free_bytes=24570679296, memory_usable_bytes=24570679296, bandwidth_bytes_per_s=960000000000, bandwidth_source='table:rx-7900-xtx', fp16_flops=122800000000000.0, flops_source='table:rx-7900-xtx', architecture='RDNA 3', gfx_target='gfx1100', driver='amdgpu', pci_id='1002:744c', table_id='rx-7900-xtx', backends=('rocm', 'vulkan'), source='sysfs+kfd'),
     ),
     "amd-rx7900xt-amd-smi": (

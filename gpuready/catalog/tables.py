@@ -340,17 +340,22 @@ def integrated_within_system_memory(gpu: GPU, cpu: CPU) -> GPU:
 
     A GPU table row holds the fastest memory any laptop pairs it with (Radeon 780M: LPDDR5X-7500, 120 GB/s), and a
     Ryzen 7 8700G desktop runs it on DDR5-5200 (83 GB/s); an integrated GPU no row knows (UHD Graphics 770) gets the
-    platform's figure. Only a CPU figure from a table or a measurement counts, not gpuready's assumed one."""
+    platform's figure. Only the CPU platform's table figure counts: gpuready's assumed one is no knowledge, and a
+    measured one is what the CPU cores reached, not the memory's peak a GPU's efficiency is fitted against."""
     system = cpu.memory_bandwidth_bytes_per_s
-    if gpu.kind != "integrated" or system is None or cpu.bandwidth_source in (None, "assumed"):
+    if gpu.kind != "integrated" or system is None or not (cpu.bandwidth_source or "").startswith("table:"):
         return gpu
     own = gpu.bandwidth_bytes_per_s
     if own is None:
-        return dataclasses.replace(gpu, bandwidth_bytes_per_s=system, bandwidth_source=f"system memory, {cpu.bandwidth_source}")
+        return dataclasses.replace(gpu, bandwidth_bytes_per_s=system, bandwidth_source=f"{SYSTEM_MEMORY}{cpu.bandwidth_source}")
     if (gpu.bandwidth_source or "").startswith("table:") and system < own:
         return dataclasses.replace(gpu, bandwidth_bytes_per_s=system, bandwidth_source=(
-            f"system memory, {cpu.bandwidth_source} ({gpu.bandwidth_source} lists {own / 1e9:.0f} GB/s, the fastest memory it is sold with)"))
+            f"{SYSTEM_MEMORY}{cpu.bandwidth_source}; {gpu.bandwidth_source} lists {own / 1e9:.0f} GB/s"))
     return gpu
+
+
+# The bandwidth_source of an integrated GPU that reads at its CPU platform's figure, before that figure's own source.
+SYSTEM_MEMORY = "system memory, "
 
 
 # --- cross-checking bandwidth -------------------------------------------------------

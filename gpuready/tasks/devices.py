@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from gpuready.catalog.tables import match_cpu
+from gpuready.catalog.tables import SYSTEM_MEMORY, match_cpu
 from gpuready.hardware import GPU, Hardware
 
 MIB = 1024**2
@@ -252,6 +252,7 @@ def memory_word(gpu: Device) -> str:
 def _source_kind(source: str | None) -> str:
     if not source:
         return "assumed"
+    source = source.removeprefix(SYSTEM_MEMORY)  # an integrated GPU at its CPU platform's table figure: a table's
     if source.startswith(MEASURED_HERE):
         return "this-machine"
     if source.startswith("table"):
