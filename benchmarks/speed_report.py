@@ -235,7 +235,11 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "vector rate only where the table lists a matrix rate (24.2%), and the weights streamed once per 512-token "
                "micro-batch (22.6% against 22.2%). Dropped in earlier rounds: separate constants for builds older than "
                "mid-2024 across all backends (generation LODO 7.5% -> 9.4%); a prompt term at the vector rate for every "
-               "GPU (22.4% against 21.2% then); a per-core bandwidth cap for CPU rows (LODO 9.2% against 8.8% then). Kept "
+               "GPU (22.4% against 21.2% then); a per-core bandwidth cap for CPU rows (LODO 9.2% against 8.8% then); a "
+               "Zen 4 or Strix Point core's FP32 peak at the 32 FLOPs a cycle of its 256-bit FMA pipes rather than the 64 "
+               "its AVX-512 flag implies (CPU prompt LODO 30.8% -> 46.1%, all prompt rows 14.2% -> 15.0%: llama.cpp's CPU "
+               "prompt runs int8 dot products, where AVX-512 VNNI does in one instruction what AVX2 needs three for, "
+               "whatever the FMA width). Kept "
                "in earlier rounds: the untied input embedding left out of the bytes and FLOPs a token needs (8.8% -> "
                "8.6%), unpacking at the GPU's vector rate (8.6% -> 8.1%), and the prompt's power limit. Figures of terms "
                "are as measured when each was tried, on the rows of that time.")
