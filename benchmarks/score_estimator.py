@@ -106,6 +106,18 @@ CPU_SPECS = {
     # Intel ARK: Core i9-12900H (Alder Lake-H) 14 cores (6 Performance + 8 Efficient), 20 threads, AVX2; its
     # text-to-speech rows (speech-tts-devices2.toml) ran on 1 to 8 PyTorch threads.
     "Intel Core i9-12900H": ("12th Gen Intel(R) Core(TM) i9-12900H", 14, ("avx2", "fma")),
+    # normiebench's CPU-only llama-bench rows (text-generation.toml): cores from Intel ARK and AMD's product pages
+    # (i5-1135G7 4 cores / 8 threads, AVX-512; i7-8550U 4 / 8; i7-7820HQ 4 / 8; i5-6500 4 / 4; i5-4278U 2 / 4;
+    # N100 4 / 4, AVX2; Threadripper 3970X 32 / 64 and PRO 5975WX 32 / 64, Zen 2 / Zen 3, AVX2), each scored on
+    # its catalog/cpus.toml row's bandwidth, as the rows' notes say.
+    "11th Gen Intel(R) Core(TM) i5-1135G7 @ 2.40GHz": ("11th Gen Intel(R) Core(TM) i5-1135G7 @ 2.40GHz", 4, ("avx2", "avx512f", "fma")),
+    "Intel(R) Core(TM) i7-8550U CPU @ 1.80GHz": ("Intel(R) Core(TM) i7-8550U CPU @ 1.80GHz", 4, ("avx2", "fma")),
+    "Intel(R) Core(TM) i7-7820HQ CPU @ 2.90GHz": ("Intel(R) Core(TM) i7-7820HQ CPU @ 2.90GHz", 4, ("avx2", "fma")),
+    "Intel(R) Core(TM) i5-6500 CPU @ 3.20GHz": ("Intel(R) Core(TM) i5-6500 CPU @ 3.20GHz", 4, ("avx2", "fma")),
+    "Intel Core i5-4278U": ("Intel(R) Core(TM) i5-4278U CPU @ 2.60GHz", 2, ("avx2", "fma")),
+    "Intel(R) N100": ("Intel(R) N100", 4, ("avx2", "fma")),
+    "AMD Ryzen Threadripper 3970X 32-Core Processor": ("AMD Ryzen Threadripper 3970X 32-Core Processor", 32, ("avx2", "fma")),
+    "AMD Ryzen Threadripper PRO 5975WX 32-Cores": ("AMD Ryzen Threadripper PRO 5975WX 32-Cores", 32, ("avx2", "fma")),
 }
 # Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
 # (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and

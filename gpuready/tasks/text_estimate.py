@@ -50,18 +50,18 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.89,
+    "cpu": 0.90,
     "cuda": 0.87,
     "cuda-hbm": 0.79,
-    "metal": 0.90,
-    "rocm": 0.88,
-    "rocm-hbm": 0.75,
-    "sycl": 0.64,
-    "vulkan": 0.88,
+    "metal": 0.91,
+    "rocm": 0.89,
+    "rocm-hbm": 0.74,
+    "sycl": 0.65,
+    "vulkan": 0.89,
     "vulkan-intel": 0.45,
 }
 COMPUTE_EFFICIENCY = {
-    "cpu": 0.69,
+    "cpu": 0.62,
     "cuda": 0.48,
     "metal": 0.67,
     "rocm": 0.39,
@@ -93,15 +93,15 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 249.6e-6,
-    "cuda": 50.2e-6,
-    "cuda-hbm": 117.5e-6,
-    "metal": 162.2e-6,
-    "rocm": 88.4e-6,
-    "rocm-hbm": 138.7e-6,
-    "sycl": 146.3e-6,
-    "vulkan": 34.1e-6,
-    "vulkan-intel": 98.6e-6,
+    "cpu": 253.8e-6,
+    "cuda": 48.0e-6,
+    "cuda-hbm": 112.1e-6,
+    "metal": 159.6e-6,
+    "rocm": 88.7e-6,
+    "rocm-hbm": 131.0e-6,
+    "sycl": 146.7e-6,
+    "vulkan": 34.3e-6,
+    "vulkan-intel": 100.3e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -111,10 +111,10 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.37,
-    "k-quant-low": 14.18,
-    "legacy": 1.71,
-    "mxfp4": 13.47,
+    "k-quant": 3.45,
+    "k-quant-low": 14.44,
+    "legacy": 2.50,
+    "mxfp4": 13.95,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -138,21 +138,21 @@ VULKAN_MOE_TILE_TOKENS = 32
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 0.97,
+    "cpu": 0.78,
     "cuda": 1.00,
-    "metal": 0.61,
+    "metal": 0.62,
     "rocm": 0.72,
     "sycl": 1.00,
     "vulkan": 0.49,
     "vulkan-intel": 0.22,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 201.88e-3,
+    "cpu": 78.75e-3,
     "cuda": 0.00e-3,
     "metal": 0.00e-3,
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
-    "vulkan": 2.21e-3,
+    "vulkan": 2.18e-3,
     "vulkan-intel": 0.00e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
@@ -163,10 +163,10 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.4441e-12,
-    "metal": 0.6070e-12,
-    "rocm": 2.2014e-12,
-    "sycl": 1.1876e-12,
+    "cuda": 2.4244e-12,
+    "metal": 0.6424e-12,
+    "rocm": 2.1885e-12,
+    "sycl": 1.1366e-12,
     "vulkan": 0.0000e-12,
     "vulkan-intel": 0.0000e-12,
 }
@@ -184,12 +184,12 @@ PROMPT_GEFORCE_RATE = 2.00
 # family's share): ggml_mul_mat_id multiplies each expert by only the tokens routed to it (k of n
 # experts: 4 of 32 for gpt-oss-20b, 8 of 128 for Qwen3-30B-A3B), so a 512-token micro-batch becomes
 # many small products with the router and a gather between them. 1.0 when the fit drops the term.
-PROMPT_MOE_EFFICIENCY = 0.42
+PROMPT_MOE_EFFICIENCY = 0.41
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.18,
+    "float": 1.16,
     "k-quant": 1.00,
-    "legacy": 1.09,
+    "legacy": 1.07,
     "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
@@ -197,13 +197,13 @@ PROMPT_FAMILY_EFFICIENCY = {
 # devices in five fall inside it. Backends measured on fewer than 3 devices get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.26,
+    "cpu": 0.46,
     "cuda": 0.16,
     "metal": 0.08,
-    "rocm": 0.12,
-    "sycl": 0.41,
+    "rocm": 0.13,
+    "sycl": 0.40,
     "vulkan": 0.19,
-    "vulkan-intel": 1.15,
+    "vulkan-intel": 1.18,
 }
 # A quant family whose kernels the model predicts worse than the rest widens its backend's band: the
 # family's 80th percentile of leave-one-device-out generation errors over that of all rows, where above 1
@@ -213,7 +213,7 @@ SPEED_BAND = {
 QUANT_FAMILY_BAND = {
     "float": 1.00,
     "k-quant": 1.00,
-    "k-quant-low": 3.43,
+    "k-quant-low": 3.34,
     "legacy": 1.00,
     "mxfp4": 1.00,
 }
@@ -221,22 +221,22 @@ QUANT_FAMILY_BAND = {
 # 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
 PROMPT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.23,
+    "k-quant": 1.47,
     "legacy": 1.00,
-    "moe": 2.27,
+    "moe": 2.25,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
 # harder to predict than generation (software and power limits, not one memory bus), so its band
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
-    "cpu": 0.57,
-    "cuda": 0.32,
+    "cpu": 0.55,
+    "cuda": 0.31,
     "metal": 0.08,
-    "rocm": 0.43,
-    "sycl": 1.52,
+    "rocm": 0.44,
+    "sycl": 1.54,
     "vulkan": 0.43,
-    "vulkan-intel": 2.46,
+    "vulkan-intel": 2.40,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "sycl", "vulkan", "vulkan-intel")
