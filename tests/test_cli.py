@@ -344,3 +344,13 @@ def test_check_could_not_tell_names_every_failed_probe_the_task_needs(capsys):
                            "cannot read /proc/cpuinfo; cannot read /proc/meminfo")
     assert err.splitlines() == ["hint: Is /proc mounted? gpuready needs it to identify the CPU.",
                                 "hint: Is /proc mounted? gpuready needs it to size system memory."]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_output_that_cannot_be_written_is_a_clear_error_not_an_internal_one():
+    # `gpuready report > file` on a full disk said "internal error ... please report it".
+    with open("/dev/full", "w") as full:
+        completed = subprocess.run([sys.executable, "-m", "gpuready", "--machine", CPU_DESKTOP, "check", "--task", "speech"],
+                                   stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert completed.returncode == 3
+    assert completed.stderr == "gpuready: error: cannot write the output: No space left on device\n"

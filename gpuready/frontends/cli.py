@@ -6,6 +6,7 @@ those of :class:`gpuready.errors.ExitCode`. Neither `report` nor `check` imports
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -449,6 +450,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except OSError as error:
+        if error.filename is None and error.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+            # The output could not be written (a full disk, `> /dev/full`): the machine's fault, not a bug to report,
+            # and no answer was given, so 'could not tell'.
+            sys.stderr.write(f"gpuready: error: cannot write the output: {error.strerror or error}\n")
+            return ExitCode.UNKNOWN
         if error.filename is None:
             return _internal_error(error)
         # A path the user gave that cannot be read or written (record DIR, export --dir): bad input.
