@@ -41,7 +41,7 @@ def main() -> None:
     cpu = table["hardware"]["cpu"]
     from gpuready.tasks.devices import cpu_peak_flops
 
-    peak = cpu_peak_flops(cpu["physical_cores"], tuple(cpu["features"]))
+    peak = cpu_peak_flops(cpu["physical_cores"], tuple(cpu["features"]), cpu.get("name"))
     print(f"{cpu['name']}, {cpu['physical_cores']} cores, {runs[0]['cpu_threads']} threads; "
           f"{args.runs} runs of `gpuready bench{' --quick' if args.quick else ''}`, "
           f"median {statistics.median(seconds):.1f} s each")

@@ -78,7 +78,7 @@ def device_for(row: dict) -> devices.Device | None:
     if row["backend"] == "cpu":
         used = min(row.get("threads") or row["physical_cores"], row["physical_cores"])
         return devices.Device(kind="cpu", name=row["cpu_hint"], backend="cpu", usable_memory_bytes=None,
-                              bandwidth_bytes_per_s=None, flops=devices.cpu_peak_flops(used, tuple(row["features"])),
+                              bandwidth_bytes_per_s=None, flops=devices.cpu_peak_flops(used, tuple(row["features"]), row["cpu_hint"]),
                               cores=used)
     spec = next((spec for spec in gpu_table() if spec.id == row.get("gpu_id")), None)
     if spec is None:

@@ -287,7 +287,7 @@ def compute_only_cpu(se, raw: dict) -> devices.Device | None:
     name, cores, features = known
     used = min(cores, raw["threads"]) if raw.get("threads") else cores
     return devices.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None, bandwidth_bytes_per_s=None,
-                          flops=devices.cpu_peak_flops(used, features))
+                          flops=devices.cpu_peak_flops(used, features, name))
 
 
 # --- report ---------------------------------------------------------------------------------

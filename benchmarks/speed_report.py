@@ -239,7 +239,10 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "Zen 4 or Strix Point core's FP32 peak at the 32 FLOPs a cycle of its 256-bit FMA pipes rather than the 64 "
                "its AVX-512 flag implies (CPU prompt LODO 30.8% -> 46.1%, all prompt rows 14.2% -> 15.0%: llama.cpp's CPU "
                "prompt runs int8 dot products, where AVX-512 VNNI does in one instruction what AVX2 needs three for, "
-               "whatever the FMA width). Kept "
+               "whatever the FMA width). Kept in the latest round: the Intel N-series' Gracemont cores at the 16 FP32 FLOPs a "
+               "cycle of their two 128-bit pipes (catalog/cpus.toml fp32_flops_per_cycle), not the 32 their AVX2 flag "
+               "implies: the N100's prompt row went 204% -> 104% held out, the CPU generation LODO median 12.1% -> "
+               "11.6%. Kept "
                "in earlier rounds: the untied input embedding left out of the bytes and FLOPs a token needs (8.8% -> "
                "8.6%), unpacking at the GPU's vector rate (8.6% -> 8.1%), and the prompt's power limit. Figures of terms "
                "are as measured when each was tried, on the rows of that time.")

@@ -132,3 +132,13 @@ def test_a_longer_context_never_needs_less_memory(model):
 )
 def test_cpu_peak_throughput_follows_the_widest_vector_unit(features, flops_per_cycle):
     assert devices.cpu_peak_flops(4, features) == 4 * devices.ASSUMED_CPU_CLOCK_HZ * flops_per_cycle
+
+
+def test_a_cpu_whose_platform_row_states_narrower_cores_gets_that_peak():
+    # An Intel N100's Gracemont cores report avx2 and fma but run them on 128-bit pipes: 16 FP32 FLOPs a cycle, so
+    # its peak is half of a big core's with the same flags (its llama.cpp prompt row was predicted at 3x its speed).
+    features = ("avx2", "fma")
+    assert devices.cpu_peak_flops(4, features, "Intel(R) N100") == 4 * devices.ASSUMED_CPU_CLOCK_HZ * 16
+    assert devices.cpu_peak_flops(4, features, "Intel(R) Core(TM) i5-6500 CPU @ 3.20GHz") == 4 * devices.ASSUMED_CPU_CLOCK_HZ * 32
+    # A row never raises the flags' figure: a CPU without AVX2 stays at its own width.
+    assert devices.cpu_peak_flops(4, (), "Intel(R) N100") == 4 * devices.ASSUMED_CPU_CLOCK_HZ * 8

@@ -112,7 +112,7 @@ def render(measurements: Measurements, hardware) -> str:
     if measurements.memory_copy_bytes_per_s:
         lines.append(f"  memory copy   {_fmt(measurements.memory_copy_bytes_per_s, 1e9, 'GB/s')}")
     if measurements.cpu_fp32_flops:
-        peak = cpu_peak_flops(cpu.physical_cores, cpu.features)
+        peak = cpu_peak_flops(cpu.physical_cores, cpu.features, cpu.name)
         estimate = f"   estimated peak: {peak / 1e9:.0f} GFLOPS" if peak else ""
         lines.append(f"  FP32 matmul   {_fmt(measurements.cpu_fp32_flops, 1e9, 'GFLOPS')}{estimate}")
     for gpu in measurements.gpus:

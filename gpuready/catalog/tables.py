@@ -66,6 +66,9 @@ class CPUPlatform:
     # boards); None elsewhere (desktop and server parts boost by load and cooling, and gpuready assumes
     # tasks/devices.py ASSUMED_CPU_CLOCK_HZ).
     clock_hz: float | None = None
+    # FP32 FLOPs one core retires a cycle where the ISA flags overstate it: Intel's Gracemont cores run AVX2 on two
+    # 128-bit FMA pipes (16, not the 32 of two 256-bit ones). None: the flags' figure holds.
+    fp32_flops_per_cycle: int | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,7 @@ def cpu_table(directory: Path | None = None) -> tuple[CPUPlatform, ...]:
                 bandwidth_bytes_per_s=int(entry.number("bandwidth_gb_s") * GB),
                 source=entry.text("source"),
                 clock_hz=clock * 1e9 if (clock := entry.number("clock_ghz", required=False)) else None,
+                fp32_flops_per_cycle=int(per) if (per := entry.number("fp32_flops_per_cycle", required=False)) else None,
             )
         )
     return tuple(platforms)

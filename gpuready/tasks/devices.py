@@ -113,10 +113,16 @@ def cpu_flops_per_cycle(features: tuple[str, ...]) -> int:
     return 8
 
 
-def cpu_peak_flops(physical_cores: int | None, features: tuple[str, ...]) -> float | None:
+def cpu_peak_flops(physical_cores: int | None, features: tuple[str, ...], name: str | None = None) -> float | None:
+    """FP32 peak of ``physical_cores`` at the assumed clock: the ISA flags' FLOPs a cycle, or fewer where the CPU's
+    platform row states its cores are narrower (catalog/cpus.toml fp32_flops_per_cycle: Intel N100's Gracemont)."""
     if not physical_cores:
         return None
-    return physical_cores * ASSUMED_CPU_CLOCK_HZ * cpu_flops_per_cycle(features)
+    per_cycle = cpu_flops_per_cycle(features)
+    platform = match_cpu(name)
+    if platform is not None and platform.fp32_flops_per_cycle:
+        per_cycle = min(per_cycle, platform.fp32_flops_per_cycle)
+    return physical_cores * ASSUMED_CPU_CLOCK_HZ * per_cycle
 
 
 
@@ -288,7 +294,7 @@ def cpu_device(hardware: Hardware) -> Device:
         backend="cpu",
         usable_memory_bytes=hardware.memory.usable_bytes,
         bandwidth_bytes_per_s=bandwidth,
-        flops=cpu_peak_flops(cpu.physical_cores, cpu.features),
+        flops=cpu_peak_flops(cpu.physical_cores, cpu.features, cpu.name),
         bandwidth_source=_source_kind(cpu.bandwidth_source),
         cores=cpu.physical_cores,
         clock_hz=stated_cpu_clock_hz(cpu.name),

@@ -50,7 +50,7 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.90,
+    "cpu": 0.91,
     "cuda": 0.87,
     "cuda-hbm": 0.79,
     "metal": 0.91,
@@ -93,15 +93,15 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 253.8e-6,
-    "cuda": 48.0e-6,
-    "cuda-hbm": 112.1e-6,
-    "metal": 159.6e-6,
+    "cpu": 258.4e-6,
+    "cuda": 47.9e-6,
+    "cuda-hbm": 111.8e-6,
+    "metal": 159.4e-6,
     "rocm": 88.7e-6,
-    "rocm-hbm": 131.0e-6,
+    "rocm-hbm": 130.6e-6,
     "sycl": 146.7e-6,
     "vulkan": 34.3e-6,
-    "vulkan-intel": 100.3e-6,
+    "vulkan-intel": 100.4e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -111,10 +111,10 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.45,
-    "k-quant-low": 14.44,
-    "legacy": 2.50,
-    "mxfp4": 13.95,
+    "k-quant": 3.48,
+    "k-quant-low": 14.46,
+    "legacy": 2.54,
+    "mxfp4": 13.98,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -147,7 +147,7 @@ PROMPT_EFFICIENCY = {
     "vulkan-intel": 0.22,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 78.75e-3,
+    "cpu": 76.53e-3,
     "cuda": 0.00e-3,
     "metal": 0.00e-3,
     "rocm": 0.00e-3,
@@ -163,10 +163,10 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.4244e-12,
-    "metal": 0.6424e-12,
-    "rocm": 2.1885e-12,
-    "sycl": 1.1366e-12,
+    "cuda": 2.4237e-12,
+    "metal": 0.6437e-12,
+    "rocm": 2.1882e-12,
+    "sycl": 1.1348e-12,
     "vulkan": 0.0000e-12,
     "vulkan-intel": 0.0000e-12,
 }
@@ -221,7 +221,7 @@ QUANT_FAMILY_BAND = {
 # 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
 PROMPT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.47,
+    "k-quant": 1.46,
     "legacy": 1.00,
     "moe": 2.25,
 }
@@ -230,7 +230,7 @@ PROMPT_FAMILY_BAND = {
 # harder to predict than generation (software and power limits, not one memory bus), so its band
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
-    "cpu": 0.55,
+    "cpu": 0.54,
     "cuda": 0.31,
     "metal": 0.08,
     "rocm": 0.44,
