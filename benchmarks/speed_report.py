@@ -242,7 +242,9 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "whatever the FMA width). Kept in the latest round: the Intel N-series' Gracemont cores at the 16 FP32 FLOPs a "
                "cycle of their two 128-bit pipes (catalog/cpus.toml fp32_flops_per_cycle), not the 32 their AVX2 flag "
                "implies: the N100's prompt row went 204% -> 104% held out, the CPU generation LODO median 12.1% -> "
-               "11.6%. Kept "
+               "11.6%. Tried and dropped in it: a hybrid Core 12th-14th gen CPU's Gracemont E-cores at that 16 (the P-cores "
+               "at 32, threads on P-cores first): no held-out change in generation or prompt, text-to-speech LOSO 45% -> "
+               "52% (the i9-12900H's Kokoro rows). Kept "
                "in earlier rounds: the untied input embedding left out of the bytes and FLOPs a token needs (8.8% -> "
                "8.6%), unpacking at the GPU's vector rate (8.6% -> 8.1%), and the prompt's power limit. Figures of terms "
                "are as measured when each was tried, on the rows of that time.")
