@@ -460,6 +460,16 @@ NEW_PLATFORM_ROWS = [
     ("AMD Ryzen 5 8600G w/ Radeon 760M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),
     ("AMD Ryzen 5 8500G w/ Radeon 740M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),
     ("AMD Ryzen 3 8300G w/ Radeon 740M Graphics", "amd-ryzen-8000g-desktop", 83.2e9),
+    ("AMD Ryzen 7 8845HS w/ Radeon 780M Graphics", "amd-ryzen-7040-8040-mobile", 120e9),  # Hawk Point: LPDDR5X-7500
+    ("AMD Ryzen 9 8945HS w/ Radeon 780M Graphics", "amd-ryzen-7040-8040-mobile", 120e9),
+    ("AMD Ryzen Threadripper PRO 5975WX 32-Cores", "amd-threadripper-pro-3000-5000", 204.8e9),  # DDR4-3200 x 8 ch
+    ("AMD Ryzen Threadripper 3970X 32-Core Processor", "amd-threadripper-3000", 102.4e9),  # DDR4-3200 x 4 ch
+    ("Intel(R) Core(TM) i7-7700K CPU @ 4.20GHz", "intel-core-7-desktop", 38.4e9),  # DDR4-2400 x 2 ch
+    ("Intel(R) Core(TM) i5-6500 CPU @ 3.20GHz", "intel-core-6-desktop", 34.1e9),  # DDR4-2133 x 2 ch
+    ("Intel(R) Core(TM) i7-7820HQ CPU @ 2.90GHz", "intel-core-7-mobile-h", 38.4e9),
+    ("Intel(R) Core(TM) i5-4278U CPU @ 2.60GHz", "intel-core-4-mobile-u", 25.6e9),  # DDR3L-1600 x 2 ch
+    ("Intel(R) N100", "intel-n-series", 38.4e9),  # DDR5-4800 x 1 ch
+    ("Intel(R) Core(TM) i3-N305", "intel-n-series", 38.4e9),
 ]
 
 
@@ -485,6 +495,11 @@ def test_a_cpu_name_finds_its_platform_row(name, row, bandwidth):
         ("13th Gen Intel(R) Core(TM) i7-1355U", "intel-core-12-14-mobile"),
         # Not claimed: Dragon Range (DDR5 only) and Amber Lake Y have no row.
         ("AMD Ryzen 9 7945HX with Radeon Graphics", None),
+        ("AMD Ryzen 7 7845HX with Radeon Graphics", None),
+        ("AMD Ryzen Threadripper 7980X 64-Cores", "amd-threadripper-7000"),
+        ("AMD Ryzen Threadripper PRO 7995WX 96-Cores", "amd-threadripper-pro-7000"),
+        ("Intel(R) Core(TM) i7-6700HQ CPU @ 2.60GHz", None),  # 6th gen mobile H: no row
+        ("Intel(R) Core(TM) i9-7900X CPU @ 3.30GHz", None),  # Skylake-X HEDT, four channels: not the desktop row
         ("Intel(R) Core(TM) i5-8200Y CPU @ 1.30GHz", None),
     ],
 )
