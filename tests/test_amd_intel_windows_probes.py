@@ -130,6 +130,18 @@ def test_software_and_virtual_adapters_are_skipped(desc, matching):
     assert windows.parse_adapter({"driver_desc": desc, "matching_device_id": matching}, None) == (None, [])
 
 
+def test_a_snapdragon_adreno_on_acpi_is_listed_but_not_counted():
+    # Snapdragon X's Adreno enumerates on ACPI ("ACPI\\VEN_QCOM&DEV_0C36"), which the PCI vendor table skipped, so a
+    # Surface Laptop 7 read "GPUs: none found".
+    adapter = {"driver_desc": "Qualcomm(R) Adreno(TM) X1-85 GPU", "matching_device_id": "ACPI\\VEN_QCOM&DEV_0C36",
+               "driver_version": "31.0.24.0", "qw_memory_size": None}
+    gpu, problems = windows.parse_adapter(adapter, 18 * GIB)
+    assert (gpu.vendor, gpu.kind, gpu.counted, gpu.backends, problems) == ("qualcomm", "integrated", False, (), [])
+    assert gpu.not_counted_reason.startswith("gpuready has no speed model for Qualcomm's Adreno GPUs yet")
+    # Another ACPI display device (no vendor gpuready knows) is still skipped.
+    assert windows.parse_adapter(adapter | {"matching_device_id": "ACPI\\VEN_ABCD&DEV_0001"}, None) == (None, [])
+
+
 def test_windows_leaves_nvidia_cards_to_nvml_when_it_works():
     host = FakeHost(platform="windows", libraries={
         "windows": {"display_adapters": [ADAPTER], "memory": {"total_bytes": 32 * GIB, "available_bytes": 20 * GIB}},

@@ -46,6 +46,9 @@ def parse_adapter(adapter: dict, available_bytes: int | None) -> tuple[GPU | Non
     ids = _DEVICE.search(matching)
     vendor_id, device_id = (ids.group(1).lower(), ids.group(2).lower()) if ids else (None, None)
     vendor = VENDORS.get(vendor_id or "")
+    if vendor is None and _QUALCOMM_ACPI.search(matching):
+        # Snapdragon X's Adreno is an ACPI device ("ACPI\VEN_QCOM&DEV_0C36"), not a PCI one: it was dropped unseen.
+        return _adreno(name, adapter), []
     if vendor is None:
         return None, []
     problems = []
@@ -86,6 +89,20 @@ def parse_adapter(adapter: dict, available_bytes: int | None) -> tuple[GPU | Non
         source="registry",
     )
     return gpu, problems
+
+
+# Snapdragon X's Adreno enumerates on ACPI, not PCI. llama.cpp's OpenCL backend runs on it (docs/backend/OPENCL.md,
+# "Windows 11 Arm64"; ggml-opencl.cpp's X1E Adreno generation), and DirectML does, but gpuready has no measured speed
+# on it to fit: the GPU is listed and not counted.
+_QUALCOMM_ACPI = re.compile(r"^ACPI\\VEN_QCOM&", re.IGNORECASE)
+ADRENO_REASON = ("gpuready has no speed model for Qualcomm's Adreno GPUs yet (llama.cpp's OpenCL backend and DirectML "
+                 "run on them): work is judged on the CPU and the NPU")
+
+
+def _adreno(name: str, adapter: dict) -> GPU:
+    """A Snapdragon X's Adreno GPU: listed, so the report does not say 'none found', but not counted."""
+    return GPU(vendor="qualcomm", name=name, kind="integrated", driver_version=_text(adapter.get("driver_version")) or None,
+               counted=False, not_counted_reason=ADRENO_REASON, source="registry")
 
 
 def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
