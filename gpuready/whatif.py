@@ -15,7 +15,7 @@ from gpuready.hardware import CPU, GIB, GPU, Hardware, Memory, Problem
 from gpuready.probes import GPU_PROBES
 from gpuready.probes.apple import apple_hardware
 from gpuready.units import fmt_gb
-from gpuready.catalog.tables import GPUSpec, closest_gpu_names, find_gpus, gpu_table
+from gpuready.catalog.tables import GPUSpec, closest_gpu_names, find_gpus, gpu_table, typeable
 
 # "2x RTX 3090", "2 x A100": a count, an x, then a space (so "7900 XTX" stays a name).
 _COUNT = re.compile(r"^\s*(\d{1,2})\s*[x×]\s+(.+)$", re.IGNORECASE)
@@ -152,11 +152,6 @@ def _bins_of_one_chip(specs: list[GPUSpec]) -> bool:
 
 def _full_bin(specs: list[GPUSpec]) -> GPUSpec:
     return max(specs, key=lambda spec: (spec.gpu_cores or 0, spec.memory_bytes, spec.bandwidth_bytes_per_s))
-
-
-def typeable(spec: GPUSpec) -> str:
-    """A name to type for this row: its first alias, else its id."""
-    return spec.aliases[0] if spec.aliases else spec.id
 
 
 def display_name(spec: GPUSpec) -> str:

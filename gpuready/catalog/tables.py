@@ -217,6 +217,11 @@ def _memory_matches(spec: GPUSpec, gib: int) -> bool:
     return any(size and abs(size / GIB - gib) < 1 for size in sizes)
 
 
+def typeable(spec: GPUSpec) -> str:
+    """A name to type for this row (`--gpu`): its first alias, else its id."""
+    return spec.aliases[0] if spec.aliases else spec.id
+
+
 def find_gpus(query: str, table: tuple[GPUSpec, ...] | None = None) -> list[GPUSpec]:
     """Table rows a typed name could mean: exact matches first, else rows whose name contains every word.
 
@@ -339,6 +344,10 @@ def enrich(hardware: Hardware) -> Hardware:
     )
 
 
+# The bandwidth_source of an integrated GPU that reads at its CPU platform's figure, before that figure's own source.
+SYSTEM_MEMORY = "system memory, "
+
+
 def integrated_within_system_memory(gpu: GPU, cpu: CPU) -> GPU:
     """An integrated GPU reads the same memory as the CPU, so it is no faster than the CPU platform's memory.
 
@@ -356,10 +365,6 @@ def integrated_within_system_memory(gpu: GPU, cpu: CPU) -> GPU:
         return dataclasses.replace(gpu, bandwidth_bytes_per_s=system, bandwidth_source=(
             f"{SYSTEM_MEMORY}{cpu.bandwidth_source}; {gpu.bandwidth_source} lists {own / 1e9:.0f} GB/s"))
     return gpu
-
-
-# The bandwidth_source of an integrated GPU that reads at its CPU platform's figure, before that figure's own source.
-SYSTEM_MEMORY = "system memory, "
 
 
 # --- cross-checking bandwidth -------------------------------------------------------

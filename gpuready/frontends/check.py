@@ -340,17 +340,26 @@ def requirement_options(requirement: Requirement) -> Options:
                    users=requirement.users)
 
 
+def speed_bounds(requirement: Requirement) -> tuple[tuple[float | None, str, int, bool], ...]:
+    """Each speed bound a requirement may set: (bound, the headline unit it applies to, the factor from that unit to
+    the bound's, whether it is a floor rather than a ceiling)."""
+    return (
+        (requirement.min_generation_tokens_per_s, "tokens/s", 1, True),
+        (requirement.min_realtime, "x realtime", 1, True),
+        (requirement.max_seconds_per_image, "s/image", 1, False),
+        (requirement.min_chunks_per_minute, "chunks/s", 60, True),
+    )
+
+
 def fast_enough(requirement: Requirement, verdict) -> bool:
     """Whether a verdict's headline speed meets the requirement's bound in the task's unit."""
     speed = verdict.speed
-    bounds = (
-        (requirement.min_generation_tokens_per_s, "tokens/s", lambda s, b: s >= b),
-        (requirement.min_realtime, "x realtime", lambda s, b: s >= b),
-        (requirement.max_seconds_per_image, "s/image", lambda s, b: s <= b),
-        (requirement.min_chunks_per_minute, "chunks/s", lambda s, b: s * 60 >= b),
-    )
-    for bound, unit, ok in bounds:
-        if bound is not None and (speed is None or verdict.speed_unit != unit or not ok(speed, bound)):
+    for bound, unit, factor, floor in speed_bounds(requirement):
+        if bound is None:
+            continue
+        if speed is None or verdict.speed_unit != unit:
+            return False
+        if not (speed * factor >= bound if floor else speed * factor <= bound):
             return False
     budget = requirement.max_wh_per_1k_tokens
     if budget is not None:
@@ -363,17 +372,11 @@ def bound_ratio(requirement: Requirement, verdict) -> float | None:
     """How near a verdict comes to the requirement's speed and energy bounds: the product of speed / bound (inverted
     for an upper bound), 1 or more when met; None where the requirement sets none or a figure is missing."""
     speed, ratio = verdict.speed, None
-    bounds = (
-        (requirement.min_generation_tokens_per_s, "tokens/s", lambda s, b: s / b),
-        (requirement.min_realtime, "x realtime", lambda s, b: s / b),
-        (requirement.max_seconds_per_image, "s/image", lambda s, b: b / s),
-        (requirement.min_chunks_per_minute, "chunks/s", lambda s, b: s * 60 / b),
-    )
-    for bound, unit, part in bounds:
+    for bound, unit, factor, floor in speed_bounds(requirement):
         if bound is not None:
             if not speed or verdict.speed_unit != unit:
                 return None
-            ratio = (ratio or 1.0) * part(speed, bound)
+            ratio = (ratio or 1.0) * (speed * factor / bound if floor else bound / (speed * factor))
     if requirement.max_wh_per_1k_tokens is not None:
         energy = getattr(verdict, "energy", None)
         if energy is None or energy.unit != WH_PER_1K_TOKENS or not energy.wh:

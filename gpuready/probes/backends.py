@@ -25,6 +25,7 @@ import json
 import re
 import weakref
 
+from gpuready.catalog.tables import find_gpus, typeable
 from gpuready.hardware import GPU, Backend, Problem
 from gpuready.host import Host
 from gpuready.probes import apple, macos, pyinfo
@@ -236,14 +237,13 @@ def unseen_vulkan_gpus(gpus: tuple[GPU, ...], host: Host) -> list[Problem]:
     with the probed GPUs no id matched (a GPU without a PCI id, Apple's or a Jetson's, or a translation layer that
     reports other ids), and only a Vulkan device left over is unseen."""
     _, devices = vulkan_backend(host)
-    listed = [d for d in devices if d.get("deviceType") in GPU_DEVICE_TYPES and _hex(d.get("vendorID")) is not None]
-    known = {gpu.pci_id.lower() for gpu in gpus if gpu.pci_id}
-    matched = {f"{_hex(d.get('vendorID')):04x}:{_hex(d.get('deviceID')) or 0:04x}" for d in listed} & known
+    listed = [(device, vendor, f"{vendor:04x}:{_hex(device.get('deviceID')) or 0:04x}") for device in devices
+              if device.get("deviceType") in GPU_DEVICE_TYPES and (vendor := _hex(device.get("vendorID"))) is not None]
+    matched = {pci_id for _, _, pci_id in listed} & {gpu.pci_id.lower() for gpu in gpus if gpu.pci_id}
     spare = [VENDOR_IDS.get(gpu.vendor) for gpu in gpus if (gpu.pci_id or "").lower() not in matched]
     problems: list[Problem] = []
-    for device in listed:
-        vendor = _hex(device.get("vendorID"))
-        if f"{vendor:04x}:{_hex(device.get('deviceID')) or 0:04x}" in matched:
+    for device, vendor, pci_id in listed:
+        if pci_id in matched:
             continue
         if vendor in spare:
             spare.remove(vendor)
@@ -267,14 +267,11 @@ def _what_if_flag(vulkan_name: str) -> str:
     Vulkan drivers add their own words: RADV its codename ("AMD Radeon 890M Graphics (RADV GFX1150)"), Mesa's Intel
     driver the platform ("Intel(R) Arc(tm) Graphics (MTL)"), WSL2's Direct3D 12 bridge a wrapper ("Microsoft
     Direct3D12 (NVIDIA GeForce RTX 3080)")."""
-    from gpuready.catalog.tables import find_gpus
-
     inner = re.fullmatch(r"Microsoft Direct3D12 \((.*)\)", vulkan_name)
     name = inner.group(1) if inner else vulkan_name
     rows = find_gpus(name) or find_gpus(re.sub(r"\s*\([^()]*\)\s*$", "", name))
     if rows:
-        alias = rows[0].aliases[0] if rows[0].aliases else rows[0].id  # whatif.typeable, which imports the probes
-        return f"--gpu '{alias}'"
+        return f"--gpu '{typeable(rows[0])}'"
     return "--gpu NAME (`gpuready models --gpus` lists the names)"
 
 

@@ -23,15 +23,15 @@ class Headline:
     uncertainty: float  # relative, e.g. 0.25 = +/-25%
 
 
-def band_words(uncertainty: float, plus_minus: str = "+/-") -> str:
-    """A speed's band as a person reads it: '+/-25%', or 'within 4.5x' from 100% up.
+def band_words(uncertainty: float, plus_minus: str = "+/-", within: str = "within ") -> str:
+    """A speed's band as a person reads it: '+/-25%', or 'within 4.5x' from 100% up ('4.5x' with within='').
 
     A band is the 80th percentile of held-out errors |estimate - measured| / measured, and errors of 100% or more are
     all over-estimates (the measured speed was a fraction of the estimate): '+/-345%' read as if a speed could be
     negative, where it means the measured speed may be as low as the estimate / 4.45."""
     if uncertainty < 1:
         return f"{plus_minus}{uncertainty:.0%}"
-    return f"within {1 + uncertainty:.1f}x"
+    return f"{within}{1 + uncertainty:.1f}x"
 
 
 def level_at_least(value: float | None, floors: dict[str, float]) -> str:

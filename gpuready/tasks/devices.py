@@ -258,7 +258,7 @@ def memory_word(gpu: Device) -> str:
 def _source_kind(source: str | None) -> str:
     if not source:
         return "assumed"
-    source = source.removeprefix(SYSTEM_MEMORY)  # an integrated GPU at its CPU platform's table figure: a table's
+    source = source.removeprefix(SYSTEM_MEMORY)  # an integrated GPU at its CPU platform's figure: that figure's kind
     if source.startswith(MEASURED_HERE):
         return "this-machine"
     if source.startswith("table"):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from gpuready.hardware import GPU, Hardware
 from gpuready.tasks import registry
+from gpuready.tasks.base import band_words
 from gpuready.frontends.text import LEVEL_WORDS, NOT_SUPPORTED, STATUS_WORDS
 from gpuready.tasks.verdict import Verdict
 from gpuready.units import fmt_gb
@@ -238,7 +239,7 @@ def uncertainty_cell(verdict: Verdict) -> str:
     value = verdict.uncertainty
     if not isinstance(value, (int, float)) or not verdict.placement:
         return "-"
-    return f"±{value:.0%}" if value < 1 else f"{1 + value:.1f}x"  # band_words' 'within 4.5x', in a narrow column
+    return band_words(value, "±", within="")  # '4.5x' for 'within 4.5x': a narrow column
 
 
 def memory_cell(verdict: Verdict) -> str:
