@@ -144,12 +144,13 @@ def realtime_predict(row: Row, encoder_fits: dict[str, dict], decoder_table: dic
 THREAD_EXPONENTS = tuple(i / 20 for i in range(21))
 
 
-def tts_fit(rows: list[Row], exponents=THREAD_EXPONENTS) -> dict:
+def tts_fit(rows: list[Row], exponents=THREAD_EXPONENTS, per_model: bool | str = False) -> dict:
     """TTS_EFFICIENCY and TTS_CPU_THREAD_EXPONENT: per backend, the median of (FLOPs per second of audio / peak) /
     measured seconds per second, a CPU row's share divided by threads^-a first (each CPU thread's share falls as a
     power of the threads used), with a on `exponents` where the rows' median error is least ((0.0,): no thread
-    term, the formula gpuready carries while the term does not pass its rule, thread_term)."""
-    return tts_fit_terms(rows, False, (0.0,), exponents)
+    term, the formula gpuready carries while the term does not pass its rule, thread_term). per_model "gpu": also
+    TTS_MODEL_EFFICIENCY, each catalogue model's own median on each GPU backend it has rows on."""
+    return tts_fit_terms(rows, per_model, (0.0,), exponents)
 
 
 def thread_term(rows: list[Row]) -> tuple["Tried", "Tried", tuple[float, ...]]:
@@ -159,6 +160,16 @@ def thread_term(rows: list[Row]) -> tuple["Tried", "Tried", tuple[float, ...]]:
     both = try_formula("both", rows, True, True)
     power = try_formula("power", rows, True, True, exponents=THREAD_EXPONENTS)
     return both, power, THREAD_EXPONENTS if power.lowers(both) else (0.0,)
+
+
+def model_term(rows: list[Row], base: "Tried", grid: tuple[float, ...]) -> tuple["Tried", bool]:
+    """The formula carried so far (`base`, with or without the thread term) with each catalogue model's own efficiency
+    on a GPU backend (TTS_MODEL_EFFICIENCY), held out, and whether it passes the rule a term is kept by against `base`.
+    A GPU runs F5-TTS's DiT as a few large matrix multiplies and Kokoro's LSTMs and small convolutions as many short
+    kernels, so the share of peak each reaches differs by model, where a CPU's differs far less (its convolutions are
+    vectorised alike)."""
+    tried = try_formula("model", rows, True, True, per_model="gpu", exponents=grid)
+    return tried, tried.lowers(base)
 
 
 def tts_predict(row: Row, fits: dict) -> float:
@@ -445,9 +456,10 @@ def thread_share(row: Row, exponent: float) -> float:
     return (row.cores or 1) ** -exponent if row.backend == "cpu" else 1.0
 
 
-def tts_fit_terms(rows: list[Row], per_model: bool, serials=(0.0,), exponents=(0.0,)) -> dict:
-    """Candidate text-to-speech fits: per-backend (and optionally per-model) medians, with the Amdahl serial
-    share and the thread exponent on the grids given, at the pair that gives the least median error on these rows."""
+def tts_fit_terms(rows: list[Row], per_model: bool | str, serials=(0.0,), exponents=(0.0,)) -> dict:
+    """Candidate text-to-speech fits: per-backend (and optionally per-model: True on every backend, "gpu" on GPU
+    backends only) medians, with the Amdahl serial share and the thread exponent on the grids given, at the pair
+    that gives the least median error on these rows."""
     best = None
     for serial in serials:
         for exponent in exponents:
@@ -455,7 +467,7 @@ def tts_fit_terms(rows: list[Row], per_model: bool, serials=(0.0,), exponents=(0
             for row in rows:
                 value = row.work * row.measured / row.peak * amdahl(row, serial) / thread_share(row, exponent)
                 implied[row.backend].append(value)
-                if per_model:
+                if per_model is True or (per_model == "gpu" and row.backend != "cpu"):
                     implied[(tts_model(row), row.backend)].append(value)
             fits = {"table": {k: statistics.median(v) for k, v in implied.items()}, "serial": serial, "exponent": exponent}
             error = statistics.median(ape(tts_predict_terms(r, fits), r.measured) for r in rows)
@@ -507,7 +519,7 @@ class Tried:
         return f"LOSO rises ({base.loso_median:.0f}% -> {self.loso_median:.0f}%)"
 
 
-def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_model: bool = False, serials=(0.0,),
+def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_model: bool | str = False, serials=(0.0,),
                 exponents=(0.0,)) -> Tried:
     variant = tts_variant(rows, vocoder, clock)
     in_sample, lodo, loso = cross_validated(variant, lambda train: tts_fit_terms(train, per_model, serials, exponents),
@@ -526,7 +538,7 @@ def per_device_pair(rows: list[Row], without: Tried, with_term: Tried) -> str:
 
 
 def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], both: "Tried", power: "Tried",
-                    grid=THREAD_EXPONENTS) -> None:
+                    grid=THREAD_EXPONENTS, gpu_model: "Tried | None" = None, model_kept: bool = False) -> None:
     cpus = len({r.device for r in rows if r.backend == "cpu"})
     gpus = len({r.device for r in rows if r.backend != "cpu"})
     out.append(f"\nTerms tried, each judged held out ({cpus} CPU devices, {gpus} GPUs; a term is kept only if it lowers "
@@ -540,22 +552,30 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
                         rows, False, True)
     vocoder = try_formula("... the vocoder's FLOPs at its upsampled rates (catalog/speech.toml, from the published "
                           "generator configurations) in place of 2 x its weights x frames", rows, True, False)
-    carried = "**" if grid == (0.0,) else ""
+    carried = "**" if grid == (0.0,) and not model_kept else ""
     both = dataclasses.replace(both, name=f"{carried}... both: the vocoder counted and a Raspberry Pi at 1.8 GHz (the "
                                f"formula before the thread term){': gpuready' + chr(39) + 's formula' if carried else ''}"
                                f"{carried}")
     amdahl_term = try_formula("... both, x Amdahl: a serial share of the one-thread work does not spread over the "
                               "threads used (CPU rows; the cores the peak counts; share fitted on a 0.05 grid)", rows,
                               True, True, serials=serials)
-    power = dataclasses.replace(power, name=f"{'' if carried else '**'}... both, x threads^-a: each CPU thread's share "
-                                f"falls as a power of the threads used (document search's CPU term; a fitted on a 0.05 "
-                                f"grid){'' if carried else ': gpuready' + chr(39) + 's formula**'}")
+    power_carried = grid == THREAD_EXPONENTS and not model_kept
+    power = dataclasses.replace(power, name=f"{'**' if power_carried else ''}... both, x threads^-a: each CPU thread's "
+                                f"share falls as a power of the threads used (document search's CPU term; a fitted on a "
+                                f"0.05 grid){': gpuready' + chr(39) + 's formula**' if power_carried else ''}")
     # "gpuready's formula" is the one carried: with the thread term where it passes its rule (grid), else without
-    torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
-                             exponents=grid)
-    per_model = try_formula("... gpuready's formula, efficiency per catalogue model and backend (the backend's where "
-                            "the model has no rows)", rows, True, True, per_model=True, exponents=grid)
     formula = power if grid == THREAD_EXPONENTS else both
+    if gpu_model is None:
+        gpu_model, model_kept = model_term(rows, formula, grid)
+    torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
+                             per_model="gpu" if model_kept else False, exponents=grid)
+    per_model = try_formula("... each catalogue model's own efficiency on every backend, CPU too (the backend's where "
+                            "the model has no rows)", rows, True, True, per_model=True, exponents=grid)
+    gpu_model = dataclasses.replace(gpu_model, name=f"{'**' if model_kept else ''}... with each catalogue model's own "
+                                    "efficiency on a GPU backend (TTS_MODEL_EFFICIENCY; the backend's where the model has "
+                                    "no rows there, and CPU rows keep the backend's)"
+                                    f"{': gpuready' + chr(39) + 's formula**' if model_kept else ''}")
+    carried_formula = gpu_model if model_kept else formula
     counts_best = both.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
     thread_terms = [t for t in (amdahl_term, power) if t.lowers(both)]
     chosen = min(thread_terms, key=lambda t: t.lodo_median) if thread_terms else None
@@ -576,9 +596,11 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
         amdahl_term.name: thread_verdict(amdahl_term),
         power.name: thread_verdict(power),
         torch_rows.name: "no: another runtime than gpuready estimates (below)",
-        per_model.name: ("would be kept: " if per_model.lowers(formula) else "no: ") + per_model.against(formula),
+        gpu_model.name: ("**yes**: " if model_kept else "no: ") + gpu_model.against(formula),
+        per_model.name: (("would be kept: " if per_model.lowers(carried_formula) else "no: ")
+                         + per_model.against(carried_formula)),
     }
-    for tried in (plain, clock, vocoder, both, amdahl_term, power, torch_rows, per_model):
+    for tried in (plain, clock, vocoder, both, amdahl_term, power, gpu_model, per_model, torch_rows):
         out.append(f"| {tried.name} | {tried.rows} | {summary(tried.lodo.values())} | {summary(tried.loso.values())} "
                    f"| {statistics.median(tried.in_sample.values()):.0f}% | {kept[tried.name]} |")
     cpu_rows = [r for r in rows if r.backend == "cpu"]
@@ -637,6 +659,9 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
         return
     both, power, grid = thread_term(rows)
     carried = power if grid == THREAD_EXPONENTS else both  # gpuready's formula, already cross-validated
+    gpu_model, model_kept = model_term(rows, carried, grid)
+    if model_kept:
+        carried = gpu_model
     errors = (carried.in_sample, carried.lodo, carried.loso)
     in_sample, lodo, loso = errors
     headline(out, "Text to speech", "text to speech (all rows)", rows, errors)
@@ -653,7 +678,7 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     for (model, backend, device), indices in sorted(groups.items()):
         out.append(f"| {model} | {backend} | {device} | {len(indices)} | {summary(lodo[i] for i in indices)} "
                    f"| {summary(in_sample[i] for i in indices)} |")
-    fits = tts_fit(rows, grid)
+    fits = tts_fit(rows, grid, "gpu" if model_kept else False)
     outside = [r for r in all_rows if not r.in_fit]
     if outside:
         out.append("\nRows kept out of the fit (scored against the fitted constants):\n")
@@ -666,11 +691,22 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     out.append("\nEfficiency each row implies, median (tasks/speech.py TTS_EFFICIENCY; a CPU row's share divided by "
                "threads^-a first, so the CPU figure is one thread's share of a core's peak):\n")
     out.append("| backend | rows | devices | fitted median | constant |\n|---|---:|---:|---:|---:|")
-    for backend, value in sorted(fits["table"].items()):
+    for backend, value in sorted((k, v) for k, v in fits["table"].items() if isinstance(k, str)):
         se.FITS[("TTS_EFFICIENCY", backend)] = (value, speech.TTS_EFFICIENCY.get(backend))
         members = [r for r in rows if r.backend == backend]
         out.append(f"| {backend} | {len(members)} | {len({r.device for r in members})} | {value:.3f} "
                    f"| {speech.TTS_EFFICIENCY.get(backend, '-')} |")
+    per_model = sorted((k, v) for k, v in fits["table"].items() if not isinstance(k, str))
+    if per_model:
+        out.append("\nEach catalogue model's own efficiency on a GPU backend, median of its rows there (tasks/speech.py "
+                   "TTS_MODEL_EFFICIENCY; a model with no rows on a backend takes the backend's figure above):\n")
+        out.append("| model | backend | rows | devices | fitted median | constant |\n|---|---|---:|---:|---:|---:|")
+        for (model, backend), value in per_model:
+            constant = speech.TTS_MODEL_EFFICIENCY.get((model, backend))
+            se.FITS[("TTS_MODEL_EFFICIENCY", f"{model} {backend}")] = (value, constant)
+            members = [r for r in rows if r.backend == backend and tts_model(r) == model]
+            out.append(f"| {model} | {backend} | {len(members)} | {len({r.device for r in members})} | {value:.3f} "
+                       f"| {'-' if constant is None else constant} |")
     se.FITS[("TTS_CPU_THREAD_EXPONENT", "cpu")] = (fits["exponent"], speech.TTS_CPU_THREAD_EXPONENT)
     out.append(f"\nThread exponent a (tasks/speech.py TTS_CPU_THREAD_EXPONENT), fitted with it on the 0.05 grid where "
                f"the thread term passes its rule, else 0 (each thread the same share): {fits['exponent']:.2f} "
@@ -683,11 +719,15 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
                            for r in sorted(gpu_note, key=lambda r: r.peak) if tts_model(r) == "kokoro-82m")
         out.append("\nThe CUDA rows are one GPU each, so each GPU held out is predicted from the others' rows. The share of "
                    f"FP16 peak each row implies: {shares}. Kokoro reaches a far smaller share of a GPU's FP16 peak than "
-                   "F5-TTS (its LSTMs and small convolutions run as many short kernels), which a per-backend efficiency "
-                   f"cannot carry, and its speed does not follow peak FLOPS ({kokoro}; the RTX 3090 Ti's is one short "
-                   "request, a smoke test on a GPU shared with a speech-to-text server, the RTX 4060 Ti's Kokoro-FastAPI's "
-                   "long-chunk benchmark).")
-    tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, both, power, grid)
+                   "F5-TTS (its LSTMs and small convolutions run as many short kernels; F5-TTS's DiT is 22 layers of "
+                   "1,024-wide matrix multiplies over every frame at once), which a per-backend efficiency cannot carry: "
+                   "with one CUDA figure, the median of both models' rows, F5-TTS at its default 32 steps was estimated "
+                   "at a third of real time on an RTX 4060 Laptop GPU, where its own rows put it near 2x. Each model's "
+                   "own figure on a GPU backend (TTS_MODEL_EFFICIENCY) is the term that carries it. Kokoro's speed "
+                   f"still does not follow peak FLOPS ({kokoro}; the RTX 3090 Ti's is one short request, a smoke test on "
+                   "a GPU shared with a speech-to-text server, the RTX 4060 Ti's Kokoro-FastAPI's long-chunk benchmark).")
+    tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, both, power, grid,
+                    gpu_model, model_kept)
     band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
     se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)
     out.append(f"\nBand (tasks/speech.py TTS_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "

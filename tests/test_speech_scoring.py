@@ -133,6 +133,39 @@ def test_tts_efficiency_per_backend_and_its_fallback(backend, expected):
     assert speech.tts_efficiency(backend)[0] == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(
+    ("backend", "model_id", "expected"),
+    [
+        # a model with its own GPU rows takes its own share of peak there
+        ("cuda", "f5-tts", speech.TTS_MODEL_EFFICIENCY["f5-tts", "cuda"]),
+        ("cuda", "kokoro-82m", speech.TTS_MODEL_EFFICIENCY["kokoro-82m", "cuda"]),
+        # a model without GPU rows (Piper) takes the backend's
+        ("cuda", "piper-medium", speech.TTS_EFFICIENCY["cuda"]),
+        # a backend with no rows: the model's own CUDA figure x the backend's prompt efficiency relative to CUDA's
+        ("rocm", "f5-tts", speech.TTS_MODEL_EFFICIENCY["f5-tts", "cuda"] * est.COMPUTE_EFFICIENCY["rocm"]
+         / est.COMPUTE_EFFICIENCY["cuda"]),
+        ("rocm", "piper-medium", speech.TTS_EFFICIENCY["cuda"] * est.COMPUTE_EFFICIENCY["rocm"] / est.COMPUTE_EFFICIENCY["cuda"]),
+        # a CPU keeps one figure whatever the model
+        ("cpu", "f5-tts", speech.TTS_EFFICIENCY["cpu"]),
+    ],
+)
+def test_a_models_own_gpu_efficiency_where_it_has_rows(backend, model_id, expected):
+    value, why = speech.tts_efficiency(backend, None, model_id)
+    assert value == pytest.approx(expected)
+    own = backend != "cpu" and model_id != "piper-medium"
+    assert (model_id in why) == own
+
+
+def test_a_dit_reaches_a_larger_share_of_a_gpu_than_kokoro():
+    # the reason for the term: F5-TTS's rows imply several times Kokoro's share of FP16 peak on CUDA
+    assert speech.TTS_MODEL_EFFICIENCY["f5-tts", "cuda"] > 4 * speech.TTS_MODEL_EFFICIENCY["kokoro-82m", "cuda"]
+    # and the per-model fit is what the scorer keeps: its 'model' term on GPU backends only
+    tts = [r for r in scorer_rows() if r.kind == "tts" and r.in_fit]
+    table = score_speech.tts_fit(tts, (0.0,), "gpu")["table"]
+    assert {k for k in table if not isinstance(k, str)} == set(speech.TTS_MODEL_EFFICIENCY)
+    assert all(table[k] == pytest.approx(v, abs=0.005) for k, v in speech.TTS_MODEL_EFFICIENCY.items())
+
+
 @pytest.mark.parametrize("threads", [1, 4, 16, 64])
 def test_a_cpu_threads_share_falls_as_a_power_of_the_threads(threads):
     # one thread's share x threads^-a: 16 threads at a = 0.45 keep 16^-0.45 = 0.287 of it each
@@ -286,12 +319,12 @@ def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
     assert all(r.in_fit == (r.kept_out is None) for r in rows)
     # every text-to-speech row of the speech-tts*.toml files has its hardware and model in the tables
     tts = [r for r in rows if r.kind == "tts"]
-    assert len(tts) == 37
-    # 35 fitted on 10 devices: 7 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml, the
-    # Core i7-11700 of speech-tts-cpus.toml and the Core i9-12900H of speech-tts-devices2.toml among them) and 3 GPUs
-    # (the RTX 3090 Ti of speech-tts-devices2.toml among them)
+    assert len(tts) == 38
+    # 36 fitted on 11 devices: 7 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml, the
+    # Core i7-11700 of speech-tts-cpus.toml and the Core i9-12900H of speech-tts-devices2.toml among them) and 4 GPUs
+    # (the RTX 3090 Ti of speech-tts-devices2.toml and the L20 of speech-tts-more.toml among them)
     fitted = [r for r in tts if r.in_fit]
-    assert len(fitted) == 35 and len({r.device for r in fitted}) == 10
+    assert len(fitted) == 36 and len({r.device for r in fitted}) == 11
     # the i9-12900H's thread sweep: each row's peak counts the threads it ran on (AVX2: 32 FLOPs a cycle at 3.0 GHz)
     i9 = sorted((r for r in tts if "i9-12900H" in r.device), key=lambda r: r.cores)
     assert [r.cores for r in i9] == [1, 2, 3, 4, 8]

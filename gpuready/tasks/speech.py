@@ -75,10 +75,10 @@ STT_UNCERTAINTY = 0.39
 # Apple M4 Pro (FluidAudio's benchmarks) and in ONNX Runtime on the same chip (Supertonic's README),
 # Kokoro v0.19 in ONNX Runtime on 8 threads of a Core i7-11700 (Kokoro-FastAPI's CPU benchmark),
 # Kokoro in PyTorch on 1 to 8 threads of a Core i9-12900H (yapit's thread-scaling table, speech-tts-devices2.toml);
-# cuda: F5-TTS on an RTX 3090, Kokoro on an RTX 4060 Ti (Kokoro-FastAPI's benchmark) and on an RTX 3090 Ti
-# (a one-request smoke test, speech-tts-devices2.toml), one row each; the CUDA figure is their median, the
-# 4060 Ti's, about a seventh of what F5-TTS's row implies: Kokoro's many short kernels reach a far smaller
-# share of peak, and with two of the three rows Kokoro's the per-backend median follows Kokoro). The vocoder
+# cuda: F5-TTS on an RTX 3090 (7 steps) and an L20 (32 steps, F5-TTS's own PyTorch benchmark), Kokoro on an
+# RTX 4060 Ti (Kokoro-FastAPI's benchmark) and on an RTX 3090 Ti (a one-request smoke test,
+# speech-tts-devices2.toml), one row each; the CUDA figure, the median of all four, is what a model with no
+# GPU rows of its own (Piper) takes, and each model with rows has its own (TTS_MODEL_EFFICIENCY)). The vocoder
 # count and the stated clock were kept because they lower the leave-one-device-out error without raising
 # the leave-one-source-out one, and the thread term (a thread's share falling as threads^-a) was kept on
 # the same rule before the M4 Pro ONNX and i7-11700 rows; with those rows (and the i9-12900H's thread
@@ -86,9 +86,17 @@ STT_UNCERTAINTY = 0.39
 # terms tried), so its exponent is 0 (every thread the same share) until rows show it again; the
 # scorer applies the rule and fits the exponent when the term passes. TTS_UNCERTAINTY is the 80th
 # percentile of the rows' leave-one-device-out errors.
-TTS_EFFICIENCY = {"cpu": 0.26, "cuda": 0.062}
+TTS_EFFICIENCY = {"cpu": 0.26, "cuda": 0.15}
+# On a GPU the share of peak depends on the model's kernels, not only the backend: F5-TTS's DiT runs as
+# a few large matrix multiplies (its rows imply 0.2-0.4 of FP16 peak: an L20 at 32 steps in F5-TTS's own
+# PyTorch benchmark, an RTX 3090 at 7 steps on the Fast F5-TTS page), Kokoro's LSTMs and small
+# convolutions as many short kernels (0.02-0.06: an RTX 4060 Ti and an RTX 3090 Ti). Each catalogue
+# model's own median on each GPU backend it has rows on, kept because it lowers the held-out error
+# without raising the leave-one-source-out one (benchmarks/ACCURACY.md, "Text to speech", terms tried);
+# a model without rows there takes TTS_EFFICIENCY's backend figure. CPU rows keep one figure.
+TTS_MODEL_EFFICIENCY = {("f5-tts", "cuda"): 0.32, ("kokoro-82m", "cuda"): 0.042}
 TTS_CPU_THREAD_EXPONENT = 0.0
-TTS_UNCERTAINTY = 1.09
+TTS_UNCERTAINTY = 0.98
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,10 +237,11 @@ def tts_peak_flops(device: Device) -> tuple[float, str]:
                   f"{ASSUMED_CPU_CLOCK_HZ / 1e9:g} GHz)")
 
 
-def tts_efficiency(backend: str, threads: int | None = None) -> tuple[float, str]:
+def tts_efficiency(backend: str, threads: int | None = None, model_id: str | None = None) -> tuple[float, str]:
     """The fitted text-to-speech efficiency: on a CPU, one thread's share x threads^-TTS_CPU_THREAD_EXPONENT (threads:
-    the physical cores the peak counts; unknown: one); other backends without a fit scale CUDA's by their prompt
-    efficiency relative to CUDA's."""
+    the physical cores the peak counts; unknown: one); on a GPU backend the model's own figure where it has one
+    (TTS_MODEL_EFFICIENCY), else the backend's; other backends without a fit scale CUDA's (the model's own where it
+    has one) by their prompt efficiency relative to CUDA's."""
     if backend == "cpu":
         one = TTS_EFFICIENCY["cpu"]
         value, used = per_core_share(one, threads, TTS_CPU_THREAD_EXPONENT)
@@ -242,12 +251,16 @@ def tts_efficiency(backend: str, threads: int | None = None) -> tuple[float, str
                            "fitted on published TTS real-time factors)")
         return value, (f"{value:.1%} cpu efficiency ({one:.0%} for one thread x {used} threads^-{TTS_CPU_THREAD_EXPONENT:.2f}; "
                        "fitted on published TTS real-time factors)")
+    if (model_id, backend) in TTS_MODEL_EFFICIENCY:
+        value = TTS_MODEL_EFFICIENCY[model_id, backend]
+        return value, f"{value:.1%} {backend} efficiency (fitted on published {model_id} real-time factors on {backend})"
     if backend in TTS_EFFICIENCY:
         return TTS_EFFICIENCY[backend], f"{TTS_EFFICIENCY[backend]:.1%} {backend} efficiency (fitted on published TTS real-time factors)"
     prompt = text_estimate.COMPUTE_EFFICIENCY
-    value = TTS_EFFICIENCY["cuda"] * prompt.get(backend, prompt["cpu"]) / prompt["cuda"]
-    return value, (f"{value:.1%} {backend} efficiency (no TTS measurement for {backend}: CUDA's fit x {backend}'s "
-                   "text-generation prompt efficiency relative to CUDA's)")
+    own = (model_id, "cuda") in TTS_MODEL_EFFICIENCY
+    value = TTS_MODEL_EFFICIENCY.get((model_id, "cuda"), TTS_EFFICIENCY["cuda"]) * prompt.get(backend, prompt["cpu"]) / prompt["cuda"]
+    return value, (f"{value:.1%} {backend} efficiency (no TTS measurement for {backend}: CUDA's fit"
+                   f"{f' for {model_id}' if own else ''} x {backend}'s text-generation prompt efficiency relative to CUDA's)")
 
 
 def tts_realtime(model: SpeechModel, device: Device) -> tuple[float | None, list[str]]:
@@ -255,7 +268,7 @@ def tts_realtime(model: SpeechModel, device: Device) -> tuple[float | None, list
         return None, [f"throughput of {device.name} unknown: speed not estimated"]
     # Every output frame of an utterance goes through the network at once (compute bound, like a
     # prompt); the efficiency is fitted on the rows of benchmarks/validation/speech-tts.toml.
-    efficiency, why = tts_efficiency(device.backend, device.cores if device.kind == "cpu" else None)
+    efficiency, why = tts_efficiency(device.backend, device.cores if device.kind == "cpu" else None, model.id)
     flops = tts_flops_per_audio_second(model)
     peak, peak_basis = tts_peak_flops(device)
     seconds = flops / (peak * efficiency)
