@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import statistics
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -137,33 +138,40 @@ def test_tts_efficiency_per_backend_and_its_fallback(backend, expected):
     ("backend", "model_id", "expected"),
     [
         # a model with its own GPU rows takes its own share of peak there
-        ("cuda", "f5-tts", speech.TTS_MODEL_EFFICIENCY["f5-tts", "cuda"]),
-        ("cuda", "kokoro-82m", speech.TTS_MODEL_EFFICIENCY["kokoro-82m", "cuda"]),
+        ("cuda", "f5-tts", 0.2),
+        ("cuda", "kokoro-82m", 0.04),
         # a model without GPU rows (Piper) takes the backend's
-        ("cuda", "piper-medium", speech.TTS_EFFICIENCY["cuda"]),
+        ("cuda", "piper-medium", 0.1),
         # a backend with no rows: the model's own CUDA figure x the backend's prompt efficiency relative to CUDA's
-        ("rocm", "f5-tts", speech.TTS_MODEL_EFFICIENCY["f5-tts", "cuda"] * est.COMPUTE_EFFICIENCY["rocm"]
-         / est.COMPUTE_EFFICIENCY["cuda"]),
-        ("rocm", "piper-medium", speech.TTS_EFFICIENCY["cuda"] * est.COMPUTE_EFFICIENCY["rocm"] / est.COMPUTE_EFFICIENCY["cuda"]),
+        ("rocm", "f5-tts", 0.2 * est.COMPUTE_EFFICIENCY["rocm"] / est.COMPUTE_EFFICIENCY["cuda"]),
+        ("rocm", "piper-medium", 0.1 * est.COMPUTE_EFFICIENCY["rocm"] / est.COMPUTE_EFFICIENCY["cuda"]),
         # a CPU keeps one figure whatever the model
-        ("cpu", "f5-tts", speech.TTS_EFFICIENCY["cpu"]),
+        ("cpu", "f5-tts", 0.3),
     ],
 )
-def test_a_models_own_gpu_efficiency_where_it_has_rows(backend, model_id, expected):
+def test_a_models_own_gpu_efficiency_where_the_term_is_kept(monkeypatch, backend, model_id, expected):
+    monkeypatch.setattr(speech, "TTS_EFFICIENCY", {"cpu": 0.3, "cuda": 0.1})
+    monkeypatch.setattr(speech, "TTS_MODEL_EFFICIENCY", {("f5-tts", "cuda"): 0.2, ("kokoro-82m", "cuda"): 0.04})
     value, why = speech.tts_efficiency(backend, None, model_id)
     assert value == pytest.approx(expected)
-    own = backend != "cpu" and model_id != "piper-medium"
-    assert (model_id in why) == own
+    assert (model_id in why) == (backend != "cpu" and model_id != "piper-medium")
 
 
-def test_a_dit_reaches_a_larger_share_of_a_gpu_than_kokoro():
-    # the reason for the term: F5-TTS's rows imply several times Kokoro's share of FP16 peak on CUDA
-    assert speech.TTS_MODEL_EFFICIENCY["f5-tts", "cuda"] > 4 * speech.TTS_MODEL_EFFICIENCY["kokoro-82m", "cuda"]
-    # and the per-model fit is what the scorer keeps: its 'model' term on GPU backends only
+def test_the_model_term_is_carried_exactly_when_the_scorer_keeps_it():
+    # F5-TTS's rows imply several times Kokoro's share of FP16 peak on CUDA: the reason the term is tried
     tts = [r for r in scorer_rows() if r.kind == "tts" and r.in_fit]
     table = score_speech.tts_fit(tts, (0.0,), "gpu")["table"]
-    assert {k for k in table if not isinstance(k, str)} == set(speech.TTS_MODEL_EFFICIENCY)
-    assert all(table[k] == pytest.approx(v, abs=0.005) for k, v in speech.TTS_MODEL_EFFICIENCY.items())
+    assert table["f5-tts", "cuda"] > 3 * table["kokoro-82m", "cuda"]
+    # per model, a backend's own figure is the median of its models' medians (each model once)
+    assert table["cuda"] == pytest.approx(statistics.median([table["f5-tts", "cuda"], table["kokoro-82m", "cuda"]]))
+    # gpuready carries the per-model table only where the held-out rule keeps the term
+    both, power, grid = score_speech.thread_term(tts)
+    carried = power if grid == score_speech.THREAD_EXPONENTS else both
+    _, kept = score_speech.model_term(tts, carried, grid)
+    if kept:
+        assert speech.TTS_MODEL_EFFICIENCY == pytest.approx({k: v for k, v in table.items() if isinstance(k, tuple)}, abs=0.005)
+    else:
+        assert speech.TTS_MODEL_EFFICIENCY == {}
 
 
 @pytest.mark.parametrize("threads", [1, 4, 16, 64])
@@ -319,12 +327,12 @@ def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
     assert all(r.in_fit == (r.kept_out is None) for r in rows)
     # every text-to-speech row of the speech-tts*.toml files has its hardware and model in the tables
     tts = [r for r in rows if r.kind == "tts"]
-    assert len(tts) == 38
-    # 36 fitted on 11 devices: 7 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml, the
+    assert len(tts) == 40
+    # 38 fitted on 11 devices: 7 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml, the
     # Core i7-11700 of speech-tts-cpus.toml and the Core i9-12900H of speech-tts-devices2.toml among them) and 4 GPUs
     # (the RTX 3090 Ti of speech-tts-devices2.toml and the L20 of speech-tts-more.toml among them)
     fitted = [r for r in tts if r.in_fit]
-    assert len(fitted) == 36 and len({r.device for r in fitted}) == 11
+    assert len(fitted) == 38 and len({r.device for r in fitted}) == 11
     # the i9-12900H's thread sweep: each row's peak counts the threads it ran on (AVX2: 32 FLOPs a cycle at 3.0 GHz)
     i9 = sorted((r for r in tts if "i9-12900H" in r.device), key=lambda r: r.cores)
     assert [r.cores for r in i9] == [1, 2, 3, 4, 8]
