@@ -86,6 +86,9 @@ class GPU:
     # What an AI runtime may actually allocate on it now (free VRAM, Metal's working-set
     # limit on Apple silicon, the unified pool on an APU).
     memory_usable_bytes: int | None = None
+    # The part of memory_usable_bytes that is the GPU's own on a shared-memory chip (an AMD APU's free
+    # BIOS carve-out, which the OS never sees): only the rest is system memory, capped by what is free.
+    memory_carveout_free_bytes: int | None = None
     bandwidth_bytes_per_s: int | None = None
     bandwidth_source: str | None = None
     fp16_flops: float | None = None

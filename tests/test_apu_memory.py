@@ -3,6 +3,7 @@ within the CPU platform's."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from gpuready.hardware import Problem
@@ -30,6 +31,22 @@ def test_a_96_gib_carve_out_does_not_count_gtt_beyond_the_memory_the_os_has():
     )]
 
 
+def test_the_carve_out_is_not_capped_again_by_free_system_memory():
+    # The probe has already capped GTT by MemAvailable; the device a model is judged on must not cap the whole pool
+    # (carve-out included) by it a second time: 96 GiB carve-out + 25.5 GiB available, less the unified margin.
+    from gpuready.probes import probe_hardware
+    from gpuready.tasks.devices import UNIFIED_MEMORY_MARGIN_BYTES, gpu_device
+
+    hardware, _ = probe_hardware(ReplayHost(MACHINES / "amd-strix-halo-96g-carveout"))
+    (gpu,) = hardware.accelerators
+    assert gpu.memory_carveout_free_bytes == 103079215104
+    device = gpu_device(hardware)
+    assert device.usable_memory_bytes == 103079215104 + 26775372 * 1024 - UNIFIED_MEMORY_MARGIN_BYTES
+    # with less free system memory now, only the system part shrinks: the carve-out stays the GPU's
+    tighter = dataclasses.replace(hardware, memory=dataclasses.replace(hardware.memory, available_bytes=4 * GIB))
+    assert gpu_device(tighter).usable_memory_bytes == 103079215104 + 4 * GIB - UNIFIED_MEMORY_MARGIN_BYTES
+
+
 def test_a_small_carve_out_with_gtt_inside_system_memory_is_not_capped():
     # Existing amd-strix-halo fixture: 4 GiB carve-out, 96 GiB GTT, far more available memory.
     gpus, problems = amd.probe(ReplayHost(MACHINES / "amd-strix-halo"))
@@ -50,6 +67,7 @@ def test_gtt_free_is_capped_by_memavailable_and_gtt_total_by_memtotal():
         capped=True,
         basis="total 32.0 GiB = carve-out 8.0 GiB + GTT 100.0 GiB capped by MemTotal 24.0 GiB;"
         " free 27.0 GiB = carve-out free 7.0 GiB + GTT free 98.0 GiB capped by MemAvailable 20.0 GiB",
+        carveout_free_bytes=7 * GIB,
     )
 
 

@@ -228,11 +228,11 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         name = _name(host, device, ids, target)
         apu = target in APU_TARGETS if target else (vram_total is not None and vram_total <= 2 * 1024**3 and "Graphics" in name)
         kind = "unified" if target in UNIFIED_TARGETS else ("integrated" if apu else "discrete")
-        total, free = vram_total, vram_free
+        total, free, carveout_free = vram_total, vram_free, None
         if apu and gtt_total is not None:
             # Carve-out plus GTT, GTT capped by what the OS has and can still give (apu_memory).
             pool = shared_pool(vram_total, vram_used, gtt_total, gtt_used, meminfo.get("MemTotal"), meminfo.get("MemAvailable"))
-            total, free = pool.total_bytes, pool.free_bytes
+            total, free, carveout_free = pool.total_bytes, pool.free_bytes, pool.carveout_free_bytes
             if pool.capped:
                 problems.append(Problem("amd", f"{name}: shared memory {pool.basis}", severity="info"))
         backends = (("rocm",) if node else ()) + ("vulkan",)
@@ -249,6 +249,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
             memory_total_bytes=total,
             memory_free_bytes=free,
             memory_usable_bytes=free,
+            memory_carveout_free_bytes=carveout_free,
             gfx_target=target,
             driver=device.driver,
             pci_id=device.pci_id,

@@ -23,6 +23,8 @@ class SharedPool:
     # Whether MemTotal / MemAvailable lowered the GTT figures, and the derivation in words.
     capped: bool
     basis: str
+    # The free part of the carve-out: memory the OS never sees, so no later cap by free system memory applies to it.
+    carveout_free_bytes: int = 0
 
 
 def _gib(value: int) -> str:
@@ -58,4 +60,4 @@ def shared_pool(
         f"total {_gib(carve_total + gtt_total_usable)} = carve-out {_gib(carve_total)} + {total_note}; "
         f"free {_gib(carve_free + gtt_free_usable)} = carve-out free {_gib(carve_free)} + {free_note}"
     )
-    return SharedPool(carve_total + gtt_total_usable, carve_free + gtt_free_usable, capped, basis)
+    return SharedPool(carve_total + gtt_total_usable, carve_free + gtt_free_usable, capped, basis, carve_free)

@@ -205,8 +205,10 @@ def gpu_device(hardware: Hardware) -> Device | None:
         system_free = hardware.memory.usable_bytes
         if unified and total_usable and system_free is not None:
             # Unified memory is shared with everything else running: the GPU gets at most
-            # its own limit (e.g. Metal's working set) and at most what is free right now.
-            total_usable = min(total_usable, system_free)
+            # its own limit (e.g. Metal's working set) and at most what is free right now. An APU's
+            # free carve-out is not system memory (the OS never sees it), so it stands beside that cap.
+            carveout = sum(g.memory_carveout_free_bytes or 0 for g in gpus)
+            total_usable = min(total_usable, system_free + carveout)
         if unified and first.vendor != "apple" and system_free is None:
             # A shared pool (Jetson, GB10, Strix Halo) is the system's memory: with that unread, what is free for
             # a model is unknown, whatever size the chip's table row or driver states for the whole pool.
