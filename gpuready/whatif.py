@@ -13,9 +13,10 @@ import re
 
 from gpuready.hardware import CPU, GIB, GPU, Hardware, Memory, Problem
 from gpuready.probes import GPU_PROBES
-from gpuready.probes.apple import apple_hardware
+from gpuready.probes.apple import apple_hardware, metal_working_set_bytes
 from gpuready.units import fmt_gb
-from gpuready.catalog.tables import GPUSpec, closest_gpu_names, find_gpus, gpu_table, typeable
+from gpuready.catalog.tables import (GPUSpec, closest_gpu_names, find_gpus, gpu_table, integrated_within_system_memory,
+                                     typeable)
 
 # "2x RTX 3090", "2 x A100": a count, an x, then a space (so "7900 XTX" stays a name).
 _COUNT = re.compile(r"^\s*(\d{1,2})\s*[x×]\s+(.+)$", re.IGNORECASE)
@@ -62,7 +63,9 @@ def with_gpu(hardware: Hardware, spec: GPUSpec, count: int = 1) -> Hardware:
     if is_soc_memory(spec):
         return soc_machine(hardware, spec, None, count)
     shared = hardware.memory.usable_bytes if spec.kind == "integrated" else None
-    return dataclasses.replace(hardware, gpus=tuple(gpu_from_spec(spec, i, shared) for i in range(count)))
+    # integrated graphics read this machine's memory, so no faster than its CPU platform's (as a probed one)
+    gpus = tuple(integrated_within_system_memory(gpu_from_spec(spec, i, shared), hardware.cpu) for i in range(count))
+    return dataclasses.replace(hardware, gpus=gpus)
 
 
 def apple_machine(hardware: Hardware, spec: GPUSpec, memory_bytes: int | None) -> Hardware:
@@ -165,9 +168,24 @@ def display_name(spec: GPUSpec) -> str:
 
 
 def with_memory(hardware: Hardware, size_bytes: int) -> Hardware:
-    """The same machine with this much system memory, all of it free."""
+    """The same machine with this much system memory, all of it free; a GPU that shares that memory (Apple's unified
+    memory, a Jetson's or Strix Halo's pool, integrated graphics) shares the new size, as it would on that machine."""
     memory = Memory(total_bytes=size_bytes, available_bytes=size_bytes, source="user")
-    return dataclasses.replace(hardware, memory=memory)
+    return dataclasses.replace(hardware, memory=memory, gpus=tuple(_sharing(gpu, size_bytes) for gpu in hardware.gpus))
+
+
+def _sharing(gpu: GPU, size_bytes: int) -> GPU:
+    """A GPU whose memory is the system's, on a machine with ``size_bytes`` of it, all free: Metal keeps its default
+    working set of it (a raised iogpu.wired_limit_mb was set for the old size), a shared pool or integrated graphics
+    may use all of it."""
+    if gpu.vendor == "apple":
+        usable = metal_working_set_bytes(size_bytes)
+    elif gpu.kind in ("unified", "integrated"):
+        usable = size_bytes
+    else:
+        return gpu
+    return dataclasses.replace(gpu, memory_total_bytes=size_bytes, memory_free_bytes=size_bytes, memory_usable_bytes=usable,
+                               memory_carveout_free_bytes=None)
 
 
 def compose(

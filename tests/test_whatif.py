@@ -95,3 +95,39 @@ def test_the_terminal_uis_pick_of_a_soc_is_a_machine_of_the_chips_memory_too():
     spark, _ = resolve_gpu("GB10")
     hardware = with_gpu(cpu_machine(16), spark)
     assert hardware.memory.total_bytes == hardware.gpus[0].memory_total_bytes == 128 * 1024**3
+
+
+def _report_of(capsys, machine, *args):
+    assert main(["report", "--json", "--machine", f"tests/fixtures/machines/{machine}", *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_more_memory_on_a_mac_grows_the_gpus_unified_pool(capsys):
+    # 128 GB on the 64 GB M3 Max: Metal's default working set is 3/4 of it (96 GiB), so gpt-oss-120b (59 GB) goes on
+    # the GPU, as with `--gpu 'M3 Max 40-core' --memory 128GB`
+    report = _report_of(capsys, "mac-m3-max-40c-64gb", "--memory", "128GB")
+    (gpu,) = report["hardware"]["gpus"]
+    assert (gpu["memory_total_bytes"], gpu["memory_usable_bytes"]) == (128 * 1024**3, 96 * 1024**3)
+    gpt = next(v for v in report["verdicts"] if v["model_id"] == "gpt-oss-120b")
+    assert gpt["placement"] == "gpu"
+    # the rest of the probed Mac stays: its CPU and its GPU's probed name
+    assert "M3 Max" in report["hardware"]["cpu"]["name"] and gpu["table_id"] == "apple-m3-max-40c"
+
+
+def test_less_memory_on_a_shared_pool_shrinks_it_and_a_discrete_gpu_keeps_its_own(capsys):
+    report = _report_of(capsys, "amd-strix-halo-96g-carveout", "--memory", "32GB")
+    (gpu,) = report["hardware"]["gpus"]
+    assert (gpu["memory_total_bytes"], gpu["memory_usable_bytes"], gpu["memory_carveout_free_bytes"]) == (
+        32 * 1024**3, 32 * 1024**3, None)
+    report = _report_of(capsys, "nvidia-rtx4090", "--memory", "256GB")
+    (gpu,) = report["hardware"]["gpus"]
+    assert gpu["memory_usable_bytes"] == 24066916352  # the card's own free VRAM, whatever the system has
+
+
+def test_a_what_if_integrated_gpu_reads_this_machines_memory(capsys):
+    # The Radeon 780M's row lists LPDDR5X-7500 (120 GB/s); on this Ryzen 7 8700G desktop it reads DDR5-5200 (83.2 GB/s),
+    # as the probed 780M of the same recording does
+    report = _report_of(capsys, "amd-780m-plus-7900xtx", "--gpu", "Radeon 780M")
+    (gpu,) = report["hardware"]["gpus"]
+    assert gpu["bandwidth_bytes_per_s"] == 83200000000
+    assert gpu["bandwidth_source"].startswith("system memory, table:amd-ryzen-8000g-desktop")
