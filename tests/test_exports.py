@@ -158,6 +158,17 @@ def test_export_nfd_writes_the_feature_file_into_the_directory(tmp_path, capsys)
     assert oct((tmp_path / "gpuready").stat().st_mode & 0o777) == "0o644"
 
 
+def test_the_readmes_nfd_example_is_what_export_nfd_writes_for_the_rtx_4090(tmp_path, capsys):
+    # the README quotes some of the 4090 desktop's labels: each quoted line is one the tool writes today
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("# +expiry-time=2026"):]
+    quoted = [line for line in block[:block.index("```")].splitlines()[1:] if line.startswith("gpuready.io/")]
+    assert len(quoted) >= 5
+    assert main(["export", "nfd", "--oneshot", "--dir", str(tmp_path), "--machine", str(FIXTURES / "nvidia-rtx4090")]) == 0
+    written = (tmp_path / "gpuready").read_text().splitlines()
+    assert [line for line in quoted if line not in written] == []
+
+
 def test_the_write_is_a_dot_file_renamed_over_the_target(tmp_path, monkeypatch):
     target = tmp_path / "gpuready"
     target.write_text("old\n")

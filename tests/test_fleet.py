@@ -109,3 +109,15 @@ def test_a_malformed_or_foreign_report_exits_2_naming_the_file(capsys, tmp_path,
 def test_a_missing_file_or_an_empty_directory_exits_2(capsys, tmp_path, make, message):
     code, _, err = run(capsys, "fleet", str(make(tmp_path)))
     assert code == 2 and message in err
+
+
+def test_the_readmes_fleet_example_is_what_fleet_prints_for_those_four_reports(capsys, reports_dir):
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("$ gpuready fleet ")
+    block = readme[start:readme.index("```", start)].splitlines()
+    files = block[0].split()[3:]
+    code, out, err = run(capsys, "fleet", *(str(reports_dir / name) for name in files))
+    assert code == 0, err
+    assert out.splitlines() == block[1:]
