@@ -218,3 +218,13 @@ def test_report_and_estimate_take_documents_and_resolution(capsys):
     out = capsys.readouterr().out
     assert "at 768x768 (9,216 latent tokens)" in out
     assert main(["report", "--machine", RYZEN, "--resolution", "12x12"]) == 2
+
+
+def test_a_model_too_big_for_gpu_and_system_memory_names_both_figures(capsys):
+    # Qwen3 235B at Q2_K (88.4 GB) on the 4090 desktop: 22.4 GB usable on the card and 55.3 GB of system memory; the
+    # reason gives both, where it said 'only 55.3 GB of GPU or system memory is available'
+    assert main(["report", "--json", "--machine", "tests/fixtures/machines/nvidia-rtx4090"]) == 0
+    verdict = next(v for v in json.loads(capsys.readouterr().out)["verdicts"] if v["model_id"] == "qwen3-235b-a22b")
+    assert verdict["level"] == "does-not-fit"
+    assert verdict["cause"] == ("needs 88.4 GB; 22.4 GB is usable on NVIDIA GeForce RTX 4090 and 55.3 GB of system memory "
+                                "is available")
