@@ -142,3 +142,23 @@ def test_a_cpu_whose_platform_row_states_narrower_cores_gets_that_peak():
     assert devices.cpu_peak_flops(4, features, "Intel(R) Core(TM) i5-6500 CPU @ 3.20GHz") == 4 * devices.ASSUMED_CPU_CLOCK_HZ * 32
     # A row never raises the flags' figure: a CPU without AVX2 stays at its own width.
     assert devices.cpu_peak_flops(4, (), "Intel(R) N100") == 4 * devices.ASSUMED_CPU_CLOCK_HZ * 8
+
+
+@pytest.mark.parametrize(
+    ("source", "kind", "shown"),
+    [
+        ("nvml", "driver", "nvml"),  # NVML's memory clock x bus width: a specification the driver reports
+        ("nvml x MIG memory share", "driver", "nvml x MIG memory share"),
+        ("table:rtx-4090", "table", None),
+        ("assumed", "assumed", None),
+    ],
+)
+def test_a_bandwidth_the_driver_reports_is_named_as_it_is_not_called_measured(source, kind, shown):
+    from gpuready.hardware import GPU, CPU, Hardware, Memory
+
+    gpu = GPU("nvidia", "NVIDIA GeForce RTX 4090", memory_total_bytes=24 * 1024**3, memory_usable_bytes=24 * 1024**3,
+              bandwidth_bytes_per_s=1008 * 10**9, bandwidth_source=source, fp16_flops=165e12)
+    hardware = Hardware(platform="linux", arch="x86_64", cpu=CPU(name="x", arch="x86_64"), memory=Memory(64 * 1024**3, 60 * 1024**3),
+                        gpus=(gpu,))
+    device = devices.gpu_device(hardware)
+    assert (device.bandwidth_source, device.bandwidth_detail) == (kind, shown)

@@ -96,7 +96,7 @@ def parse_adapter(adapter: dict, available_bytes: int | None) -> tuple[GPU | Non
 # on it to fit: the GPU is listed and not counted.
 _QUALCOMM_ACPI = re.compile(r"^ACPI\\VEN_QCOM&", re.IGNORECASE)
 ADRENO_REASON = ("gpuready has no speed model for Qualcomm's Adreno GPUs yet (llama.cpp's OpenCL backend and DirectML "
-                 "run on them): work is judged on the CPU and the NPU")
+                 "run on them): work is judged on the CPU")
 
 
 def _adreno(name: str, adapter: dict) -> GPU:

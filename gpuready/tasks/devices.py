@@ -56,7 +56,7 @@ class Device:
     usable_memory_bytes: int | None
     bandwidth_bytes_per_s: float | None
     flops: float | None
-    bandwidth_source: str = "table"  # measured | table | assumed
+    bandwidth_source: str = "table"  # driver (NVML's memory clock x bus width, ...) | table | this-machine | assumed
     # Identical GPUs splitting the layers. `flops`, `vector_flops` and `power_watts` stay one card's:
     # llama.cpp's layer split runs the cards one after another for a token (and for a prompt of one
     # micro-batch), and the one-GPU runtimes (diffusers, faster-whisper, sentence-transformers) use one
@@ -267,7 +267,9 @@ def _source_kind(source: str | None) -> str:
         return "table"
     if source == "assumed":
         return "assumed"
-    return "measured"
+    # what a driver reports (NVML's memory clock x bus width, a tool's figure): a specification read from the
+    # device, not a speed measured on it (that is `gpuready bench`'s "this-machine")
+    return "driver"
 
 
 # On Apple silicon the table's bandwidth is the whole SoC's; the CPU cores alone reach about
@@ -277,9 +279,11 @@ APPLE_CPU_BANDWIDTH_SHARE = 0.5
 
 
 def _measured(source: str | None) -> dict:
-    """The Device fields of a figure measured on this machine: its source text and relative spread."""
+    """The Device fields of a figure measured on this machine (its source text and relative spread), or of one a
+    driver reported (its source text)."""
     if not source or not source.startswith(MEASURED_HERE):
-        return {}
+        # what the driver reported is named as it is ('nvml'), so an estimate's basis does not call it measured
+        return {"bandwidth_detail": source} if _source_kind(source) == "driver" else {}
     match = _SPREAD.search(source)
     return {"bandwidth_detail": source, "bandwidth_spread": float(match[1]) / 100 if match else None}
 

@@ -70,7 +70,7 @@ COMPUTE_EFFICIENCY = {
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
-SPEED_UNCERTAINTY = {"measured": 0.25, "table": 0.25, "assumed": 0.5}
+SPEED_UNCERTAINTY = {"driver": 0.25, "table": 0.25, "assumed": 0.5}
 
 # --- the generation model's further terms (fitted by benchmarks/score_estimator.py) ---------
 # Time per generated token = bytes read / (bandwidth x backend efficiency x quant-family
