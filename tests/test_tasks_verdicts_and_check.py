@@ -218,3 +218,30 @@ def test_report_and_estimate_take_documents_and_resolution(capsys):
     out = capsys.readouterr().out
     assert "at 768x768 (9,216 latent tokens)" in out
     assert main(["report", "--machine", RYZEN, "--resolution", "12x12"]) == 2
+
+
+# --- check: what it must not ignore or misreport ----------------------------------------
+
+RTX4090 = str(FIXTURES / "nvidia-rtx4090")
+
+
+def check(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["check", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_check_names_an_unknown_quantisation_as_report_does_not_an_internal_error(capsys):
+    code, out, err = check(capsys, "--task", "text-generation", "--quant", "NOPE", "--machine", RTX4090)
+    assert code == 2 and out == ""
+    assert err.startswith("gpuready: error: unknown quantisation 'NOPE' (known: ") and len(err.splitlines()) == 1
+
+
+def test_check_rejects_a_quantisation_no_model_of_the_task_has_naming_the_tasks_variants(capsys):
+    # It answered ok with FLUX's q8_0, the Q4_K_M asked for silently dropped.
+    code, out, err = check(capsys, "--task", "image-generation", "--quant", "Q4_K_M", "--machine", RTX4090)
+    assert code == 2 and out == ""
+    assert err.startswith("gpuready: error: no image-generation model has quantisation 'Q4_K_M' (they have ")
+    assert "q8_0" in err and "nf4" in err
+    code, out, _ = check(capsys, "--task", "image-generation", "--quant", "q8_0", "--machine", RTX4090)
+    assert code == 0 and ": q8_0 on GPU" in out

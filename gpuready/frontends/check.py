@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpuready.app import check_models
+from gpuready.app import check_models, check_quant
 from gpuready.catalog.loader import Catalog, CatalogError, read_toml
 from gpuready.errors import ExitCode, UsageError
 from gpuready.hardware import Hardware, Problem
@@ -105,6 +105,13 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
         model = catalog.get(requirement.model)
         if requirement.quant and requirement.quant not in model.quants:
             raise UsageError(f"model '{model.id}' has no quantisation '{requirement.quant}' (it has {', '.join(model.quants)})")
+    elif requirement.quant:
+        check_quant(requirement.quant, catalog)
+        # As `report --quant`, a task judges only its models with that variant: none is bad input, not a silent default.
+        variants = {v for m in registry.models_for(catalog, requirement.task) for v in m.quants} if requirement.task else set()
+        if variants and requirement.quant not in variants:
+            raise UsageError(f"no {requirement.task} model has quantisation '{requirement.quant}' "
+                             f"(they have {', '.join(sorted(variants))})")
     task = requirement.task
     if requirement.model:
         own = catalog.get(requirement.model).task
@@ -282,7 +289,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     if requirement.model:
         models = [catalog.get(requirement.model)]
     else:
-        models = registry.models_for(catalog, requirement.task)
+        models = [m for m in registry.models_for(catalog, requirement.task) if not requirement.quant or requirement.quant in m.quants]
         if not models:
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
     if requirement.placement in GPU_PLACEMENTS and gpu_device(hardware) is None:
