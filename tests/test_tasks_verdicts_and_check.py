@@ -245,3 +245,22 @@ def test_check_rejects_a_quantisation_no_model_of_the_task_has_naming_the_tasks_
     assert "q8_0" in err and "nf4" in err
     code, out, _ = check(capsys, "--task", "image-generation", "--quant", "q8_0", "--machine", RTX4090)
     assert code == 0 and ": q8_0 on GPU" in out
+
+
+@pytest.mark.parametrize(("model", "context", "maximum"), [("olmo-2-7b", "32768", "4,096"), ("llama-3.1-8b", "10000000", "131,072")])
+def test_check_fails_a_model_whose_maximum_context_is_below_the_context_asked_for(capsys, model, context, maximum):
+    # The judged context is capped at the model's maximum, and check answered ok at a context the model cannot hold.
+    code, out, _ = check(capsys, "--model", model, "--context", context, "--machine", RTX4090)
+    assert code == 1
+    assert out.startswith(f"FAIL model {model} @ {int(context):,} tokens: ")
+    assert out.rstrip().endswith(f"its maximum context is {maximum} tokens, fewer than the {int(context):,} asked for")
+    assert check(capsys, "--model", "olmo-2-7b", "--context", "4096", "--machine", RTX4090)[0] == 0
+
+
+def test_check_task_counts_only_models_that_take_the_context_asked_for(capsys):
+    code, out, _ = check(capsys, "--task", "text-generation", "--context", "200000", "--machine", RTX4090)
+    assert code == 0 and out.startswith("ok   task text-generation @ 200,000 tokens: Mistral Nemo")  # 1,024,000; the rest 131,072 or less
+    code, out, _ = check(capsys, "--task", "text-generation", "--context", "10000000", "--machine", RTX4090)
+    assert code == 1
+    assert out.strip() == ("FAIL task text-generation @ 10,000,000 tokens: no text-generation model meets it; closest: Mistral Nemo "
+                           "Instruct 2407 (12B): its maximum context is 1,024,000 tokens, fewer than the 10,000,000 asked for")

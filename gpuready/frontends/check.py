@@ -56,14 +56,14 @@ class Requirement:
             text = f"model {self.model}" + (f" ({self.task})" if self.task else "")
             if self.quant:
                 text += f" {self.quant}"
-            if self.context_tokens:
-                text += f" @ {self.context_tokens:,} tokens"
         elif self.task:
-            text = f"task {self.task}"
+            text = f"task {self.task}" + (f" {self.quant}" if self.quant else "")
         elif self.min_gpu_memory_bytes:
             text = f"GPU memory >= {fmt_gb(self.min_gpu_memory_bytes)}"
         else:
             text = f"memory >= {fmt_gb(self.min_memory_bytes)}"
+        if self.context_tokens and (self.model or self.task):
+            text += f" @ {self.context_tokens:,} tokens"
         for key, phrase in LABEL_PHRASES:
             value = getattr(self, key)
             if value:
@@ -303,8 +303,11 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
     judged = (registry.judge_model(m, catalog, hardware, options, requirement.task) for m in models)
-    runnable = []
+    runnable, short = [], []
     for verdict in sorted(judged, key=rank_key):
+        if context_short(requirement, verdict):
+            short.append(verdict)  # judged at its own maximum, so its answer is not about the context asked for
+            continue
         if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
             where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
             reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict)}"
@@ -313,6 +316,13 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
             best = verdict
         if verdict.level in RUNNABLE or verdict.level == "too-slow":
             runnable.append(verdict)
+    if best is None:  # every model's maximum context is below the context asked for: the longest is the closest
+        verdict = max(short, key=lambda v: v.context_tokens)
+        reason = (f"{verdict.model_name}: its maximum context is {verdict.context_tokens:,} tokens, "
+                  f"fewer than the {requirement.context_tokens:,} asked for")
+        if requirement.task and not requirement.model:
+            reason = f"no {requirement.task} model meets it; closest: {reason}"
+        return Outcome(requirement, "not-met", reason)
     # The closest to a speed or energy bound is the model nearest to it (--min-speed 500: the fastest model, not the
     # best-ranked one at a quarter of its speed); the best-ranked where no bound can be compared.
     near = [(closeness, -position, v) for position, v in enumerate(runnable) if (closeness := bound_ratio(requirement, v))]
@@ -336,6 +346,12 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     if requirement.task and not requirement.model:
         reason = f"no {requirement.task} model meets it; closest: {reason}"
     return Outcome(requirement, "not-met", reason, verdict.suggestions)
+
+
+def context_short(requirement: Requirement, verdict) -> bool:
+    """Whether a text model's maximum context is below the context asked for (the verdict is judged at its maximum)."""
+    return (verdict.task == "text-generation" and requirement.context_tokens is not None
+            and verdict.context_tokens is not None and verdict.context_tokens < requirement.context_tokens)
 
 
 def requirement_options(requirement: Requirement) -> Options:
