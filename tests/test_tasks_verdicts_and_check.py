@@ -264,3 +264,29 @@ def test_check_task_counts_only_models_that_take_the_context_asked_for(capsys):
     assert code == 1
     assert out.strip() == ("FAIL task text-generation @ 10,000,000 tokens: no text-generation model meets it; closest: Mistral Nemo "
                            "Instruct 2407 (12B): its maximum context is 1,024,000 tokens, fewer than the 10,000,000 asked for")
+
+
+def test_check_judges_min_speed_at_the_context_asked_for_and_says_which_speed_it_compared(capsys):
+    mac = str(FIXTURES / "mac-m3-max-40c-64gb")
+    # About 23 tokens/s at an empty context passed a 10 tokens/s floor; with 131,072 tokens of cache it is 2.4.
+    code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--context", "131072", "--min-speed", "10", "--machine", mac)
+    assert code == 1
+    assert out.strip() == ("FAIL model phi-3.5-mini @ 131,072 tokens, >= 10 tokens/s: Phi-3.5 mini instruct: "
+                           "about 2.4 tokens/s at 131,072 tokens of context, needs 10 tokens/s")
+    code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--context", "131072", "--min-speed", "2", "--machine", mac)
+    assert code == 0 and out.rstrip().endswith("about 2.4 tokens/s at 131,072 tokens of context")
+    # Without --context, the headline speed at an empty context, as before.
+    code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--min-speed", "10", "--machine", mac)
+    assert code == 0 and "tokens of context" not in out
+
+
+def test_fast_enough_and_bound_ratio_compare_the_same_speed():
+    from gpuready.frontends.check import Requirement, bound_ratio, fast_enough, judged_speed
+    from gpuready.tasks.registry import judge_model
+
+    hardware, _ = probe_hardware(ReplayHost(FIXTURES / "mac-m3-max-40c-64gb"))
+    requirement = Requirement(model="phi-3.5-mini", context_tokens=131072, min_generation_tokens_per_s=10)
+    verdict = judge_model(CATALOG.get("phi-3.5-mini"), CATALOG, hardware, Options(context_tokens=131072))
+    speed, depth = judged_speed(requirement, verdict)
+    assert depth == 131072 and speed == verdict.estimate.speed.generation_tokens_per_s_full_context < verdict.speed
+    assert not fast_enough(requirement, verdict) and bound_ratio(requirement, verdict) == pytest.approx(speed / 10)

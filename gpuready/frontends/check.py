@@ -310,7 +310,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
             continue
         if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
             where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
-            reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict)}"
+            reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict, requirement)}"
             return Outcome(requirement, "met", reason)
         if best is None:
             best = verdict
@@ -340,7 +340,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
         cause = f"the {probes} probe{'s' if ' and ' in probes else ''} failed: " + "; ".join(p.message for p in failures)
         return Outcome(requirement, "unknown", f"could not tell: {cause}", tuple(dict.fromkeys(p.hint for p in failures if p.hint)))
     if verdict.level in RUNNABLE or verdict.level == "too-slow":
-        reason = f"{verdict.model_name}: {speed_text(verdict)}, needs {wanted_text(requirement, verdict)}"
+        reason = f"{verdict.model_name}: {speed_text(verdict, requirement)}, needs {wanted_text(requirement, verdict)}"
     else:
         reason = f"{verdict.model_name}: {verdict.cause or verdict.level}"
     if requirement.task and not requirement.model:
@@ -375,8 +375,8 @@ def speed_bounds(requirement: Requirement) -> tuple[tuple[float | None, str, int
 
 
 def fast_enough(requirement: Requirement, verdict) -> bool:
-    """Whether a verdict's headline speed meets the requirement's bound in the task's unit."""
-    speed = verdict.speed
+    """Whether a verdict's speed (judged_speed) meets the requirement's bound in the task's unit."""
+    speed = judged_speed(requirement, verdict)[0]
     for bound, unit, factor, floor in speed_bounds(requirement):
         if bound is None:
             continue
@@ -394,7 +394,7 @@ def fast_enough(requirement: Requirement, verdict) -> bool:
 def bound_ratio(requirement: Requirement, verdict) -> float | None:
     """How near a verdict comes to the requirement's speed and energy bounds: the product of speed / bound (inverted
     for an upper bound), 1 or more when met; None where the requirement sets none or a figure is missing."""
-    speed, ratio = verdict.speed, None
+    speed, ratio = judged_speed(requirement, verdict)[0], None
     for bound, unit, factor, floor in speed_bounds(requirement):
         if bound is not None:
             if not speed or verdict.speed_unit != unit:
@@ -408,20 +408,32 @@ def bound_ratio(requirement: Requirement, verdict) -> float | None:
     return ratio
 
 
-def speed_text(verdict) -> str:
-    text = _speed_text(verdict)
+def judged_speed(requirement: Requirement, verdict) -> tuple[float | None, int | None]:
+    """The speed a bound is compared with, and the context depth it is taken at: with --context, generation with the
+    KV cache filled to it (the 'context full' figure `estimate` prints), else the headline at an empty context (None).
+    Several users' batched speed already reads each user's cache, half full on average, so it stays the headline."""
+    speed = getattr(getattr(verdict.estimate, "speed", None), "generation_tokens_per_s_full_context", None)
+    if (requirement.context_tokens and verdict.speed_unit == "tokens/s" and speed is not None
+            and getattr(verdict.estimate, "batched", None) is None):
+        return speed, verdict.context_tokens
+    return verdict.speed, None
+
+
+def speed_text(verdict, requirement: Requirement | None = None) -> str:
+    text = _speed_text(verdict, *(judged_speed(requirement, verdict) if requirement else (verdict.speed, None)))
     energy = getattr(verdict, "energy", None)
     if energy is not None and energy.unit == WH_PER_1K_TOKENS:
         text += f", about {energy.wh:.2g} Wh per 1,000 tokens"
     return text
 
 
-def _speed_text(verdict) -> str:
-    speed, unit = verdict.speed, verdict.speed_unit
+def _speed_text(verdict, speed: float | None, depth: int | None) -> str:
+    unit = verdict.speed_unit
     if speed is None:
         return "speed unknown"
     if unit == "tokens/s":
-        return f"about {speed:.1f} tokens/s" if speed < 10 else f"about {speed:.0f} tokens/s"
+        text = f"about {speed:.1f} tokens/s" if speed < 10 else f"about {speed:.0f} tokens/s"
+        return text + (f" at {depth:,} tokens of context" if depth else "")
     if unit == "x realtime":
         return f"about {speed:.1f}x real time"
     if unit == "s/image":
