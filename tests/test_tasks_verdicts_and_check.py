@@ -290,3 +290,31 @@ def test_fast_enough_and_bound_ratio_compare_the_same_speed():
     speed, depth = judged_speed(requirement, verdict)
     assert depth == 131072 and speed == verdict.estimate.speed.generation_tokens_per_s_full_context < verdict.speed
     assert not fast_enough(requirement, verdict) and bound_ratio(requirement, verdict) == pytest.approx(speed / 10)
+
+
+def test_check_speech_needs_both_listening_and_speaking_and_names_the_part_that_failed(capsys):
+    pi = str(FIXTURES / "linux-raspberry-pi-5")
+    # Whisper tiny at about 24x real time passed `speech` alone; Piper, the fastest text to speech here, is about 11x.
+    code, out, _ = check(capsys, "--task", "speech", "--min-realtime", "12", "--machine", pi)
+    assert code == 1
+    assert out.strip() == ("FAIL task speech, >= 12x real time: no text-to-speech model meets it; closest: "
+                           "Piper (medium voice): about 11.3x real time, needs 12x real time")
+    code, out, _ = check(capsys, "--task", "speech", "--min-realtime", "5", "--machine", pi)
+    assert code == 0
+    assert out.startswith("ok   task speech, >= 5x real time: speech to text: Whisper ") and "; text to speech: Piper " in out
+    assert check(capsys, "--task", "speech-to-text", "--min-realtime", "12", "--machine", pi)[0] == 0
+
+
+def test_check_document_search_needs_embedding_and_reranking_the_chunk_rate_is_embeddings(capsys):
+    pi = str(FIXTURES / "linux-raspberry-pi-5")
+    code, out, _ = check(capsys, "--task", "document-search", "--min-chunks-per-minute", "800", "--machine", pi)
+    assert code == 0 and "embedding: all-MiniLM-L6-v2 runs" in out and "; reranking: " in out and "pairs/s" in out
+    code, out, _ = check(capsys, "--task", "document-search", "--min-chunks-per-minute", "1000", "--machine", pi)
+    assert code == 1 and "no embedding model meets it; closest: all-MiniLM-L6-v2" in out
+
+
+def test_a_part_of_a_task_failing_for_the_same_cause_says_it_once(capsys):
+    code, out, _ = check(capsys, "--task", "speech", "--placement", "gpu", "--machine", str(FIXTURES / "linux-raspberry-pi-5"))
+    assert code == 1 and out.strip() == "FAIL task speech, placement gpu: placement gpu needs a GPU: no GPU found"
+    code, out, err = check(capsys, "--task", "speech", "--quant", "int8", "--machine", RTX4090)
+    assert code == 2 and "no text-to-speech model has quantisation 'int8' (they have fp16, fp32)" in err

@@ -107,11 +107,12 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
             raise UsageError(f"model '{model.id}' has no quantisation '{requirement.quant}' (it has {', '.join(model.quants)})")
     elif requirement.quant:
         check_quant(requirement.quant, catalog)
-        # As `report --quant`, a task judges only its models with that variant: none is bad input, not a silent default.
-        variants = {v for m in registry.models_for(catalog, requirement.task) for v in m.quants} if requirement.task else set()
-        if variants and requirement.quant not in variants:
-            raise UsageError(f"no {requirement.task} model has quantisation '{requirement.quant}' "
-                             f"(they have {', '.join(sorted(variants))})")
+        # As `report --quant`, a task judges only its models with that variant: none is bad input, not a silent default
+        # (in each part of a task judged in parts).
+        for name in part_names(requirement.task) if requirement.task else ():
+            variants = {v for m in registry.models_for(catalog, name) for v in m.quants}
+            if variants and requirement.quant not in variants:
+                raise UsageError(f"no {name} model has quantisation '{requirement.quant}' (they have {', '.join(sorted(variants))})")
     task = requirement.task
     if requirement.model:
         own = catalog.get(requirement.model).task
@@ -127,6 +128,12 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
     if not (requirement.task or requirement.model or requirement.min_memory_bytes or requirement.min_gpu_memory_bytes):
         raise UsageError("nothing to check: give --task, --model, --min-memory, --min-gpu-memory or --requirements")
     return requirement
+
+
+def part_names(task: str) -> tuple[str, ...]:
+    """The parts a task is judged in, each on its own (speech: speech-to-text and text-to-speech), or the task alone."""
+    parent, group = registry.resolve(task)
+    return tuple(part.name for part in parent.groups) if group is None and parent.groups else (task,)
 
 
 # Which task each speed requirement is measured in, and its flag (for messages).
@@ -276,6 +283,24 @@ def _depends_failed(problems: list[Problem], names: tuple[str, ...]) -> Problem 
 
 
 
+# A bound of a task judged in parts that only one part measures (document search's chunks a minute is embedding's
+# speed; reranking is measured in pairs/s): the other parts are judged without it.
+PART_BOUNDS = {"min_chunks_per_minute": "embedding"}
+
+
+def _evaluate_parts(requirement: Requirement, parts: tuple[str, ...], *context) -> Outcome:
+    """A task judged in parts (speech: listening and speaking) is met only when every part has a model meeting it;
+    a failure gives the part's own line ('no text-to-speech model meets it; closest: ...')."""
+    outcomes = [evaluate(replace(requirement, task=part, **{key: None for key, only in PART_BOUNDS.items() if only != part}),
+                         *context) for part in parts]
+    for status in ("not-met", "unknown"):
+        failed = [outcome for outcome in outcomes if outcome.status == status]
+        if failed:  # one line for a cause the parts share (no GPU, a failed probe)
+            return Outcome(requirement, status, "; ".join(dict.fromkeys(o.reason for o in failed)),
+                           tuple(dict.fromkeys(hint for o in failed for hint in o.hints)))
+    return Outcome(requirement, "met", "; ".join(f"{registry.title(part).lower()}: {o.reason}" for part, o in zip(parts, outcomes)))
+
+
 # Placements that need a GPU (Options.placement: 'cpu' accepts anything).
 GPU_PLACEMENTS = ("gpu", "offload", "split")
 
@@ -285,6 +310,8 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
     if requirement.min_memory_bytes is not None or requirement.min_gpu_memory_bytes is not None:
         return _evaluate_memory(requirement, hardware, problems)
+    if requirement.task and not requirement.model and (parts := part_names(requirement.task)) != (requirement.task,):
+        return _evaluate_parts(requirement, parts, hardware, problems, catalog, measured_speeds)
     options = replace(requirement_options(requirement), measured_speeds=measured_speeds)
     if requirement.model:
         models = [catalog.get(requirement.model)]
