@@ -318,3 +318,12 @@ def test_a_part_of_a_task_failing_for_the_same_cause_says_it_once(capsys):
     assert code == 1 and out.strip() == "FAIL task speech, placement gpu: placement gpu needs a GPU: no GPU found"
     code, out, err = check(capsys, "--task", "speech", "--quant", "int8", "--machine", RTX4090)
     assert code == 2 and "no text-to-speech model has quantisation 'int8' (they have fp16, fp32)" in err
+
+
+def test_when_nothing_fits_the_closest_is_the_model_nearest_to_fitting_and_the_hints_are_its_own(capsys):
+    # It named Qwen3 235B (458.5 GB) as the closest with a 135 GB hint, where the report's smallest needs 5.5 GB.
+    code, out, err = check(capsys, "--task", "fine-tuning", "--machine", str(FIXTURES / "intel-uhd620-laptop"))
+    assert code == 1
+    assert out.strip() == ("FAIL task fine-tuning: no fine-tuning model meets it; closest: SmolLM2 1.7B Instruct: "
+                           "needs 5.5 GB, only 5.0 GB of system memory is available")
+    assert "135" not in err and "hint: at least 3.2 GB of free memory is needed" in err

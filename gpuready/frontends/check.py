@@ -330,7 +330,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
     judged = (registry.judge_model(m, catalog, hardware, options, requirement.task) for m in models)
-    runnable, short = [], []
+    runnable, unfit, short = [], [], []
     for verdict in sorted(judged, key=rank_key):
         if context_short(requirement, verdict):
             short.append(verdict)  # judged at its own maximum, so its answer is not about the context asked for
@@ -343,6 +343,8 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
             best = verdict
         if verdict.level in RUNNABLE or verdict.level == "too-slow":
             runnable.append(verdict)
+        elif verdict.level == "does-not-fit" and verdict.supported:
+            unfit.append(verdict)
     if best is None:  # every model's maximum context is below the context asked for: the longest is the closest
         verdict = max(short, key=lambda v: v.context_tokens)
         reason = (f"{verdict.model_name}: its maximum context is {verdict.context_tokens:,} tokens, "
@@ -354,6 +356,10 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     # best-ranked one at a quarter of its speed); the best-ranked where no bound can be compared.
     near = [(closeness, -position, v) for position, v in enumerate(runnable) if (closeness := bound_ratio(requirement, v))]
     verdict = max(near, key=lambda item: item[:2])[2] if near else best
+    if verdict.level == "does-not-fit" and verdict.supported:
+        # Nothing runs: the closest is the model nearest to fitting (the smallest shortfall), not the largest one.
+        verdict = min((v for v in unfit if v.memory_needed_bytes is not None and v.memory_available_bytes is not None),
+                      key=lambda v: v.memory_needed_bytes - v.memory_available_bytes, default=verdict)
     if requirement.max_wh_per_1k_tokens and verdict.level in RUNNABLE and getattr(verdict, "energy", None) is None:
         return Outcome(requirement, "unknown", f"could not tell: the power of the device {verdict.model_name} runs on is "
                                                "not known (no NVML power limit, not in catalog/power.toml)")
