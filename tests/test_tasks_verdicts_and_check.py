@@ -327,3 +327,43 @@ def test_when_nothing_fits_the_closest_is_the_model_nearest_to_fitting_and_the_h
     assert out.strip() == ("FAIL task fine-tuning: no fine-tuning model meets it; closest: SmolLM2 1.7B Instruct: "
                            "needs 5.5 GB, only 5.0 GB of system memory is available")
     assert "135" not in err and "hint: at least 3.2 GB of free memory is needed" in err
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('model = "llama-3.1-8b"\ncontext = -1', "require[0]: 'context' must be a positive whole number (got -1)"),
+    ('model = "llama-3.1-8b"\ncontext = 0', "require[0]: 'context' must be a positive whole number (got 0)"),
+    ('model = "llama-3.1-8b"\nmin_generation_tokens_per_s = -5', "require[0]: 'min_generation_tokens_per_s' must be positive"),
+    # The file's own key, not the flag (--sequence) it matches.
+    ('task = "fine-tuning"\nsequence = 0', "require[0]: 'sequence' must be a positive whole number (got 0)"),
+    ('task = "fine-tuning"\nmicro_batch = -2', "require[0]: 'micro_batch' must be a positive whole number (got -2)"),
+])
+def test_a_requirements_file_is_checked_as_the_flags_are(table, message, tmp_path, capsys):
+    path = tmp_path / "needs.toml"
+    path.write_text(f"[[require]]\n{table}\n")
+    code, out, err = check(capsys, "--machine", RTX4090, "--requirements", str(path))
+    assert code == 2 and out == ""
+    assert message in err and "--sequence" not in err and "--micro-batch" not in err and len(err.splitlines()) == 1
+
+
+def test_a_requirements_file_with_several_errors_says_them_on_one_line(tmp_path, capsys):
+    path = tmp_path / "needs.toml"
+    path.write_text('[[require]]\nmodel = "llama-3.1-8b"\nbogus = 1\nother = 2\n')
+    code, _, err = check(capsys, "--machine", RTX4090, "--requirements", str(path))
+    assert code == 2 and len(err.splitlines()) == 1 and "\\n" not in err
+    assert "unknown key 'bogus'; " in err and err.rstrip().endswith("unknown key 'other' (known keys: task, model, quant, "
+                                                                   "context, min_generation_tokens_per_s, placement, min_memory, "
+                                                                   "min_gpu_memory, min_realtime, max_seconds_per_image, "
+                                                                   "resolution, min_chunks_per_minute, documents, users, "
+                                                                   "max_wh_per_1k_tokens, method, sequence, micro_batch, "
+                                                                   "lora_rank, checkpointing)")
+
+
+@pytest.mark.parametrize("argv", [["--model", "llama-3.1-8b", "--min-speed", "nan"], ["--model", "llama-3.1-8b", "--min-speed", "inf"],
+                                  ["--task", "speech", "--min-realtime", "nan"], ["--model", "sdxl", "--max-seconds-per-image", "inf"],
+                                  ["--task", "document-search", "--min-chunks-per-minute", "nan"],
+                                  ["--task", "text-generation", "--max-wh-per-1k-tokens", "inf"]])
+def test_a_speed_flag_that_is_not_a_finite_number_is_bad_input(argv, capsys):
+    # nan and inf failed every model (exit 1), as if the machine were too slow.
+    code, out, err = check(capsys, "--machine", RTX4090, *argv)
+    assert code == 2 and out == ""
+    assert err == f"gpuready: error: {argv[2]} must be a positive finite number (got {argv[3]})\n"

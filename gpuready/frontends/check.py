@@ -216,10 +216,9 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
             elif isinstance(value, (int, float)) and not isinstance(value, bool) and (
                     abs(value) > 2**60 or value != value or abs(value) == float("inf")):
                 errors.append(f"{where}: '{key}' must be a finite number below 2^60 (got {_short(value)})")
-    if errors:
-        if any("unknown key" in error for error in errors):
-            errors.append(f"(known keys: {', '.join(_FILE_KEYS)})")
-        raise UsageError("\n  ".join(errors))
+    if errors:  # on one line, as every error is
+        known = f" (known keys: {', '.join(_FILE_KEYS)})" if any("unknown key" in error for error in errors) else ""
+        raise UsageError("; ".join(errors) + known)
     requirements = []
     for index, table in enumerate(tables):
         where = f"{path}: require[{index}]"
@@ -228,8 +227,8 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
                 task=table.get("task"),
                 model=table.get("model"),
                 quant=table.get("quant"),
-                context_tokens=table.get("context"),
-                min_generation_tokens_per_s=table.get("min_generation_tokens_per_s"),
+                context_tokens=_whole(table, "context"),
+                min_generation_tokens_per_s=_positive(table, "min_generation_tokens_per_s"),
                 placement=table.get("placement", "cpu"),
                 min_memory_bytes=parse_size(table["min_memory"]) if "min_memory" in table else None,
                 min_gpu_memory_bytes=parse_size(table["min_gpu_memory"]) if "min_gpu_memory" in table else None,
@@ -249,9 +248,11 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
 
 
 def _tuning(table: dict) -> dict:
-    """The fine-tuning keys of a requirements table, checked as the flags are."""
+    """The fine-tuning keys of a requirements table, checked as the flags are (an error names the key, not the flag)."""
     from gpuready.app import fine_tuning_options
 
+    for key in ("sequence", "micro_batch", "lora_rank"):
+        _whole(table, key)
     fine_tuning_options(table.get("method"), table.get("sequence"), table.get("micro_batch"), table.get("lora_rank"))
     return {"method": table.get("method"), "sequence_tokens": table.get("sequence"), "micro_batch": table.get("micro_batch"),
             "lora_rank": table.get("lora_rank"), "checkpointing": table.get("checkpointing")}
