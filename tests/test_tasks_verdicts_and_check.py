@@ -367,3 +367,20 @@ def test_a_speed_flag_that_is_not_a_finite_number_is_bad_input(argv, capsys):
     code, out, err = check(capsys, "--machine", RTX4090, *argv)
     assert code == 2 and out == ""
     assert err == f"gpuready: error: {argv[2]} must be a positive finite number (got {argv[3]})\n"
+
+
+def test_gpu_memory_that_is_unknown_is_could_not_tell_not_a_failure(capsys, tmp_path):
+    # A Jetson without /proc: its unified memory is system memory, unread; check said FAIL ... is unknown, exit 1.
+    code, out, err = check(capsys, "--min-gpu-memory", "8GB", "--machine", str(FIXTURES / "nvidia-jetson-agx-orin-l4t"))
+    assert code == 3
+    assert out.strip() == "??   GPU memory >= 8.0 GB: could not tell: the memory probe failed: cannot read /proc/meminfo"
+    assert err == "hint: Is /proc mounted? gpuready needs it to size system memory.\n"
+    # No probe to blame: the GPU's memory is simply not known.
+    main(["report", "--json", "--machine", RTX4090])
+    hardware = json.loads(capsys.readouterr().out)["hardware"]
+    hardware["gpus"][0].update(name="Some GPU", memory_total_bytes=None, memory_free_bytes=None, memory_usable_bytes=None,
+                               table_id=None)
+    path = tmp_path / "hardware.json"
+    path.write_text(json.dumps(hardware))
+    code, out, _ = check(capsys, "--min-gpu-memory", "8GB", "--hardware", str(path))
+    assert code == 3 and out.strip() == "??   GPU memory >= 8.0 GB: could not tell: usable GPU memory (Some GPU) is unknown"

@@ -498,7 +498,12 @@ def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: lis
         have = device.usable_memory_bytes if device else 0
         wanted = requirement.min_gpu_memory_bytes
         what = f"usable GPU memory ({device.name if device else no_gpu_words(hardware)})"
-        if (device is None or have is None) and failed:
+        if device is not None and have is None:
+            # A GPU whose memory is not known: could not tell, not a shortfall (unified memory is system memory's).
+            failed = failed or (_depends_failed(problems, ("memory",)) if device.unified else None)
+            cause = f"the {failed.probe} probe failed: {failed.message}" if failed else f"{what} is unknown"
+            return Outcome(requirement, "unknown", f"could not tell: {cause}", (failed.hint,) if failed and failed.hint else ())
+        if device is None and failed:
             return Outcome(requirement, "unknown", f"could not tell: the {failed.probe} probe failed: {failed.message}")
     else:
         failed = _depends_failed(problems, ("memory",))
