@@ -158,9 +158,7 @@ def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Har
     everything = catalog  # --with names any model, whatever --quant narrows the judged ones to
     options = request.options
     if options.quant:
-        known = set(catalog.quants) | {variant for model in catalog.models.values() for variant in model.quants}
-        if options.quant not in known:
-            raise UsageError(f"unknown quantisation '{options.quant}' (known: {', '.join(sorted(known))})")
+        check_quant(options.quant, catalog)
         catalog = Catalog({k: m for k, m in catalog.models.items() if options.quant in m.quants}, catalog.quants, catalog.files)
     loaded = Loaded(*hardware) if hardware else load(request)
     if loaded.applied is not None:
@@ -186,6 +184,13 @@ def with_models(hardware: Hardware, catalog: Catalog, options: Options):
 
     check_models(options.with_models, catalog, "--with")
     return reserve(hardware, catalog, options.with_models, options)
+
+
+def check_quant(quant: str, catalog: Catalog) -> None:
+    """A quantisation the user typed must be one the catalogue knows (a quants.toml entry or any model's variant)."""
+    known = set(catalog.quants) | {variant for model in catalog.models.values() for variant in model.quants}
+    if quant not in known:
+        raise UsageError(f"unknown quantisation '{quant}' (known: {', '.join(sorted(known))})")
 
 
 def check_models(model_ids, catalog: Catalog, flag: str | None = None) -> None:

@@ -78,11 +78,13 @@ def test_speech_reports_listening_and_speaking_separately(capsys):
 
 
 @pytest.mark.parametrize(("task", "model"), [("speech-to-text", "Whisper small"), ("text-to-speech", "Kokoro 82M"),
-                                             ("speech", "Whisper small")])
+                                             ("speech", "speech to text: Whisper small")])
 def test_check_takes_speech_to_text_and_text_to_speech_as_tasks(capsys, task, model):
     code, out, _ = run(capsys, "check", "--task", task, "--machine", DESKTOP)
     assert code == 0
     assert out.startswith(f"ok   task {task}: {model} runs well")
+    if task == "speech":  # both parts, each with its own model
+        assert "; text to speech: Kokoro 82M runs well" in out
 
 
 def test_the_text_summary_has_one_table_per_group_each_in_one_unit(capsys):

@@ -228,3 +228,169 @@ def test_a_model_too_big_for_gpu_and_system_memory_names_both_figures(capsys):
     assert verdict["level"] == "does-not-fit"
     assert verdict["cause"] == ("needs 88.4 GB; 22.4 GB is usable on NVIDIA GeForce RTX 4090 and 55.3 GB of system memory "
                                 "is available")
+
+
+# --- check: what it must not ignore or misreport ----------------------------------------
+
+RTX4090 = str(FIXTURES / "nvidia-rtx4090")
+
+
+def check(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["check", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_check_names_an_unknown_quantisation_as_report_does_not_an_internal_error(capsys):
+    code, out, err = check(capsys, "--task", "text-generation", "--quant", "NOPE", "--machine", RTX4090)
+    assert code == 2 and out == ""
+    assert err.startswith("gpuready: error: unknown quantisation 'NOPE' (known: ") and len(err.splitlines()) == 1
+
+
+def test_check_rejects_a_quantisation_no_model_of_the_task_has_naming_the_tasks_variants(capsys):
+    # It answered ok with FLUX's q8_0, the Q4_K_M asked for silently dropped.
+    code, out, err = check(capsys, "--task", "image-generation", "--quant", "Q4_K_M", "--machine", RTX4090)
+    assert code == 2 and out == ""
+    assert err.startswith("gpuready: error: no image-generation model has quantisation 'Q4_K_M' (they have ")
+    assert "q8_0" in err and "nf4" in err
+    code, out, _ = check(capsys, "--task", "image-generation", "--quant", "q8_0", "--machine", RTX4090)
+    assert code == 0 and ": q8_0 on GPU" in out
+
+
+@pytest.mark.parametrize(("model", "context", "maximum"), [("olmo-2-7b", "32768", "4,096"), ("llama-3.1-8b", "10000000", "131,072")])
+def test_check_fails_a_model_whose_maximum_context_is_below_the_context_asked_for(capsys, model, context, maximum):
+    # The judged context is capped at the model's maximum, and check answered ok at a context the model cannot hold.
+    code, out, _ = check(capsys, "--model", model, "--context", context, "--machine", RTX4090)
+    assert code == 1
+    assert out.startswith(f"FAIL model {model} @ {int(context):,} tokens: ")
+    assert out.rstrip().endswith(f"its maximum context is {maximum} tokens, fewer than the {int(context):,} asked for")
+    assert check(capsys, "--model", "olmo-2-7b", "--context", "4096", "--machine", RTX4090)[0] == 0
+
+
+def test_check_task_counts_only_models_that_take_the_context_asked_for(capsys):
+    code, out, _ = check(capsys, "--task", "text-generation", "--context", "200000", "--machine", RTX4090)
+    assert code == 0 and out.startswith("ok   task text-generation @ 200,000 tokens: Mistral Nemo")  # 1,024,000; the rest 131,072 or less
+    code, out, _ = check(capsys, "--task", "text-generation", "--context", "10000000", "--machine", RTX4090)
+    assert code == 1
+    assert out.strip() == ("FAIL task text-generation @ 10,000,000 tokens: no text-generation model meets it; closest: Mistral Nemo "
+                           "Instruct 2407 (12B): its maximum context is 1,024,000 tokens, fewer than the 10,000,000 asked for")
+
+
+def test_check_judges_min_speed_at_the_context_asked_for_and_says_which_speed_it_compared(capsys):
+    mac = str(FIXTURES / "mac-m3-max-40c-64gb")
+    # About 23 tokens/s at an empty context passed a 10 tokens/s floor; with 131,072 tokens of cache it is 2.4.
+    code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--context", "131072", "--min-speed", "10", "--machine", mac)
+    assert code == 1
+    assert out.strip() == ("FAIL model phi-3.5-mini @ 131,072 tokens, >= 10 tokens/s: Phi-3.5 mini instruct: "
+                           "about 2.4 tokens/s at 131,072 tokens of context, needs 10 tokens/s")
+    code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--context", "131072", "--min-speed", "2", "--machine", mac)
+    assert code == 0 and out.rstrip().endswith("about 2.4 tokens/s at 131,072 tokens of context")
+    # Without --context, the headline speed at an empty context, as before.
+    code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--min-speed", "10", "--machine", mac)
+    assert code == 0 and "tokens of context" not in out
+
+
+def test_fast_enough_and_bound_ratio_compare_the_same_speed():
+    from gpuready.frontends.check import Requirement, bound_ratio, fast_enough, judged_speed
+    from gpuready.tasks.registry import judge_model
+
+    hardware, _ = probe_hardware(ReplayHost(FIXTURES / "mac-m3-max-40c-64gb"))
+    requirement = Requirement(model="phi-3.5-mini", context_tokens=131072, min_generation_tokens_per_s=10)
+    verdict = judge_model(CATALOG.get("phi-3.5-mini"), CATALOG, hardware, Options(context_tokens=131072))
+    speed, depth = judged_speed(requirement, verdict)
+    assert depth == 131072 and speed == verdict.estimate.speed.generation_tokens_per_s_full_context < verdict.speed
+    assert not fast_enough(requirement, verdict) and bound_ratio(requirement, verdict) == pytest.approx(speed / 10)
+
+
+def test_check_speech_needs_both_listening_and_speaking_and_names_the_part_that_failed(capsys):
+    pi = str(FIXTURES / "linux-raspberry-pi-5")
+    # Whisper tiny at about 24x real time passed `speech` alone; Piper, the fastest text to speech here, is about 11x.
+    code, out, _ = check(capsys, "--task", "speech", "--min-realtime", "12", "--machine", pi)
+    assert code == 1
+    assert out.strip() == ("FAIL task speech, >= 12x real time: no text-to-speech model meets it; closest: "
+                           "Piper (medium voice): about 11.3x real time, needs 12x real time")
+    code, out, _ = check(capsys, "--task", "speech", "--min-realtime", "5", "--machine", pi)
+    assert code == 0
+    assert out.startswith("ok   task speech, >= 5x real time: speech to text: Whisper ") and "; text to speech: Piper " in out
+    assert check(capsys, "--task", "speech-to-text", "--min-realtime", "12", "--machine", pi)[0] == 0
+
+
+def test_check_document_search_needs_embedding_and_reranking_the_chunk_rate_is_embeddings(capsys):
+    pi = str(FIXTURES / "linux-raspberry-pi-5")
+    code, out, _ = check(capsys, "--task", "document-search", "--min-chunks-per-minute", "800", "--machine", pi)
+    assert code == 0 and "embedding: all-MiniLM-L6-v2 runs" in out and "; reranking: " in out and "pairs/s" in out
+    code, out, _ = check(capsys, "--task", "document-search", "--min-chunks-per-minute", "1000", "--machine", pi)
+    assert code == 1 and "no embedding model meets it; closest: all-MiniLM-L6-v2" in out
+
+
+def test_a_part_of_a_task_failing_for_the_same_cause_says_it_once(capsys):
+    code, out, _ = check(capsys, "--task", "speech", "--placement", "gpu", "--machine", str(FIXTURES / "linux-raspberry-pi-5"))
+    assert code == 1 and out.strip() == "FAIL task speech, placement gpu: placement gpu needs a GPU: no GPU found"
+    code, out, err = check(capsys, "--task", "speech", "--quant", "int8", "--machine", RTX4090)
+    assert code == 2 and "no text-to-speech model has quantisation 'int8' (they have fp16, fp32)" in err
+
+
+def test_when_nothing_fits_the_closest_is_the_model_nearest_to_fitting_and_the_hints_are_its_own(capsys):
+    # It named Qwen3 235B (458.5 GB) as the closest with a 135 GB hint, where the report's smallest needs 5.5 GB.
+    code, out, err = check(capsys, "--task", "fine-tuning", "--machine", str(FIXTURES / "intel-uhd620-laptop"))
+    assert code == 1
+    assert out.strip() == ("FAIL task fine-tuning: no fine-tuning model meets it; closest: SmolLM2 1.7B Instruct: "
+                           "needs 5.5 GB, only 5.0 GB of system memory is available")
+    assert "135" not in err and "hint: at least 3.2 GB of free memory is needed" in err
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('model = "llama-3.1-8b"\ncontext = -1', "require[0]: 'context' must be a positive whole number (got -1)"),
+    ('model = "llama-3.1-8b"\ncontext = 0', "require[0]: 'context' must be a positive whole number (got 0)"),
+    ('model = "llama-3.1-8b"\nmin_generation_tokens_per_s = -5', "require[0]: 'min_generation_tokens_per_s' must be positive"),
+    # The file's own key, not the flag (--sequence) it matches.
+    ('task = "fine-tuning"\nsequence = 0', "require[0]: 'sequence' must be a positive whole number (got 0)"),
+    ('task = "fine-tuning"\nmicro_batch = -2', "require[0]: 'micro_batch' must be a positive whole number (got -2)"),
+])
+def test_a_requirements_file_is_checked_as_the_flags_are(table, message, tmp_path, capsys):
+    path = tmp_path / "needs.toml"
+    path.write_text(f"[[require]]\n{table}\n")
+    code, out, err = check(capsys, "--machine", RTX4090, "--requirements", str(path))
+    assert code == 2 and out == ""
+    assert message in err and "--sequence" not in err and "--micro-batch" not in err and len(err.splitlines()) == 1
+
+
+def test_a_requirements_file_with_several_errors_says_them_on_one_line(tmp_path, capsys):
+    path = tmp_path / "needs.toml"
+    path.write_text('[[require]]\nmodel = "llama-3.1-8b"\nbogus = 1\nother = 2\n')
+    code, _, err = check(capsys, "--machine", RTX4090, "--requirements", str(path))
+    assert code == 2 and len(err.splitlines()) == 1 and "\\n" not in err
+    assert "unknown key 'bogus'; " in err and err.rstrip().endswith("unknown key 'other' (known keys: task, model, quant, "
+                                                                   "context, min_generation_tokens_per_s, placement, min_memory, "
+                                                                   "min_gpu_memory, min_realtime, max_seconds_per_image, "
+                                                                   "resolution, min_chunks_per_minute, documents, users, "
+                                                                   "max_wh_per_1k_tokens, method, sequence, micro_batch, "
+                                                                   "lora_rank, checkpointing)")
+
+
+@pytest.mark.parametrize("argv", [["--model", "llama-3.1-8b", "--min-speed", "nan"], ["--model", "llama-3.1-8b", "--min-speed", "inf"],
+                                  ["--task", "speech", "--min-realtime", "nan"], ["--model", "sdxl", "--max-seconds-per-image", "inf"],
+                                  ["--task", "document-search", "--min-chunks-per-minute", "nan"],
+                                  ["--task", "text-generation", "--max-wh-per-1k-tokens", "inf"]])
+def test_a_speed_flag_that_is_not_a_finite_number_is_bad_input(argv, capsys):
+    # nan and inf failed every model (exit 1), as if the machine were too slow.
+    code, out, err = check(capsys, "--machine", RTX4090, *argv)
+    assert code == 2 and out == ""
+    assert err == f"gpuready: error: {argv[2]} must be a positive finite number (got {argv[3]})\n"
+
+
+def test_gpu_memory_that_is_unknown_is_could_not_tell_not_a_failure(capsys, tmp_path):
+    # A Jetson without /proc: its unified memory is system memory, unread; check said FAIL ... is unknown, exit 1.
+    code, out, err = check(capsys, "--min-gpu-memory", "8GB", "--machine", str(FIXTURES / "nvidia-jetson-agx-orin-l4t"))
+    assert code == 3
+    assert out.strip() == "??   GPU memory >= 8.0 GB: could not tell: the memory probe failed: cannot read /proc/meminfo"
+    assert err == "hint: Is /proc mounted? gpuready needs it to size system memory.\n"
+    # No probe to blame: the GPU's memory is simply not known.
+    main(["report", "--json", "--machine", RTX4090])
+    hardware = json.loads(capsys.readouterr().out)["hardware"]
+    hardware["gpus"][0].update(name="Some GPU", memory_total_bytes=None, memory_free_bytes=None, memory_usable_bytes=None,
+                               table_id=None)
+    path = tmp_path / "hardware.json"
+    path.write_text(json.dumps(hardware))
+    code, out, _ = check(capsys, "--min-gpu-memory", "8GB", "--hardware", str(path))
+    assert code == 3 and out.strip() == "??   GPU memory >= 8.0 GB: could not tell: usable GPU memory (Some GPU) is unknown"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpuready.app import check_models
+from gpuready.app import check_models, check_quant
 from gpuready.catalog.loader import Catalog, CatalogError, read_toml
 from gpuready.errors import ExitCode, UsageError
 from gpuready.hardware import Hardware, Problem
@@ -56,14 +56,14 @@ class Requirement:
             text = f"model {self.model}" + (f" ({self.task})" if self.task else "")
             if self.quant:
                 text += f" {self.quant}"
-            if self.context_tokens:
-                text += f" @ {self.context_tokens:,} tokens"
         elif self.task:
-            text = f"task {self.task}"
+            text = f"task {self.task}" + (f" {self.quant}" if self.quant else "")
         elif self.min_gpu_memory_bytes:
             text = f"GPU memory >= {fmt_gb(self.min_gpu_memory_bytes)}"
         else:
             text = f"memory >= {fmt_gb(self.min_memory_bytes)}"
+        if self.context_tokens and (self.model or self.task):
+            text += f" @ {self.context_tokens:,} tokens"
         for key, phrase in LABEL_PHRASES:
             value = getattr(self, key)
             if value:
@@ -105,6 +105,14 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
         model = catalog.get(requirement.model)
         if requirement.quant and requirement.quant not in model.quants:
             raise UsageError(f"model '{model.id}' has no quantisation '{requirement.quant}' (it has {', '.join(model.quants)})")
+    elif requirement.quant:
+        check_quant(requirement.quant, catalog)
+        # As `report --quant`, a task judges only its models with that variant: none is bad input, not a silent default
+        # (in each part of a task judged in parts).
+        for name in part_names(requirement.task) if requirement.task else ():
+            variants = {v for m in registry.models_for(catalog, name) for v in m.quants}
+            if variants and requirement.quant not in variants:
+                raise UsageError(f"no {name} model has quantisation '{requirement.quant}' (they have {', '.join(sorted(variants))})")
     task = requirement.task
     if requirement.model:
         own = catalog.get(requirement.model).task
@@ -120,6 +128,12 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
     if not (requirement.task or requirement.model or requirement.min_memory_bytes or requirement.min_gpu_memory_bytes):
         raise UsageError("nothing to check: give --task, --model, --min-memory, --min-gpu-memory or --requirements")
     return requirement
+
+
+def part_names(task: str) -> tuple[str, ...]:
+    """The parts a task is judged in, each on its own (speech: speech-to-text and text-to-speech), or the task alone."""
+    parent, group = registry.resolve(task)
+    return tuple(part.name for part in parent.groups) if group is None and parent.groups else (task,)
 
 
 # Which task each speed requirement is measured in, and its flag (for messages).
@@ -202,10 +216,9 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
             elif isinstance(value, (int, float)) and not isinstance(value, bool) and (
                     abs(value) > 2**60 or value != value or abs(value) == float("inf")):
                 errors.append(f"{where}: '{key}' must be a finite number below 2^60 (got {_short(value)})")
-    if errors:
-        if any("unknown key" in error for error in errors):
-            errors.append(f"(known keys: {', '.join(_FILE_KEYS)})")
-        raise UsageError("\n  ".join(errors))
+    if errors:  # on one line, as every error is
+        known = f" (known keys: {', '.join(_FILE_KEYS)})" if any("unknown key" in error for error in errors) else ""
+        raise UsageError("; ".join(errors) + known)
     requirements = []
     for index, table in enumerate(tables):
         where = f"{path}: require[{index}]"
@@ -214,8 +227,8 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
                 task=table.get("task"),
                 model=table.get("model"),
                 quant=table.get("quant"),
-                context_tokens=table.get("context"),
-                min_generation_tokens_per_s=table.get("min_generation_tokens_per_s"),
+                context_tokens=_whole(table, "context"),
+                min_generation_tokens_per_s=_positive(table, "min_generation_tokens_per_s"),
                 placement=table.get("placement", "cpu"),
                 min_memory_bytes=parse_size(table["min_memory"]) if "min_memory" in table else None,
                 min_gpu_memory_bytes=parse_size(table["min_gpu_memory"]) if "min_gpu_memory" in table else None,
@@ -235,9 +248,11 @@ def load_requirements(path: Path, catalog: Catalog) -> list[Requirement]:
 
 
 def _tuning(table: dict) -> dict:
-    """The fine-tuning keys of a requirements table, checked as the flags are."""
+    """The fine-tuning keys of a requirements table, checked as the flags are (an error names the key, not the flag)."""
     from gpuready.app import fine_tuning_options
 
+    for key in ("sequence", "micro_batch", "lora_rank"):
+        _whole(table, key)
     fine_tuning_options(table.get("method"), table.get("sequence"), table.get("micro_batch"), table.get("lora_rank"))
     return {"method": table.get("method"), "sequence_tokens": table.get("sequence"), "micro_batch": table.get("micro_batch"),
             "lora_rank": table.get("lora_rank"), "checkpointing": table.get("checkpointing")}
@@ -269,6 +284,24 @@ def _depends_failed(problems: list[Problem], names: tuple[str, ...]) -> Problem 
 
 
 
+# A bound of a task judged in parts that only one part measures (document search's chunks a minute is embedding's
+# speed; reranking is measured in pairs/s): the other parts are judged without it.
+PART_BOUNDS = {"min_chunks_per_minute": "embedding"}
+
+
+def _evaluate_parts(requirement: Requirement, parts: tuple[str, ...], *context) -> Outcome:
+    """A task judged in parts (speech: listening and speaking) is met only when every part has a model meeting it;
+    a failure gives the part's own line ('no text-to-speech model meets it; closest: ...')."""
+    outcomes = [evaluate(replace(requirement, task=part, **{key: None for key, only in PART_BOUNDS.items() if only != part}),
+                         *context) for part in parts]
+    for status in ("not-met", "unknown"):
+        failed = [outcome for outcome in outcomes if outcome.status == status]
+        if failed:  # one line for a cause the parts share (no GPU, a failed probe)
+            return Outcome(requirement, status, "; ".join(dict.fromkeys(o.reason for o in failed)),
+                           tuple(dict.fromkeys(hint for o in failed for hint in o.hints)))
+    return Outcome(requirement, "met", "; ".join(f"{registry.title(part).lower()}: {o.reason}" for part, o in zip(parts, outcomes)))
+
+
 # Placements that need a GPU (Options.placement: 'cpu' accepts anything).
 GPU_PLACEMENTS = ("gpu", "offload", "split")
 
@@ -278,11 +311,13 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
     if requirement.min_memory_bytes is not None or requirement.min_gpu_memory_bytes is not None:
         return _evaluate_memory(requirement, hardware, problems)
+    if requirement.task and not requirement.model and (parts := part_names(requirement.task)) != (requirement.task,):
+        return _evaluate_parts(requirement, parts, hardware, problems, catalog, measured_speeds)
     options = replace(requirement_options(requirement), measured_speeds=measured_speeds)
     if requirement.model:
         models = [catalog.get(requirement.model)]
     else:
-        models = registry.models_for(catalog, requirement.task)
+        models = [m for m in registry.models_for(catalog, requirement.task) if not requirement.quant or requirement.quant in m.quants]
         if not models:
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
     if requirement.placement in GPU_PLACEMENTS and gpu_device(hardware) is None:
@@ -296,20 +331,36 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
     judged = (registry.judge_model(m, catalog, hardware, options, requirement.task) for m in models)
-    runnable = []
+    runnable, unfit, short = [], [], []
     for verdict in sorted(judged, key=rank_key):
+        if context_short(requirement, verdict):
+            short.append(verdict)  # judged at its own maximum, so its answer is not about the context asked for
+            continue
         if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
             where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
-            reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict)}"
+            reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict, requirement)}"
             return Outcome(requirement, "met", reason)
         if best is None:
             best = verdict
         if verdict.level in RUNNABLE or verdict.level == "too-slow":
             runnable.append(verdict)
+        elif verdict.level == "does-not-fit" and verdict.supported:
+            unfit.append(verdict)
+    if best is None:  # every model's maximum context is below the context asked for: the longest is the closest
+        verdict = max(short, key=lambda v: v.context_tokens)
+        reason = (f"{verdict.model_name}: its maximum context is {verdict.context_tokens:,} tokens, "
+                  f"fewer than the {requirement.context_tokens:,} asked for")
+        if requirement.task and not requirement.model:
+            reason = f"no {requirement.task} model meets it; closest: {reason}"
+        return Outcome(requirement, "not-met", reason)
     # The closest to a speed or energy bound is the model nearest to it (--min-speed 500: the fastest model, not the
     # best-ranked one at a quarter of its speed); the best-ranked where no bound can be compared.
     near = [(closeness, -position, v) for position, v in enumerate(runnable) if (closeness := bound_ratio(requirement, v))]
     verdict = max(near, key=lambda item: item[:2])[2] if near else best
+    if verdict.level == "does-not-fit" and verdict.supported:
+        # Nothing runs: the closest is the model nearest to fitting (the smallest shortfall), not the largest one.
+        verdict = min((v for v in unfit if v.memory_needed_bytes is not None and v.memory_available_bytes is not None),
+                      key=lambda v: v.memory_needed_bytes - v.memory_available_bytes, default=verdict)
     if requirement.max_wh_per_1k_tokens and verdict.level in RUNNABLE and getattr(verdict, "energy", None) is None:
         return Outcome(requirement, "unknown", f"could not tell: the power of the device {verdict.model_name} runs on is "
                                                "not known (no NVML power limit, not in catalog/power.toml)")
@@ -323,12 +374,18 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
         cause = f"the {probes} probe{'s' if ' and ' in probes else ''} failed: " + "; ".join(p.message for p in failures)
         return Outcome(requirement, "unknown", f"could not tell: {cause}", tuple(dict.fromkeys(p.hint for p in failures if p.hint)))
     if verdict.level in RUNNABLE or verdict.level == "too-slow":
-        reason = f"{verdict.model_name}: {speed_text(verdict)}, needs {wanted_text(requirement, verdict)}"
+        reason = f"{verdict.model_name}: {speed_text(verdict, requirement)}, needs {wanted_text(requirement, verdict)}"
     else:
         reason = f"{verdict.model_name}: {verdict.cause or verdict.level}"
     if requirement.task and not requirement.model:
         reason = f"no {requirement.task} model meets it; closest: {reason}"
     return Outcome(requirement, "not-met", reason, verdict.suggestions)
+
+
+def context_short(requirement: Requirement, verdict) -> bool:
+    """Whether a text model's maximum context is below the context asked for (the verdict is judged at its maximum)."""
+    return (verdict.task == "text-generation" and requirement.context_tokens is not None
+            and verdict.context_tokens is not None and verdict.context_tokens < requirement.context_tokens)
 
 
 def requirement_options(requirement: Requirement) -> Options:
@@ -352,8 +409,8 @@ def speed_bounds(requirement: Requirement) -> tuple[tuple[float | None, str, int
 
 
 def fast_enough(requirement: Requirement, verdict) -> bool:
-    """Whether a verdict's headline speed meets the requirement's bound in the task's unit."""
-    speed = verdict.speed
+    """Whether a verdict's speed (judged_speed) meets the requirement's bound in the task's unit."""
+    speed = judged_speed(requirement, verdict)[0]
     for bound, unit, factor, floor in speed_bounds(requirement):
         if bound is None:
             continue
@@ -371,7 +428,7 @@ def fast_enough(requirement: Requirement, verdict) -> bool:
 def bound_ratio(requirement: Requirement, verdict) -> float | None:
     """How near a verdict comes to the requirement's speed and energy bounds: the product of speed / bound (inverted
     for an upper bound), 1 or more when met; None where the requirement sets none or a figure is missing."""
-    speed, ratio = verdict.speed, None
+    speed, ratio = judged_speed(requirement, verdict)[0], None
     for bound, unit, factor, floor in speed_bounds(requirement):
         if bound is not None:
             if not speed or verdict.speed_unit != unit:
@@ -385,20 +442,32 @@ def bound_ratio(requirement: Requirement, verdict) -> float | None:
     return ratio
 
 
-def speed_text(verdict) -> str:
-    text = _speed_text(verdict)
+def judged_speed(requirement: Requirement, verdict) -> tuple[float | None, int | None]:
+    """The speed a bound is compared with, and the context depth it is taken at: with --context, generation with the
+    KV cache filled to it (the 'context full' figure `estimate` prints), else the headline at an empty context (None).
+    Several users' batched speed already reads each user's cache, half full on average, so it stays the headline."""
+    speed = getattr(getattr(verdict.estimate, "speed", None), "generation_tokens_per_s_full_context", None)
+    if (requirement.context_tokens and verdict.speed_unit == "tokens/s" and speed is not None
+            and getattr(verdict.estimate, "batched", None) is None):
+        return speed, verdict.context_tokens
+    return verdict.speed, None
+
+
+def speed_text(verdict, requirement: Requirement | None = None) -> str:
+    text = _speed_text(verdict, *(judged_speed(requirement, verdict) if requirement else (verdict.speed, None)))
     energy = getattr(verdict, "energy", None)
     if energy is not None and energy.unit == WH_PER_1K_TOKENS:
         text += f", about {energy.wh:.2g} Wh per 1,000 tokens"
     return text
 
 
-def _speed_text(verdict) -> str:
-    speed, unit = verdict.speed, verdict.speed_unit
+def _speed_text(verdict, speed: float | None, depth: int | None) -> str:
+    unit = verdict.speed_unit
     if speed is None:
         return "speed unknown"
     if unit == "tokens/s":
-        return f"about {speed:.1f} tokens/s" if speed < 10 else f"about {speed:.0f} tokens/s"
+        text = f"about {speed:.1f} tokens/s" if speed < 10 else f"about {speed:.0f} tokens/s"
+        return text + (f" at {depth:,} tokens of context" if depth else "")
     if unit == "x realtime":
         return f"about {speed:.1f}x real time"
     if unit == "s/image":
@@ -429,7 +498,12 @@ def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: lis
         have = device.usable_memory_bytes if device else 0
         wanted = requirement.min_gpu_memory_bytes
         what = f"usable GPU memory ({device.name if device else no_gpu_words(hardware)})"
-        if (device is None or have is None) and failed:
+        if device is not None and have is None:
+            # A GPU whose memory is not known: could not tell, not a shortfall (unified memory is system memory's).
+            failed = failed or (_depends_failed(problems, ("memory",)) if device.unified else None)
+            cause = f"the {failed.probe} probe failed: {failed.message}" if failed else f"{what} is unknown"
+            return Outcome(requirement, "unknown", f"could not tell: {cause}", (failed.hint,) if failed and failed.hint else ())
+        if device is None and failed:
             return Outcome(requirement, "unknown", f"could not tell: the {failed.probe} probe failed: {failed.message}")
     else:
         failed = _depends_failed(problems, ("memory",))

@@ -109,8 +109,8 @@ def cmd_check(args) -> int:
               "--max-seconds-per-image": args.max_seconds_per_image, "--min-chunks-per-minute": args.min_chunks_per_minute,
               "--max-wh-per-1k-tokens": args.max_wh_per_1k_tokens}
     for flag, value in speeds.items():
-        if value is not None and value <= 0:
-            raise UsageError(f"{flag} must be positive")
+        if value is not None and not 0 < value < float("inf"):  # nan and inf too: no speed meets or misses them
+            raise UsageError(f"{flag} must be a positive finite number (got {value:g})")
     if args.task or args.model:
         requirements.append(
             validate(
