@@ -9,7 +9,7 @@ serial numbers or UUIDs.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuready import __version__
@@ -167,7 +167,19 @@ def verdict_json(verdict: Verdict) -> dict:
     return data
 
 
-def report_json(report: Report) -> dict:
+def only_task(report: Report, task: str) -> tuple[tuple[TaskSummary, ...], tuple[Verdict, ...]]:
+    """The summaries and verdicts of one task, or of one group of a task (text-to-speech: the speech summary with
+    that group's alone), as `report --task` shows them."""
+    parent, group = registry.resolve(task)
+    tasks = tuple(replace(s, groups=tuple(g for g in s.groups if g.task == group.name)) if group else s
+                  for s in report.tasks if s.task == parent.name)
+    verdicts = tuple(v for v in report.verdicts if v.task == parent.name and (group is None or v.group == group.name))
+    return tasks, verdicts
+
+
+def report_json(report: Report, task: str | None = None) -> dict:
+    """The JSON report; ``task`` (--task) keeps that task's summary and verdicts alone, and settings say so."""
+    tasks, verdicts = only_task(report, task) if task else (report.tasks, report.verdicts)
     return {
         "schema_version": report.schema_version,
         "gpuready_version": report.gpuready_version,
@@ -184,18 +196,19 @@ def report_json(report: Report) -> dict:
             "checkpointing": report.options.checkpointing,
             "users": report.options.users,
             "with": list(report.options.with_models),
+            "task": task,
         },
         "resident": [verdict_json(v) for v in report.resident],
         "hardware": hardware_json(report.hardware),
-        "tasks": [to_dict(task) for task in report.tasks],
-        "verdicts": [verdict_json(v) for v in report.verdicts],
+        "tasks": [to_dict(summary) for summary in tasks],
+        "verdicts": [verdict_json(v) for v in verdicts],
         "problems": [to_dict(p) for p in report.problems],
         "levels": list(LEVELS),
     } | ({"measured": to_dict(report.measured)} if report.measured is not None else {})
 
 
-def dumps(report: Report) -> str:
-    return json.dumps(report_json(report), indent=2) + "\n"
+def dumps(report: Report, task: str | None = None) -> str:
+    return json.dumps(report_json(report, task), indent=2) + "\n"
 
 
 def load_hardware_json(text: str, where: str) -> Hardware:

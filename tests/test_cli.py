@@ -334,6 +334,23 @@ def test_a_report_with_every_setting_given_matches_the_schema(capsys, argv):
     jsonschema.validate(json.loads(out), SCHEMA)
 
 
+@pytest.mark.parametrize("task, group", [("speech", None), ("text-to-speech", "text-to-speech"), ("fine-tuning", None)])
+def test_report_json_with_a_task_holds_that_task_alone_and_says_so(capsys, task, group):
+    # --task filtered the text output only: the JSON held every task and all 120 verdicts, its settings silent.
+    machine = str(FIXTURES / "nvidia-rtx4090")
+    whole = json.loads(run(capsys, "report", "--json", "--machine", machine)[1])
+    code, out, err = run(capsys, "report", "--json", "--task", task, "--machine", machine)
+    assert code == 0, err
+    data = json.loads(out)
+    jsonschema.validate(data, SCHEMA)
+    parent = "speech" if group else task
+    assert data["settings"]["task"] == task and whole["settings"]["task"] is None
+    summary = next(t for t in whole["tasks"] if t["task"] == parent)
+    assert data["tasks"] == [{**summary, "groups": [g for g in summary["groups"] if group is None or g["task"] == group]}]
+    assert data["verdicts"] == [v for v in whole["verdicts"] if v["task"] == parent and (group is None or v["group"] == group)]
+    assert data["verdicts"] and len(data["verdicts"]) < len(whole["verdicts"])
+
+
 def test_check_could_not_tell_names_every_failed_probe_the_task_needs(capsys):
     # A Jetson container without /proc: the CPU and the memory are both unread, and the unread memory is what leaves
     # the fit unknown; the line said only "the cpu probe failed".
