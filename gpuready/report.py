@@ -70,10 +70,12 @@ def level_words(level: str) -> str:
     return level.replace("-", " ")
 
 
-def summarise(name: str, mine: list[Verdict], failed: set[str]) -> TaskSummary:
-    """Ready when some model runs well; limited when the best only runs or runs slowly."""
+def summarise(name: str, mine: list[Verdict], failed: set[str], quant: str | None = None) -> TaskSummary:
+    """Ready when some model runs well; limited when the best only runs or runs slowly. Not assessed when no model
+    was judged: none in the catalogue, or (``quant``, --quant) none offering that variant."""
     if not mine:
-        return TaskSummary(name, "not-assessed", None, None, "no models for this task in the catalogue yet")
+        why = f"no model of this task has variant {quant}" if quant else "no models for this task in the catalogue yet"
+        return TaskSummary(name, "not-assessed", None, None, why)
     best = mine[0]
     unknown = next((v for v in mine if v.level == "unknown"), None)
     if best.level == "runs-well":
@@ -99,14 +101,14 @@ def summarise(name: str, mine: list[Verdict], failed: set[str]) -> TaskSummary:
                        best.model_name if status in ("ready", "limited") else None, text)
 
 
-def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> TaskSummary:
+def summarise_task(task: str, verdicts: list[Verdict], failed: set[str], quant: str | None = None) -> TaskSummary:
     """The task's summary; a task with groups (speech) names each group's best, not one best for all."""
     mine = [v for v in verdicts if v.task == task]
-    summary = summarise(task, mine, failed)
+    summary = summarise(task, mine, failed, quant)
     groups = registry.get(task).groups if task in registry.names() else ()
     if not groups or not mine:
         return summary
-    parts = tuple(summarise(group.name, [v for v in mine if v.group == group.name], failed) for group in groups)
+    parts = tuple(summarise(group.name, [v for v in mine if v.group == group.name], failed, quant) for group in groups)
     running = sum(1 for v in mine if v.level in RUNNABLE)
     bests = "; ".join(_best_of_group(part, mine) for part in parts)
     text = f"{running} of {len(mine)} models usable; {bests}" if summary.status in ("ready", "limited") else summary.summary
@@ -116,6 +118,8 @@ def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> Task
 def _best_of_group(part: TaskSummary, mine: list[Verdict]) -> str:
     title = registry.title(part.task).lower()
     best = next((v for v in mine if v.model_id == part.best_model_id), None)
+    if part.status == "not-assessed":
+        return f"{title}: {part.summary}"
     if best is None:
         return f"{title}: none usable"
     return f"{title}: {best.model_name} ({best.quant}, {level_words(best.level)})"
@@ -146,7 +150,7 @@ def build_report(hardware: Hardware, problems: list[Problem], catalog: Catalog, 
     options = options or Options()
     verdicts = registry.judge_all(catalog, judged_on or hardware, options)
     failed = {p.probe for p in problems if p.severity == "error"}
-    tasks = tuple(summarise_task(task, verdicts, failed) for task in registry.names())
+    tasks = tuple(summarise_task(task, verdicts, failed, options.quant) for task in registry.names())
     return Report(hardware=hardware, verdicts=tuple(verdicts), tasks=tasks, problems=tuple(problems), options=options,
                   resident=resident)
 

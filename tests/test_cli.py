@@ -351,6 +351,21 @@ def test_report_json_with_a_task_holds_that_task_alone_and_says_so(capsys, task,
     assert data["verdicts"] and len(data["verdicts"]) < len(whole["verdicts"])
 
 
+def test_a_task_with_no_model_of_the_quant_asked_says_so_not_that_the_catalogue_has_none(capsys):
+    # --quant Q4_K_M read "Image generation: not assessed yet — no models for this task in the catalogue yet".
+    machine = str(FIXTURES / "nvidia-rtx4090")
+    code, out, _ = run(capsys, "report", "--quant", "Q4_K_M", "--machine", machine)
+    assert code == 0 and "in the catalogue yet" not in out
+    assert "Image generation: not assessed yet — no model of this task has variant Q4_K_M" in out
+    assert "Text generation: ready" in out
+    data = json.loads(run(capsys, "report", "--json", "--quant", "q8_0", "--machine", machine)[1])
+    tasks = {t["task"]: t for t in data["tasks"]}
+    assert (tasks["document-search"]["status"], tasks["document-search"]["summary"]) == ("not-assessed", "no model of this task has variant q8_0")
+    speech = {g["task"]: g for g in tasks["speech"]["groups"]}
+    assert speech["text-to-speech"]["summary"] == "no model of this task has variant q8_0"
+    assert "text to speech: no model of this task has variant q8_0" in tasks["speech"]["summary"]
+
+
 def test_check_could_not_tell_names_every_failed_probe_the_task_needs(capsys):
     # A Jetson container without /proc: the CPU and the memory are both unread, and the unread memory is what leaves
     # the fit unknown; the line said only "the cpu probe failed".
