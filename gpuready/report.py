@@ -23,6 +23,7 @@ from gpuready.hardware import (
 )
 from gpuready.probes import GPU_PROBES
 from gpuready.tasks import registry
+from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.verdict import LEVELS, RUNNABLE, Options, Verdict
 from gpuready.units import fmt_gb
 
@@ -30,6 +31,8 @@ SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "report.schema.json"
 # Probes a task's verdicts depend on: when one failed, "could not tell" beats "no".
 TASK_PROBES = ("cpu", "memory", *GPU_PROBES)
+# Placements that need a GPU (Options.placement: 'cpu' accepts anything).
+GPU_PLACEMENTS = ("gpu", "offload", "split")
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,40 @@ def level_words(level: str) -> str:
     return level.replace("-", " ")
 
 
-def summarise(name: str, mine: list[Verdict], failed: set[str], quant: str | None = None) -> TaskSummary:
+def no_gpu_words(hardware: Hardware) -> str:
+    """Why there is no GPU to run on: one that is there but unusable, or none found."""
+    unusable = next((gpu for gpu in hardware.gpus if not gpu.counted), None)
+    return f"{unusable.name} is not usable: {unusable.not_counted_reason}" if unusable else "no GPU found"
+
+
+def gpu_hints(problems: list[Problem]) -> tuple[str, ...]:
+    """The hints of the GPU probes' Problems (a driver, permissions, a GPU only Vulkan lists): what to do about it."""
+    return tuple(dict.fromkeys(p.hint for p in problems if p.probe in (*GPU_PROBES, "vulkan") and p.hint))
+
+
+def no_gpu(options: Options, hardware: Hardware, problems: list[Problem]) -> tuple[str, str] | None:
+    """Every task's status and words when the placement asked for needs a GPU and none is usable, as `check` says it
+    (the GPU found and why it is unusable, or none; the fix), or None. Each task read "the smallest needs 0.9 GB
+    (56.0 GB available)" on a machine without a GPU."""
+    if options.placement not in GPU_PLACEMENTS or gpu_device(hardware) is not None:
+        return None
+    hints = "".join(f"; hint: {hint}" for hint in gpu_hints(problems))
+    failed = next((p for p in problems if p.severity == "error" and p.probe in GPU_PROBES), None)
+    if failed:
+        return "unknown", f"the {failed.probe} probe failed: {failed.message}{hints}"
+    return "not-possible", f"placement {options.placement} needs a GPU: {no_gpu_words(hardware)}{hints}"
+
+
+def summarise(name: str, mine: list[Verdict], failed: set[str], quant: str | None = None,
+              gpu_missing: tuple[str, str] | None = None) -> TaskSummary:
     """Ready when some model runs well; limited when the best only runs or runs slowly. Not assessed when no model
-    was judged: none in the catalogue, or (``quant``, --quant) none offering that variant."""
+    was judged: none in the catalogue, or (``quant``, --quant) none offering that variant. ``gpu_missing``
+    (:func:`no_gpu`) is the status and words when nothing runs because the placement needs a GPU there is not."""
     if not mine:
         why = f"no model of this task has variant {quant}" if quant else "no models for this task in the catalogue yet"
         return TaskSummary(name, "not-assessed", None, None, why)
+    if gpu_missing and not any(v.level in RUNNABLE for v in mine):
+        return TaskSummary(name, gpu_missing[0], None, None, gpu_missing[1])
     best = mine[0]
     unknown = next((v for v in mine if v.level == "unknown"), None)
     if best.level == "runs-well":
@@ -101,14 +132,16 @@ def summarise(name: str, mine: list[Verdict], failed: set[str], quant: str | Non
                        best.model_name if status in ("ready", "limited") else None, text)
 
 
-def summarise_task(task: str, verdicts: list[Verdict], failed: set[str], quant: str | None = None) -> TaskSummary:
+def summarise_task(task: str, verdicts: list[Verdict], failed: set[str], quant: str | None = None,
+                   gpu_missing: tuple[str, str] | None = None) -> TaskSummary:
     """The task's summary; a task with groups (speech) names each group's best, not one best for all."""
     mine = [v for v in verdicts if v.task == task]
-    summary = summarise(task, mine, failed, quant)
+    summary = summarise(task, mine, failed, quant, gpu_missing)
     groups = registry.get(task).groups if task in registry.names() else ()
     if not groups or not mine:
         return summary
-    parts = tuple(summarise(group.name, [v for v in mine if v.group == group.name], failed, quant) for group in groups)
+    parts = tuple(summarise(group.name, [v for v in mine if v.group == group.name], failed, quant, gpu_missing)
+                  for group in groups)
     running = sum(1 for v in mine if v.level in RUNNABLE)
     bests = "; ".join(_best_of_group(part, mine) for part in parts)
     text = f"{running} of {len(mine)} models usable; {bests}" if summary.status in ("ready", "limited") else summary.summary
@@ -150,7 +183,8 @@ def build_report(hardware: Hardware, problems: list[Problem], catalog: Catalog, 
     options = options or Options()
     verdicts = registry.judge_all(catalog, judged_on or hardware, options)
     failed = {p.probe for p in problems if p.severity == "error"}
-    tasks = tuple(summarise_task(task, verdicts, failed, options.quant) for task in registry.names())
+    gpu_missing = no_gpu(options, judged_on or hardware, problems)
+    tasks = tuple(summarise_task(task, verdicts, failed, options.quant, gpu_missing) for task in registry.names())
     return Report(hardware=hardware, verdicts=tuple(verdicts), tasks=tasks, problems=tuple(problems), options=options,
                   resident=resident)
 

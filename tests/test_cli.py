@@ -366,6 +366,25 @@ def test_a_task_with_no_model_of_the_quant_asked_says_so_not_that_the_catalogue_
     assert "text to speech: no model of this task has variant q8_0" in tasks["speech"]["summary"]
 
 
+@pytest.mark.parametrize("machine, status, words", [
+    ("linux-desktop-ryzen-7950x", "not-possible", "placement gpu needs a GPU: no GPU found"),
+    ("nvidia-driver-not-loaded", "not-possible", "placement gpu needs a GPU: NVIDIA GPU 10de:2684 is not usable: the NVIDIA "
+     "driver is not usable: NVML_ERROR_DRIVER_NOT_LOADED; hint: The NVIDIA kernel driver is not loaded"),
+    ("windows-ryzen-5800x", "unknown", "the windows-gpu probe failed: could not read the display adapters"),
+])
+def test_a_gpu_placement_without_a_usable_gpu_says_so_in_every_task_as_check_does(capsys, machine, status, words):
+    # Each task read "not possible — ... the smallest needs 0.9 GB (56.0 GB available)" on a machine with no GPU,
+    # and a GPU whose driver is not loaded had no hint in the task lines.
+    code, out, _ = run(capsys, "report", "--json", "--placement", "gpu", "--machine", str(FIXTURES / machine))
+    assert code == 0
+    tasks = json.loads(out)["tasks"]
+    summaries = tasks + [group for task in tasks for group in task["groups"]]
+    assert {t["status"] for t in summaries} == {status}
+    assert all(t["summary"].startswith(words) and "smallest needs" not in t["summary"] for t in summaries)
+    check = run(capsys, "check", "--task", "speech", "--placement", "gpu", "--machine", str(FIXTURES / machine))[1]
+    assert words.split("; hint")[0] in check
+
+
 def test_check_could_not_tell_names_every_failed_probe_the_task_needs(capsys):
     # A Jetson container without /proc: the CPU and the memory are both unread, and the unread memory is what leaves
     # the fit unknown; the line said only "the cpu probe failed".
