@@ -62,6 +62,16 @@ def test_a_garbled_proc_becomes_problems_not_a_traceback(capsys):
     assert {("cpu", "error"), ("memory", "error")} <= problems
 
 
+@pytest.mark.parametrize("machine", ["linux-garbled-proc", "nvidia-jetson-agx-orin-l4t"])
+def test_an_unknown_prompt_speed_is_null_not_0(capsys, machine):
+    # No CPU FLOPS known here: prompt_tokens_per_s read 0.0, where the README's policy is null for unknown, never 0.
+    data = json.loads(run(capsys, "report", "--json", "--machine", str(FIXTURES / machine))[1])
+    speeds = [v["estimate"]["speed"] for v in data["verdicts"]
+              if v["task"] == "text-generation" and v["estimate"] and isinstance(v["estimate"]["speed"], dict)]
+    assert speeds and all(s["prompt_tokens_per_s"] != 0 for s in speeds)
+    assert any(s["prompt_tokens_per_s"] is None and s["time_to_first_token_s"] is None for s in speeds)
+
+
 # --- check ----------------------------------------------------------------------------
 
 
