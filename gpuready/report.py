@@ -9,7 +9,7 @@ serial numbers or UUIDs.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuready import __version__
@@ -23,6 +23,7 @@ from gpuready.hardware import (
 )
 from gpuready.probes import GPU_PROBES
 from gpuready.tasks import registry
+from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.verdict import LEVELS, RUNNABLE, Options, Verdict
 from gpuready.units import fmt_gb
 
@@ -30,6 +31,8 @@ SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "report.schema.json"
 # Probes a task's verdicts depend on: when one failed, "could not tell" beats "no".
 TASK_PROBES = ("cpu", "memory", *GPU_PROBES)
+# Placements that need a GPU (Options.placement: 'cpu' accepts anything).
+GPU_PLACEMENTS = ("gpu", "offload", "split")
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,40 @@ def level_words(level: str) -> str:
     return level.replace("-", " ")
 
 
-def summarise(name: str, mine: list[Verdict], failed: set[str]) -> TaskSummary:
-    """Ready when some model runs well; limited when the best only runs or runs slowly."""
+def no_gpu_words(hardware: Hardware) -> str:
+    """Why there is no GPU to run on: one that is there but unusable, or none found."""
+    unusable = next((gpu for gpu in hardware.gpus if not gpu.counted), None)
+    return f"{unusable.name} is not usable: {unusable.not_counted_reason}" if unusable else "no GPU found"
+
+
+def gpu_hints(problems: list[Problem]) -> tuple[str, ...]:
+    """The hints of the GPU probes' Problems (a driver, permissions, a GPU only Vulkan lists): what to do about it."""
+    return tuple(dict.fromkeys(p.hint for p in problems if p.probe in (*GPU_PROBES, "vulkan") and p.hint))
+
+
+def no_gpu(options: Options, hardware: Hardware, problems: list[Problem]) -> tuple[str, str] | None:
+    """Every task's status and words when the placement asked for needs a GPU and none is usable, as `check` says it
+    (the GPU found and why it is unusable, or none; the fix), or None. Each task read "the smallest needs 0.9 GB
+    (56.0 GB available)" on a machine without a GPU."""
+    if options.placement not in GPU_PLACEMENTS or gpu_device(hardware) is not None:
+        return None
+    hints = "".join(f"; hint: {hint}" for hint in gpu_hints(problems))
+    failed = next((p for p in problems if p.severity == "error" and p.probe in GPU_PROBES), None)
+    if failed:
+        return "unknown", f"the {failed.probe} probe failed: {failed.message}{hints}"
+    return "not-possible", f"placement {options.placement} needs a GPU: {no_gpu_words(hardware)}{hints}"
+
+
+def summarise(name: str, mine: list[Verdict], failed: set[str], quant: str | None = None,
+              gpu_missing: tuple[str, str] | None = None) -> TaskSummary:
+    """Ready when some model runs well; limited when the best only runs or runs slowly. Not assessed when no model
+    was judged: none in the catalogue, or (``quant``, --quant) none offering that variant. ``gpu_missing``
+    (:func:`no_gpu`) is the status and words when nothing runs because the placement needs a GPU there is not."""
     if not mine:
-        return TaskSummary(name, "not-assessed", None, None, "no models for this task in the catalogue yet")
+        why = f"no model of this task has variant {quant}" if quant else "no models for this task in the catalogue yet"
+        return TaskSummary(name, "not-assessed", None, None, why)
+    if gpu_missing and not any(v.level in RUNNABLE for v in mine):
+        return TaskSummary(name, gpu_missing[0], None, None, gpu_missing[1])
     best = mine[0]
     unknown = next((v for v in mine if v.level == "unknown"), None)
     if best.level == "runs-well":
@@ -99,14 +132,16 @@ def summarise(name: str, mine: list[Verdict], failed: set[str]) -> TaskSummary:
                        best.model_name if status in ("ready", "limited") else None, text)
 
 
-def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> TaskSummary:
+def summarise_task(task: str, verdicts: list[Verdict], failed: set[str], quant: str | None = None,
+                   gpu_missing: tuple[str, str] | None = None) -> TaskSummary:
     """The task's summary; a task with groups (speech) names each group's best, not one best for all."""
     mine = [v for v in verdicts if v.task == task]
-    summary = summarise(task, mine, failed)
+    summary = summarise(task, mine, failed, quant, gpu_missing)
     groups = registry.get(task).groups if task in registry.names() else ()
     if not groups or not mine:
         return summary
-    parts = tuple(summarise(group.name, [v for v in mine if v.group == group.name], failed) for group in groups)
+    parts = tuple(summarise(group.name, [v for v in mine if v.group == group.name], failed, quant, gpu_missing)
+                  for group in groups)
     running = sum(1 for v in mine if v.level in RUNNABLE)
     bests = "; ".join(_best_of_group(part, mine) for part in parts)
     text = f"{running} of {len(mine)} models usable; {bests}" if summary.status in ("ready", "limited") else summary.summary
@@ -116,6 +151,8 @@ def summarise_task(task: str, verdicts: list[Verdict], failed: set[str]) -> Task
 def _best_of_group(part: TaskSummary, mine: list[Verdict]) -> str:
     title = registry.title(part.task).lower()
     best = next((v for v in mine if v.model_id == part.best_model_id), None)
+    if part.status == "not-assessed":
+        return f"{title}: {part.summary}"
     if best is None:
         return f"{title}: none usable"
     return f"{title}: {best.model_name} ({best.quant}, {level_words(best.level)})"
@@ -146,7 +183,8 @@ def build_report(hardware: Hardware, problems: list[Problem], catalog: Catalog, 
     options = options or Options()
     verdicts = registry.judge_all(catalog, judged_on or hardware, options)
     failed = {p.probe for p in problems if p.severity == "error"}
-    tasks = tuple(summarise_task(task, verdicts, failed) for task in registry.names())
+    gpu_missing = no_gpu(options, judged_on or hardware, problems)
+    tasks = tuple(summarise_task(task, verdicts, failed, options.quant, gpu_missing) for task in registry.names())
     return Report(hardware=hardware, verdicts=tuple(verdicts), tasks=tasks, problems=tuple(problems), options=options,
                   resident=resident)
 
@@ -167,7 +205,19 @@ def verdict_json(verdict: Verdict) -> dict:
     return data
 
 
-def report_json(report: Report) -> dict:
+def only_task(report: Report, task: str) -> tuple[tuple[TaskSummary, ...], tuple[Verdict, ...]]:
+    """The summaries and verdicts of one task, or of one group of a task (text-to-speech: the speech summary with
+    that group's alone), as `report --task` shows them."""
+    parent, group = registry.resolve(task)
+    tasks = tuple(replace(s, groups=tuple(g for g in s.groups if g.task == group.name)) if group else s
+                  for s in report.tasks if s.task == parent.name)
+    verdicts = tuple(v for v in report.verdicts if v.task == parent.name and (group is None or v.group == group.name))
+    return tasks, verdicts
+
+
+def report_json(report: Report, task: str | None = None) -> dict:
+    """The JSON report; ``task`` (--task) keeps that task's summary and verdicts alone, and settings say so."""
+    tasks, verdicts = only_task(report, task) if task else (report.tasks, report.verdicts)
     return {
         "schema_version": report.schema_version,
         "gpuready_version": report.gpuready_version,
@@ -184,18 +234,19 @@ def report_json(report: Report) -> dict:
             "checkpointing": report.options.checkpointing,
             "users": report.options.users,
             "with": list(report.options.with_models),
+            "task": task,
         },
         "resident": [verdict_json(v) for v in report.resident],
         "hardware": hardware_json(report.hardware),
-        "tasks": [to_dict(task) for task in report.tasks],
-        "verdicts": [verdict_json(v) for v in report.verdicts],
+        "tasks": [to_dict(summary) for summary in tasks],
+        "verdicts": [verdict_json(v) for v in verdicts],
         "problems": [to_dict(p) for p in report.problems],
         "levels": list(LEVELS),
     } | ({"measured": to_dict(report.measured)} if report.measured is not None else {})
 
 
-def dumps(report: Report) -> str:
-    return json.dumps(report_json(report), indent=2) + "\n"
+def dumps(report: Report, task: str | None = None) -> str:
+    return json.dumps(report_json(report, task), indent=2) + "\n"
 
 
 def load_hardware_json(text: str, where: str) -> Hardware:

@@ -62,6 +62,16 @@ def test_a_garbled_proc_becomes_problems_not_a_traceback(capsys):
     assert {("cpu", "error"), ("memory", "error")} <= problems
 
 
+@pytest.mark.parametrize("machine", ["linux-garbled-proc", "nvidia-jetson-agx-orin-l4t"])
+def test_an_unknown_prompt_speed_is_null_not_0(capsys, machine):
+    # No CPU FLOPS known here: prompt_tokens_per_s read 0.0, where the README's policy is null for unknown, never 0.
+    data = json.loads(run(capsys, "report", "--json", "--machine", str(FIXTURES / machine))[1])
+    speeds = [v["estimate"]["speed"] for v in data["verdicts"]
+              if v["task"] == "text-generation" and v["estimate"] and isinstance(v["estimate"]["speed"], dict)]
+    assert speeds and all(s["prompt_tokens_per_s"] != 0 for s in speeds)
+    assert any(s["prompt_tokens_per_s"] is None and s["time_to_first_token_s"] is None for s in speeds)
+
+
 # --- check ----------------------------------------------------------------------------
 
 
@@ -332,6 +342,57 @@ def test_a_report_with_every_setting_given_matches_the_schema(capsys, argv):
     code, out, err = run(capsys, "report", "--json", "--machine", str(FIXTURES / "nvidia-rtx4090"), *argv)
     assert code == 0, err
     jsonschema.validate(json.loads(out), SCHEMA)
+
+
+@pytest.mark.parametrize("task, group", [("speech", None), ("text-to-speech", "text-to-speech"), ("fine-tuning", None)])
+def test_report_json_with_a_task_holds_that_task_alone_and_says_so(capsys, task, group):
+    # --task filtered the text output only: the JSON held every task and all 120 verdicts, its settings silent.
+    machine = str(FIXTURES / "nvidia-rtx4090")
+    whole = json.loads(run(capsys, "report", "--json", "--machine", machine)[1])
+    code, out, err = run(capsys, "report", "--json", "--task", task, "--machine", machine)
+    assert code == 0, err
+    data = json.loads(out)
+    jsonschema.validate(data, SCHEMA)
+    parent = "speech" if group else task
+    assert data["settings"]["task"] == task and whole["settings"]["task"] is None
+    summary = next(t for t in whole["tasks"] if t["task"] == parent)
+    assert data["tasks"] == [{**summary, "groups": [g for g in summary["groups"] if group is None or g["task"] == group]}]
+    assert data["verdicts"] == [v for v in whole["verdicts"] if v["task"] == parent and (group is None or v["group"] == group)]
+    assert data["verdicts"] and len(data["verdicts"]) < len(whole["verdicts"])
+
+
+def test_a_task_with_no_model_of_the_quant_asked_says_so_not_that_the_catalogue_has_none(capsys):
+    # --quant Q4_K_M read "Image generation: not assessed yet — no models for this task in the catalogue yet".
+    machine = str(FIXTURES / "nvidia-rtx4090")
+    code, out, _ = run(capsys, "report", "--quant", "Q4_K_M", "--machine", machine)
+    assert code == 0 and "in the catalogue yet" not in out
+    assert "Image generation: not assessed yet — no model of this task has variant Q4_K_M" in out
+    assert "Text generation: ready" in out
+    data = json.loads(run(capsys, "report", "--json", "--quant", "q8_0", "--machine", machine)[1])
+    tasks = {t["task"]: t for t in data["tasks"]}
+    assert (tasks["document-search"]["status"], tasks["document-search"]["summary"]) == ("not-assessed", "no model of this task has variant q8_0")
+    speech = {g["task"]: g for g in tasks["speech"]["groups"]}
+    assert speech["text-to-speech"]["summary"] == "no model of this task has variant q8_0"
+    assert "text to speech: no model of this task has variant q8_0" in tasks["speech"]["summary"]
+
+
+@pytest.mark.parametrize("machine, status, words", [
+    ("linux-desktop-ryzen-7950x", "not-possible", "placement gpu needs a GPU: no GPU found"),
+    ("nvidia-driver-not-loaded", "not-possible", "placement gpu needs a GPU: NVIDIA GPU 10de:2684 is not usable: the NVIDIA "
+     "driver is not usable: NVML_ERROR_DRIVER_NOT_LOADED; hint: The NVIDIA kernel driver is not loaded"),
+    ("windows-ryzen-5800x", "unknown", "the windows-gpu probe failed: could not read the display adapters"),
+])
+def test_a_gpu_placement_without_a_usable_gpu_says_so_in_every_task_as_check_does(capsys, machine, status, words):
+    # Each task read "not possible — ... the smallest needs 0.9 GB (56.0 GB available)" on a machine with no GPU,
+    # and a GPU whose driver is not loaded had no hint in the task lines.
+    code, out, _ = run(capsys, "report", "--json", "--placement", "gpu", "--machine", str(FIXTURES / machine))
+    assert code == 0
+    tasks = json.loads(out)["tasks"]
+    summaries = tasks + [group for task in tasks for group in task["groups"]]
+    assert {t["status"] for t in summaries} == {status}
+    assert all(t["summary"].startswith(words) and "smallest needs" not in t["summary"] for t in summaries)
+    check = run(capsys, "check", "--task", "speech", "--placement", "gpu", "--machine", str(FIXTURES / machine))[1]
+    assert words.split("; hint")[0] in check
 
 
 def test_check_could_not_tell_names_every_failed_probe_the_task_needs(capsys):

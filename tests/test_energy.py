@@ -126,3 +126,19 @@ def test_a_requirements_file_can_budget_energy(capsys, tmp_path):
     code = main(["check", "--machine", str(RTX4090), "--requirements", str(path)])
     out, _ = capsys.readouterr()
     assert (code, out.split(":")[0]) == (0, "ok   task text-generation, <= 0.5 Wh per 1,000 tokens")
+
+
+@pytest.mark.parametrize(("low", "high", "shown"), [
+    (33.1, 149.0, "33-150"), (0.58, 1.63, "0.58-1.6"), (1.6, 4.2, "1.6-4.2"), (96.0, 15_234.0, "96-15,000"),
+])
+def test_an_energy_range_shows_both_ends_alike_never_in_e_notation(low, high, shown):
+    from gpuready.tasks.energy import Energy, low_high
+
+    assert low_high(Energy(1.0, "Wh", 1.0, "table", 1.0, low, high, "")) == shown
+
+
+def test_estimate_prints_a_fine_tuning_energy_range_without_e_notation(capsys):
+    # "99.3 Wh per million training tokens (33-1.5e+02)": the high end crossed 100 and .2g wrote it in e-notation.
+    assert main(["estimate", "llama-3.1-8b", "--task", "fine-tuning", "--machine", str(RTX4090)]) == 0
+    out = capsys.readouterr().out
+    assert "Wh per million training tokens (33-150)" in out and "e+" not in out

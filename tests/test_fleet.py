@@ -70,9 +70,20 @@ def test_fleet_model_filter_keeps_the_nodes_that_run_it(capsys, reports_dir):
     assert {n["node"] for n in data["nodes"]} == runs and list(data["models"]) == ["llama-3.3-70b"]
 
 
-def test_a_model_no_node_runs_exits_1(capsys, reports_dir):
+def test_a_model_no_node_runs_exits_1(capsys, tmp_path):
+    report = tmp_path / "pi.json"
+    report.write_text(json.dumps(machine_report("linux-raspberry-pi-5")))
+    code, out, err = run(capsys, "fleet", str(report), "--model", "llama-3.3-70b")
+    assert (code, out, err) == (1, "", "no node runs llama-3.3-70b\n")
+
+
+def test_an_unknown_model_exits_2_naming_the_closest(capsys, reports_dir):
+    # A typo read "no node runs nosuch" with exit 1, as if the fleet were too small for it.
     code, out, err = run(capsys, "fleet", str(reports_dir), "--model", "qwen3-235b-a22b-nonexistent")
-    assert (code, out, err) == (1, "", "no node runs qwen3-235b-a22b-nonexistent\n")
+    assert (code, out) == (2, "")
+    assert err.startswith("gpuready: error: --model: unknown model 'qwen3-235b-a22b-nonexistent': no report judged it; did you mean qwen3-235b-a22b")
+    assert run(capsys, "fleet", str(reports_dir), "--model", "nosuch")[::2] == (
+        2, "gpuready: error: --model: unknown model 'nosuch': no report judged it; see `gpuready models`\n")
 
 
 def test_two_reports_with_one_name_keep_their_paths(capsys, tmp_path):

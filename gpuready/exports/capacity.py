@@ -75,6 +75,7 @@ class Capacity:
     memory_total_bytes: int | None
     memory_usable_bytes: int | None
     usable_models: tuple[tuple[str, str, str, float | None, str | None], ...]  # (task, model id, level, speed, unit)
+    judged_models: frozenset[str] = frozenset()  # every model id the report judged, usable or not
 
     def task(self, name: str) -> TaskCapacity:
         return next(t for t in self.tasks if t.task == name)
@@ -152,6 +153,7 @@ def capacity(report: dict) -> Capacity:
         memory_usable_bytes=_integer(memory.get("usable_bytes")),
         usable_models=tuple((v["task"], v["model_id"], v["level"], _number(v.get("speed")), v.get("speed_unit"))
                             for v in verdicts if v.get("level") in USABLE_LEVELS and v["task"] in MODEL_TASKS),
+        judged_models=frozenset(v["model_id"] for v in verdicts),
     )
 
 

@@ -6,6 +6,7 @@ machine, or replaying --machine/--hardware/--gpu), so `--interval` re-probes eac
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from collections.abc import Callable
@@ -68,6 +69,12 @@ def run_export(args, build: Callable[[], dict], now: Callable[[], datetime] = la
 def run_fleet(args) -> int:
     nodes = fleet.load_fleet(args.reports)
     if args.model:
+        judged = sorted(set().union(*(node.capacity.judged_models for node in nodes)))
+        if args.model not in judged:
+            # A typo is bad input (exit 2), not a model that no node runs (exit 1).
+            close = difflib.get_close_matches(args.model.lower(), judged, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else "; see `gpuready models`"
+            raise ExportUsageError(f"--model: unknown model '{args.model}': no report judged it{hint}")
         nodes = fleet.running(nodes, args.model)
         if not nodes:
             sys.stderr.write(f"no node runs {args.model}\n")

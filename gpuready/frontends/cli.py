@@ -62,7 +62,7 @@ def cmd_report(args) -> int:
     report = app.report(request(args, _options(args)))
     _warn_context(report)
     if args.json:
-        sys.stdout.write(dumps(report))
+        sys.stdout.write(dumps(report, args.task))
     else:
         from gpuready.frontends.text import render
 

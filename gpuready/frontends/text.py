@@ -6,6 +6,7 @@ from gpuready.hardware import CPU, GPU, Hardware
 from gpuready.report import Report
 from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
+from gpuready.tasks.energy import low_high, number
 from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
 from gpuready.tasks.verdict import Verdict
 from gpuready.units import fmt_gb
@@ -249,7 +250,7 @@ def energy_lines(verdict: Verdict) -> list[str]:
     energy = getattr(verdict, "energy", None)
     if energy is None or verdict.placement is None:
         return []
-    return ["", "Energy", f"  {energy.wh:.3g} {energy.unit} ({energy.low_wh:.2g}-{energy.high_wh:.2g})", f"  {energy.basis}"]
+    return ["", "Energy", f"  {number(energy.wh)} {energy.unit} ({low_high(energy)})", f"  {energy.basis}"]
 
 
 def render_task_estimate(verdict: Verdict) -> str:

@@ -210,7 +210,10 @@ def load_config(path: Path, catalog: Catalog, quant_asked: str | None = None) ->
     label = config_path.parent.name or "config"
     name = config.get("_name_or_path") if isinstance(config.get("_name_or_path"), str) else None
     name = (name or label).rstrip("/").split("/")[-1] or label
-    model = config_language_model(config, _slug(name), name, f"config.json in {label}")
+    try:
+        model = config_language_model(config, _slug(name), name, f"config.json in {label}")
+    except HFConfigError as error:
+        raise HFConfigError(f"{config_path}: {error}") from None  # read_config's own errors name it; these must too
     # Offer the GGUF ladder (so suggestions can name a smaller one) plus the one asked for.
     ladder = tuple(q.id for q in catalog.quants.values() if q.format == "gguf")
     quants = ladder if quant_id in ladder else (*ladder, quant_id)

@@ -137,6 +137,11 @@ def number(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
+def low_high(energy: Energy) -> str:
+    """The energy's range, both ends to two figures and neither in e-notation: '33-150', not '33-1.5e+02'."""
+    return "-".join(f"{value:.2g}" if value < 100 else f"{float(f'{value:.2g}'):,.0f}" for value in (energy.low_wh, energy.high_wh))
+
+
 def with_energy(verdict, hardware: Hardware):
     """The verdict with its energy per unit attached (None where it cannot be estimated)."""
     return replace(verdict, energy=energy(verdict, hardware))

@@ -325,7 +325,7 @@ class MemoryBreakdown:
 class Speed:
     generation_tokens_per_s: float
     generation_tokens_per_s_full_context: float
-    prompt_tokens_per_s: float
+    prompt_tokens_per_s: float | None  # None where no device's FLOPS are known (unknown is null, never 0)
     uncertainty: float  # relative, e.g. 0.25 = +/-25%
     # Seconds from sending a TTFT_PROMPT_TOKENS-token prompt to the first generated token:
     # the prompt's processing plus one generated token. None where prompt speed is unknown.
@@ -620,7 +620,7 @@ def speed(
     return Speed(
         generation_tokens_per_s=1.0 / empty,
         generation_tokens_per_s_full_context=1.0 / full,
-        prompt_tokens_per_s=(1.0 / prompt) if prompt else 0.0,
+        prompt_tokens_per_s=(1.0 / prompt) if prompt else None,
         uncertainty=uncertainty,
         time_to_first_token_s=(TTFT_PROMPT_TOKENS * prompt + empty) if prompt else None,
         prompt_uncertainty=(max(PROMPT_BAND.get(speed_class(device, PROMPT_BAND), PROMPT_BAND["sycl"]) for device in used)

@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 from gpuready.frontends.tui import format as fmt
 from gpuready.frontends.tui.widgets import color
 from gpuready.tasks.base import band_words
+from gpuready.tasks.energy import low_high, number
 from gpuready.tasks.verdict import Verdict
 from gpuready.units import fmt_gb
 
@@ -133,8 +134,8 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
     energy = getattr(verdict, "energy", None)
     if energy is not None and verdict.placement is not None:
         text.append("\nEnergy", style=accent)
-        text.append(f" ({energy.low_wh:.2g}-{energy.high_wh:.2g})\n", style=muted)
-        text.append(f"  {energy.wh:.3g} {energy.unit} at {energy.power_w:g} W\n")
+        text.append(f" ({low_high(energy)})\n", style=muted)
+        text.append(f"  {number(energy.wh)} {energy.unit} at {energy.power_w:g} W\n")
     offer = getattr(verdict, "npu", None)
     if offer is not None:
         text.append("\nOn the NPU", style=accent)
