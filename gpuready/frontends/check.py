@@ -14,7 +14,7 @@ from gpuready.catalog.loader import Catalog, CatalogError, read_toml
 from gpuready.errors import ExitCode, UsageError
 from gpuready.hardware import Hardware, Problem
 from gpuready.probes import GPU_PROBES
-from gpuready.report import TASK_PROBES
+from gpuready.report import GPU_PLACEMENTS, TASK_PROBES, gpu_hints, no_gpu_words
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.energy import WH_PER_1K_TOKENS
@@ -302,10 +302,6 @@ def _evaluate_parts(requirement: Requirement, parts: tuple[str, ...], *context) 
     return Outcome(requirement, "met", "; ".join(f"{registry.title(part).lower()}: {o.reason}" for part, o in zip(parts, outcomes)))
 
 
-# Placements that need a GPU (Options.placement: 'cpu' accepts anything).
-GPU_PLACEMENTS = ("gpu", "offload", "split")
-
-
 def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Problem], catalog: Catalog,
              measured_speeds: tuple = ()) -> Outcome:
     """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
@@ -519,17 +515,6 @@ def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: lis
         # A GPU that is there but unusable: pass on the probe's hint (driver, permissions).
         hints = gpu_hints(problems)
     return Outcome(requirement, status, f"{what} is {fmt_gb(have)}, needs {fmt_gb(wanted)}", hints)
-
-
-def no_gpu_words(hardware: Hardware) -> str:
-    """Why there is no GPU to run on: one that is there but unusable, or none found."""
-    unusable = next((gpu for gpu in hardware.gpus if not gpu.counted), None)
-    return f"{unusable.name} is not usable: {unusable.not_counted_reason}" if unusable else "no GPU found"
-
-
-def gpu_hints(problems: list[Problem]) -> tuple[str, ...]:
-    """The hints of the GPU probes' Problems (a driver, permissions, a GPU only Vulkan lists): what to do about it."""
-    return tuple(dict.fromkeys(p.hint for p in problems if p.probe in (*GPU_PROBES, "vulkan") and p.hint))
 
 
 def exit_code(outcomes: list[Outcome]) -> ExitCode:
