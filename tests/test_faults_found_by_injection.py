@@ -67,18 +67,18 @@ def test_a_config_with_a_huge_integer_is_bad_input(tmp_path, capsys):
     path = _config(tmp_path, vocab_size=10**400)
     code, out, err = run(capsys, "estimate", str(path), "--machine", str(FIXTURES / "linux-desktop-ryzen-7950x"))
     assert (code, out) == (2, "")
-    assert err == "gpuready: error: 'vocab_size' is implausibly large (an integer of 401 digits; at most 2,147,483,647)\n"
+    assert err == f"gpuready: error: {tmp_path / 'config.json'}: 'vocab_size' is implausibly large (an integer of 401 digits; at most 2,147,483,647)\n"
 
 
 @pytest.mark.parametrize("step", ["2", 1.5, [2], -1])
 def test_a_config_whose_decoder_sparse_step_is_not_a_whole_number_is_bad_input(tmp_path, capsys, step):
     code, out, err = run(capsys, "estimate", str(_config(tmp_path, decoder_sparse_step=step)), "--machine", str(FIXTURES / "linux-desktop-ryzen-7950x"))
-    assert (code, out, err) == (2, "", f"gpuready: error: 'decoder_sparse_step' must be a positive whole number (got {step!r})\n")
+    assert (code, out, err) == (2, "", f"gpuready: error: {tmp_path / 'config.json'}: 'decoder_sparse_step' must be a positive whole number (got {step!r})\n")
 
 
 def test_a_config_whose_dense_layers_are_not_numbers_is_bad_input(tmp_path, capsys):
     code, _, err = run(capsys, "estimate", str(_config(tmp_path, mlp_only_layers=[[1]])), "--machine", str(FIXTURES / "linux-desktop-ryzen-7950x"))
-    assert (code, err) == (2, "gpuready: error: 'mlp_only_layers' must be a list of layer numbers (got [[1]])\n")
+    assert (code, err) == (2, f"gpuready: error: {tmp_path / 'config.json'}: 'mlp_only_layers' must be a list of layer numbers (got [[1]])\n")
 
 
 # --- a GPU that was seen and could not be read is a Problem naming the file ------------------
