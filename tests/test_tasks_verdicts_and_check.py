@@ -394,3 +394,12 @@ def test_gpu_memory_that_is_unknown_is_could_not_tell_not_a_failure(capsys, tmp_
     path.write_text(json.dumps(hardware))
     code, out, _ = check(capsys, "--min-gpu-memory", "8GB", "--hardware", str(path))
     assert code == 3 and out.strip() == "??   GPU memory >= 8.0 GB: could not tell: usable GPU memory (Some GPU) is unknown"
+
+
+def test_an_embedding_speed_bound_on_reranking_alone_is_bad_input(capsys):
+    # reranking is measured in pairs a second: a chunks-a-minute bound could never be met there, so it is a usage
+    # error, not a FAIL; on document-search it bounds the embedding part
+    machine = "tests/fixtures/machines/nvidia-rtx4090"
+    assert main(["check", "--task", "reranking", "--min-chunks-per-minute", "100", "--machine", machine]) == 2
+    assert "--min-chunks-per-minute applies to embedding, not reranking" in capsys.readouterr().err
+    assert main(["check", "--task", "document-search", "--min-chunks-per-minute", "100", "--machine", machine]) == 0

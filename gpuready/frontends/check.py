@@ -123,6 +123,10 @@ def validate(requirement: Requirement, catalog: Catalog) -> Requirement:
     for key, wanted_task in SPEED_TASKS.items():
         if getattr(requirement, key) is not None and task != wanted_task:
             raise UsageError(f"{FLAG_NAMES[key]} applies to {wanted_task}, not {task or 'a memory requirement'}")
+    for key, only in PART_BOUNDS.items():
+        # a bound in one part's unit (embedding's chunks a minute) cannot be met by another part (reranking: pairs/s)
+        if getattr(requirement, key) is not None and requirement.task and only not in part_names(requirement.task):
+            raise UsageError(f"{FLAG_NAMES[key]} applies to {only}, not {requirement.task}")
     if requirement.placement not in PLACEMENT_ORDER:
         raise UsageError(f"unknown placement '{requirement.placement}' (one of {', '.join(PLACEMENT_ORDER)})")
     if not (requirement.task or requirement.model or requirement.min_memory_bytes or requirement.min_gpu_memory_bytes):
