@@ -186,9 +186,25 @@ def with_models(hardware: Hardware, catalog: Catalog, options: Options):
     return reserve(hardware, catalog, options.with_models, options)
 
 
+def known_quants(catalog: Catalog) -> set[str]:
+    return set(catalog.quants) | {variant for model in catalog.models.values() for variant in model.quants}
+
+
+def canonical_quant(quant: str, catalog: Catalog, model_id: str | None = None) -> str:
+    """The catalogue's spelling of a quantisation typed in another case ('q4_k_m' -> 'Q4_K_M'), among the model's
+    variants where a catalogue model is named, where exactly one matches; else as typed (check_quant or validate then
+    say what is known). Text models spell llama.cpp's types (Q8_0, F16), other tasks their dtypes (q8_0, fp16)."""
+    model = catalog.get(model_id) if model_id else None
+    known = set(model.quants) if model is not None else known_quants(catalog)
+    if quant in known:
+        return quant
+    same = [name for name in known if name.casefold() == quant.casefold()]
+    return same[0] if len(same) == 1 else quant
+
+
 def check_quant(quant: str, catalog: Catalog) -> None:
     """A quantisation the user typed must be one the catalogue knows (a quants.toml entry or any model's variant)."""
-    known = set(catalog.quants) | {variant for model in catalog.models.values() for variant in model.quants}
+    known = known_quants(catalog)
     if quant not in known:
         raise UsageError(f"unknown quantisation '{quant}' (known: {', '.join(sorted(known))})")
 

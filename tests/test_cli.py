@@ -415,3 +415,21 @@ def test_output_that_cannot_be_written_is_a_clear_error_not_an_internal_one():
                                    stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
     assert completed.returncode == 3
     assert completed.stderr == "gpuready: error: cannot write the output: No space left on device\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["estimate", "llama-3.1-8b", "--quant", "q8_0"], 0),  # the model's Q8_0, typed in lower case
+        (["check", "--model", "whisper-large-v3", "--quant", "FP16"], 0),  # the model's fp16, typed in upper case
+        (["report", "--quant", "q4_k_m"], 0),  # the catalogue's one Q4_K_M
+        (["check", "--model", "llama-3.1-8b", "--quant", "Fp16"], 2),  # not a spelling of any of its variants
+    ],
+)
+def test_a_quant_typed_in_another_case_is_the_catalogues_spelling(capsys, argv, code):
+    assert main([*argv, "--machine", "tests/fixtures/machines/nvidia-rtx4090"]) == code
+    out = capsys.readouterr().out
+    if argv[0] == "estimate":
+        assert "Variant   Q8_0" in out
+    if argv[0] == "report":
+        assert "Q4_K_M" in out and "not assessed" not in out.split("Image generation")[0]

@@ -441,6 +441,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.gpu and (assumed := assumption(args.gpu)):
             sys.stderr.write(f"gpuready: note: {assumed}\n")
+        if getattr(args, "quant", None):
+            from gpuready.app import canonical_quant
+
+            args.quant = canonical_quant(args.quant, _catalog(args), getattr(args, "model", None))
         return int(COMMANDS[args.command](args))
     except (UsageError, CatalogError, HardwareFormatError, MachineError, WhatIfError) as error:
         sys.stderr.write(f"gpuready: error: {one_line(str(error))}\n")
