@@ -403,3 +403,12 @@ def test_an_embedding_speed_bound_on_reranking_alone_is_bad_input(capsys):
     assert main(["check", "--task", "reranking", "--min-chunks-per-minute", "100", "--machine", machine]) == 2
     assert "--min-chunks-per-minute applies to embedding, not reranking" in capsys.readouterr().err
     assert main(["check", "--task", "document-search", "--min-chunks-per-minute", "100", "--machine", machine]) == 0
+
+
+def test_a_training_sequence_longer_than_the_models_context_fails_as_a_long_context_does(capsys):
+    # OLMo 2 7B holds 4,096 tokens: fine-tuning at 8,192 was judged at 4,096 and answered ok
+    machine = "tests/fixtures/machines/nvidia-rtx4090"
+    argv = ["check", "--model", "olmo-2-7b", "--task", "fine-tuning", "--machine", machine]
+    assert main([*argv, "--sequence", "8192"]) == 1
+    assert "its maximum training sequence is 4,096 tokens, fewer than the 8,192 asked for" in capsys.readouterr().out
+    assert main([*argv, "--sequence", "2048"]) == 0

@@ -348,8 +348,9 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
             unfit.append(verdict)
     if best is None:  # every model's maximum context is below the context asked for: the longest is the closest
         verdict = max(short, key=lambda v: v.context_tokens)
-        reason = (f"{verdict.model_name}: its maximum context is {verdict.context_tokens:,} tokens, "
-                  f"fewer than the {requirement.context_tokens:,} asked for")
+        asked, word = asked_length(requirement, verdict)
+        reason = (f"{verdict.model_name}: its maximum {word} is {verdict.context_tokens:,} tokens, "
+                  f"fewer than the {asked:,} asked for")
         if requirement.task and not requirement.model:
             reason = f"no {requirement.task} model meets it; closest: {reason}"
         return Outcome(requirement, "not-met", reason)
@@ -382,10 +383,21 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
     return Outcome(requirement, "not-met", reason, verdict.suggestions)
 
 
+def asked_length(requirement: Requirement, verdict) -> tuple[int | None, str]:
+    """The length asked for that a verdict's model may not hold, and its word: a text model's context, a fine-tuning
+    sequence (each judged at the model's maximum where it is shorter)."""
+    if verdict.task == "text-generation":
+        return requirement.context_tokens, "context"
+    if verdict.task == "fine-tuning":
+        return requirement.sequence_tokens, "training sequence"
+    return None, ""
+
+
 def context_short(requirement: Requirement, verdict) -> bool:
-    """Whether a text model's maximum context is below the context asked for (the verdict is judged at its maximum)."""
-    return (verdict.task == "text-generation" and requirement.context_tokens is not None
-            and verdict.context_tokens is not None and verdict.context_tokens < requirement.context_tokens)
+    """Whether a model's maximum context is below the context (or training sequence) asked for (the verdict is judged at
+    its maximum)."""
+    asked, _ = asked_length(requirement, verdict)
+    return asked is not None and verdict.context_tokens is not None and verdict.context_tokens < asked
 
 
 def requirement_options(requirement: Requirement) -> Options:
