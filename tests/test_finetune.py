@@ -169,7 +169,7 @@ def run(capsys, *argv):
         (["--task", "fine-tuning", "--model", "llama-3.3-70b", "--method", "qlora", "--placement", "gpu"], 1),
         (["--task", "fine-tuning"], 0),
         (["--model", "llama-3.1-8b", "--method", "qlora"], 2),  # --method without the fine-tuning task
-        (["--task", "speech", "--model", "llama-3.1-8b"], 0),  # as before: the model's own task
+        (["--task", "speech", "--model", "llama-3.1-8b"], 2),  # a task that does not judge the model, as in a file
         (["--task", "fine-tuning", "--model", "whisper-small"], 2),
         (["--task", "fine-tuning", "--model", "llama-3.1-8b", "--sequence", "0"], 2),
         (["--task", "fine-tuning", "--model", "llama-3.1-8b", "--method", "dora"], 2),

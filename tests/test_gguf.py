@@ -456,3 +456,21 @@ def test_a_header_without_the_architecture_shape_names_the_missing_key(tmp_path,
     path.write_bytes(minimal_gguf())
     with pytest.raises(GGUFError, match=r"bare.gguf: metadata 'llama.block_count' is missing; it is needed to size the model$"):
         load_gguf(path, catalog)
+
+
+@pytest.mark.parametrize("task", ["image-generation", "speech", "document-search", "embedding"])
+def test_a_local_language_model_under_a_task_that_does_not_judge_it_is_bad_input(tiny_llama, capsys, task):
+    from gpuready.frontends.cli import main
+
+    # it crashed with AttributeError ('LanguageModel' object has no attribute 'resolution') and exit 3
+    code = main(["estimate", str(tiny_llama), "--task", task, "--machine", "tests/fixtures/machines/nvidia-rtx4090"])
+    assert code == 2
+    assert f"text-generation model: task {task} does not judge it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("task", "code"), [("speech", 2), ("image-generation", 2), ("text-generation", 0), ("fine-tuning", 0)])
+def test_check_model_with_another_tasks_name_is_bad_input_as_in_a_requirements_file(capsys, task, code):
+    from gpuready.frontends.cli import main
+
+    # the flag was dropped unseen (ok, exit 0) where a requirements file with the same pair exits 2
+    assert main(["check", "--model", "llama-3.1-8b", "--task", task, "--machine", "tests/fixtures/machines/nvidia-rtx4090"]) == code

@@ -38,6 +38,27 @@ def derived_task(task: str | None) -> bool:
     return task in registry.names() and registry.get(task).models_from is not None
 
 
+def _model_task(task: str | None, model_id: str | None, catalog) -> str | None:
+    """The task a --model check is judged in: a task that judges another task's models (fine-tuning) as given; the
+    model's own task (or a group of it) as no task, so the line reads as before; any other task as given, for
+    validate to refuse ('a text-generation model: task speech does not judge it'), where it was dropped unseen."""
+    from gpuready.tasks import registry
+
+    model = catalog.get(model_id) if model_id else None
+    if not task or model is None or derived_task(task) or task not in registry.choices():
+        return task
+    return None if registry.judges(registry.resolve(task)[0].name, model) else task
+
+
+def _local_task(task: str | None, model) -> None:
+    """A local .gguf or config.json is a language model: a task that does not judge one is bad input, as for a
+    catalogue model (it crashed with an AttributeError)."""
+    from gpuready.tasks import registry
+
+    if task and task in registry.choices() and not derived_task(task) and not registry.judges(registry.resolve(task)[0].name, model):
+        raise UsageError(f"{model.id} is a {model.task} model: task {task} does not judge it")
+
+
 def _catalog(args):
     from gpuready.app import load_catalog
 
@@ -115,7 +136,7 @@ def cmd_check(args) -> int:
         requirements.append(
             validate(
                 Requirement(
-                    task=args.task if not args.model or derived_task(args.task) else None,
+                    task=_model_task(args.task, args.model, catalog),
                     model=args.model,
                     quant=args.quant,
                     context_tokens=args.context,
@@ -264,6 +285,7 @@ def cmd_estimate(args) -> int:
     if local:
         model, catalog, quant = _local_model(args, catalog)
         args.quant = quant
+        _local_task(args.task, model)
         if local == "gguf" and args.task in (None, "text-generation"):
             from gpuready.app import start_llama_fit
             from gpuready.tasks.text import context_tokens
