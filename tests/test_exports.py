@@ -399,6 +399,7 @@ def test_slurm_features_are_tiers_a_constraint_can_name():
         "gpuready-llm-1b,gpuready-llm-3b,gpuready-llm-7b,gpuready-llm-8b,gpuready-llm-13b,gpuready-llm-14b,"
         "gpuready-llm-30b,gpuready-llm-32b,gpuready-llm-70b,"
         "gpuready-gpu-4gib,gpuready-gpu-8gib,gpuready-gpu-12gib,gpuready-gpu-16gib,gpuready-gpu-24gib Gres=gpu:1\n"
+        "# slurm.conf also needs GresTypes=gpu (once, among its global options)\n"
         "# gres.conf on this node\n"
         "AutoDetect=nvml\n"
     )
@@ -447,3 +448,13 @@ def test_slurmd_parses_the_slurm_conf_line_and_gres_conf(tmp_path, machine):
                             env={**os.environ, "SLURM_CONF": str(tmp_path / "slurm.conf")})
     text = result.stdout + result.stderr
     assert result.returncode == 0 and "error" not in text and "fatal" not in text, text
+
+
+def test_gpu_memory_is_the_largest_pool_one_model_can_use(capsys):
+    # an A100's 20 GB and 5 GB MIG instances are not one 24 GiB GPU: a CUDA process uses one instance
+    assert capacity(machine_report("nvidia-a100-mig")).gpu_memory_bytes == 21072183296
+    # identical GPUs pool, as the verdicts split layers across them
+    two = small_report()
+    two["hardware"]["gpus"] = [dict(two["hardware"]["gpus"][0], index=i) for i in range(2)]
+    one = capacity(small_report()).gpu_memory_bytes
+    assert capacity(two).gpu_memory_bytes == 2 * one

@@ -64,6 +64,7 @@ class GPU:
     memory_total_bytes: int | None
     memory_free_bytes: int | None
     counted: bool
+    mig_profile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,16 @@ class Capacity:
 
     @property
     def gpu_memory_bytes(self) -> int | None:
-        """Total memory of the GPUs the verdicts count; None when none has a known size."""
-        sizes = [gpu.memory_total_bytes for gpu in self.counted_gpus if gpu.memory_total_bytes]
-        return sum(sizes) if sizes else None
+        """Memory of the largest GPU pool one model can use, as the verdicts pool them (tasks/devices.gpu_device):
+        identical GPUs together (llama.cpp splits layers across them), each MIG instance alone (a CUDA process
+        uses one). None when no counted GPU has a known size. Adding every GPU up read an A100's 20 GB and 5 GB
+        MIG instances as 24 GiB, more than any model there can use."""
+        pools: dict[tuple, int] = {}
+        for position, gpu in enumerate(self.counted_gpus):
+            if gpu.memory_total_bytes:
+                key = (gpu.model, position) if gpu.mig_profile or "MIG" in gpu.model.split() else (gpu.model,)
+                pools[key] = pools.get(key, 0) + gpu.memory_total_bytes
+        return max(pools.values()) if pools else None
 
     @property
     def text_generation_max_params_b(self) -> int | None:
@@ -166,6 +174,7 @@ def _gpu(data: dict, position: int) -> GPU:
         memory_total_bytes=_integer(data.get("memory_total_bytes")),
         memory_free_bytes=_integer(data.get("memory_free_bytes")),
         counted=bool(data.get("counted", True)),
+        mig_profile=data.get("mig_profile") if isinstance(data.get("mig_profile"), str) else None,
     )
 
 

@@ -43,6 +43,9 @@ def text(cap: Capacity) -> str:
     if counted:
         node.append(f"Gres=gpu:{len(counted)}")
     lines = ["# slurm.conf: add to this node's NodeName= line", " ".join(node) if node else "# (no features)"]
+    if counted:
+        # slurmctld refuses a Gres= it has no type for (the project's slurmd -G test adds the same line)
+        lines.append("# slurm.conf also needs GresTypes=gpu (once, among its global options)")
     vendors = sorted({gpu.vendor for gpu in counted})
     lines.append("# gres.conf on this node")
     detect = [AUTODETECT[v] for v in vendors if v in AUTODETECT]
