@@ -203,6 +203,11 @@ def compose(
     if memory_bytes:
         hardware = with_memory(hardware, memory_bytes)
     if gpu:
+        if hardware.platform == "darwin" and spec.vendor == "nvidia":
+            problems = [*problems, Problem(
+                "whatif", f"macOS has no NVIDIA driver (CUDA's last macOS release, 10.2, ran on macOS 10.13): the "
+                f"verdicts describe {display_name(spec)} with this machine's CPU and memory as if it ran Linux or "
+                "Windows", None, "warning")]
         hardware = with_gpu(hardware, spec, count)
         if spec.kind == "integrated":
             problems = [*problems, Problem(

@@ -131,3 +131,12 @@ def test_a_what_if_integrated_gpu_reads_this_machines_memory(capsys):
     (gpu,) = report["hardware"]["gpus"]
     assert gpu["bandwidth_bytes_per_s"] == 83200000000
     assert gpu["bandwidth_source"].startswith("system memory, table:amd-ryzen-8000g-desktop")
+
+
+def test_a_what_if_nvidia_gpu_on_a_mac_is_said_to_need_another_os(capsys):
+    report = _report_of(capsys, "mac-m2-air-16gb", "--gpu", "RTX 4090")
+    warnings = [p["message"] for p in report["problems"] if p["probe"] == "whatif" and p["severity"] == "warning"]
+    assert len(warnings) == 1 and "macOS has no NVIDIA driver" in warnings[0]
+    # on a Linux machine the same what-if says nothing of it
+    report = _report_of(capsys, "linux-desktop-ryzen-7950x", "--gpu", "RTX 4090")
+    assert not [p for p in report["problems"] if p["probe"] == "whatif" and p["severity"] == "warning"]
