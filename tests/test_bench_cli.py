@@ -129,3 +129,19 @@ def test_llama_bench_missing_or_a_wrong_file_is_a_one_line_error(capsys, monkeyp
     write_tiny_llama(tmp_path / "tiny.gguf")
     code, _, err = run(capsys, "bench", "--llama-bench", str(tmp_path / "tiny.gguf"))
     assert (code, err) == (2, "gpuready: error: llama-bench (llama.cpp) is not on PATH\n")
+
+
+@pytest.mark.parametrize("argv", [["--machine", "tests/fixtures/machines/mac-m2-air-16gb", "bench", "--show"],
+                                  ["--gpu", "RTX 4090", "bench", "--quick"]])
+def test_bench_refuses_a_recording_or_a_what_if(capsys, tmp_path, monkeypatch, argv):
+    # it printed this computer's kept figures under a recorded M2's name
+    monkeypatch.setenv("GPUREADY_CACHE_DIR", str(tmp_path))
+    assert main(argv) == 2
+    assert "gpuready bench measures this computer" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_show_json_with_nothing_kept_prints_json(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUREADY_CACHE_DIR", str(tmp_path))
+    assert main(["bench", "--show", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"measurements": None, "problems": []}

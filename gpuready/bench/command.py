@@ -9,6 +9,7 @@ import dataclasses
 import datetime
 import importlib.util
 import json
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -147,6 +148,13 @@ def _write(measurements: Measurements, hardware, problems, as_json: bool) -> Non
 
 
 def cmd_bench(args) -> int:
+    given = [flag for flag, name in (("--machine", "machine"), ("--hardware", "hardware"), ("--gpu", "gpu"), ("--memory", "memory"))
+             if getattr(args, name, None)]
+    if given or os.environ.get("GPUREADY_MACHINE"):
+        # bench measures this computer: with a recording or a what-if on the command line it printed this computer's
+        # figures as if they were that machine's
+        raise UsageError(f"gpuready bench measures this computer; {', '.join(given) or 'GPUREADY_MACHINE'} does not "
+                         "apply to it")
     if args.clear:
         removed = cache.clear()
         sys.stdout.write("cleared the kept measurements\n" if removed else "no measurements were kept\n")
@@ -158,6 +166,8 @@ def cmd_bench(args) -> int:
     if args.show:
         if kept is None:
             sys.stderr.write("no measurements of this machine are kept; `gpuready bench` measures it\n")
+            if args.json:
+                sys.stdout.write('{"measurements": null, "problems": []}\n')  # the --json shape, with none kept
             return ExitCode.NOT_READY
         _write(kept, hardware, [], args.json)
         return ExitCode.READY
