@@ -21,7 +21,7 @@ import dataclasses
 
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
-from gpuready.probes import amd_tools, pci
+from gpuready.probes import amd_tools, fields, pci
 from gpuready.probes.apu_memory import shared_pool
 from gpuready.probes.memory import parse_meminfo
 
@@ -262,7 +262,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         if access is False:
             gpu = dataclasses.replace(gpu, counted=False, not_counted_reason="this user may not open /dev/kfd or /dev/dri/renderD* (not in the render group)")
         elif not _visible(visible, index):
-            gpu = dataclasses.replace(gpu, counted=False, not_counted_reason=f"hidden from ROCm by ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES={visible}")
+            gpu = dataclasses.replace(gpu, counted=False, not_counted_reason=f"hidden from ROCm by ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES={fields.without_device_ids(visible)}")
         gpus.append(gpu)
         if target and override:
             problems.append(Problem("amd", f"HSA_OVERRIDE_GFX_VERSION={override}: ROCm treats {name} ({target}) as {override_target(override)}", severity="info"))
