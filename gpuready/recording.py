@@ -23,8 +23,15 @@ _UUID = re.compile(
 _HEX_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
 # MAC addresses, colon or hyphen separated (Linux sysfs/ip, Windows getmac).
 _MAC = re.compile(r"(?<![0-9A-Fa-f:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:-])")
-_SERIAL_LINE = re.compile(r"(?im)^(\s*(?:serial(?: number)?|board_serial|product_serial)\s*[:=]\s*).+$")
-_SCRUBBED_KEYS = {"uuid", "serial", "serial_number", "board_serial", "hostname", "host_name", "mig_uuid"}
+# A "key: value" line whose key names a serial number or device id: "Serial Number (system): C02...",
+# "Provisioning UDID: 00008103-...", /proc/cpuinfo's "Serial\t: 1000...", "board_serial=...".
+_SERIAL_LINE = re.compile(r"(?im)^(\s*(?=[A-Za-z])[\w .()/-]{0,60}?(?:serial|udid|uuid)[\w .()/-]{0,40}?\s*[:=]\s*)(\S.*?)[ \t]*$")
+# The same in JSON ("key": "value", as system_profiler -json writes it), whatever the key's prefix:
+# "_spdisplays_display-serial-number", "serial_number", "platform_UUID", "provisioning_UDID".
+_SERIAL_JSON = re.compile(r'(?i)("[^"\\\n]*(?:serial|uuid|udid)[^"\\\n]*"\s*:\s*)("(?:[^"\\\n]|\\.)*"|-?\d+(?:\.\d+)?(?![\w.]))')
+# A value the UUID pass already replaced, kept so that a GPU's UUID still matches CUDA_VISIBLE_DEVICES on replay.
+_PLACEHOLDER = re.compile(r'"?(?:(?:GPU|MIG)-)?00000000-0000-0000-0000-\d{12}"?')
+_SCRUBBED_KEY = re.compile(r"(?i)serial|uuid|udid|^host_?name$")
 _SCRUBBED_FILES = {"serial", "serial_number", "product_serial", "board_serial", "unique_id", "hostname"}
 
 
@@ -61,7 +68,7 @@ class Scrubber:
         return self._uuids[original]
 
     def _field(self, key: str, item):
-        if key.lower() not in _SCRUBBED_KEYS or item is None or not self.enabled:
+        if not _SCRUBBED_KEY.search(key) or item is None or not self.enabled:
             return self.data(item)
         # A GPU/MIG UUID becomes the same placeholder as in the environment, so that
         # CUDA_VISIBLE_DEVICES=GPU-... still selects the same GPU when the recording is replayed.
@@ -75,7 +82,8 @@ class Scrubber:
         value = _UUID.sub(self._uuid, value)
         value = _HEX_ID.sub(self._hex_id, value)
         value = _MAC.sub(self._mac, value)
-        value = _SERIAL_LINE.sub(lambda m: m.group(1) + "REDACTED", value)
+        value = _SERIAL_LINE.sub(lambda m: m.group(0) if _PLACEHOLDER.fullmatch(m.group(2)) else m.group(1) + "REDACTED", value)
+        value = _SERIAL_JSON.sub(lambda m: m.group(0) if _PLACEHOLDER.fullmatch(m.group(2)) else m.group(1) + '"REDACTED"', value)
         if self._hostname:
             value = self._hostname.sub("HOSTNAME", value)
         return value

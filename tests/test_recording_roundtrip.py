@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
+from pathlib import Path
 
 from gpuready.hardware import to_dict
 from gpuready.host import LiveHost, ReplayHost
@@ -23,3 +26,29 @@ def test_a_recording_of_this_machine_replays_as_the_same_machine(tmp_path):
     replayed, replayed_problems = probe_hardware(ReplayHost(tmp_path / "machine"))
     assert _stable(replayed) == _stable(recorded)
     assert replayed_problems == recorded_problems
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "machines"
+
+
+def replays_alike(machine: Path, directory: Path) -> Path:
+    """Record ``machine`` (scrubbed) into ``directory``, replay that, and check the probes answer as they did."""
+    recorder = RecordingHost(ReplayHost(machine), directory, hostname="pc")
+    recorded, recorded_problems = probe_hardware(recorder)
+    recorder.finish("round trip", "test")
+    replayed, replayed_problems = probe_hardware(ReplayHost(directory))
+    assert to_dict(replayed) == to_dict(recorded)
+    assert replayed_problems == recorded_problems
+    return directory
+
+
+def test_a_mac_whose_serials_are_replaced_replays_as_the_same_mac(tmp_path):
+    machine = tmp_path / "mac"
+    shutil.copytree(FIXTURES / "mac-m2-air-16gb", machine)
+    answer = machine / "commands" / "system-profiler_SPDisplaysDataType_json.txt"
+    data = json.loads(answer.read_text())
+    data["SPDisplaysDataType"][0]["spdisplays_ndrvs"][0]["_spdisplays_display-serial-number"] = "3c2f1a09"
+    data["SPDisplaysDataType"][0]["spdisplays_serial-number"] = "FVFXC2ABQ6L4"
+    answer.write_text(json.dumps(data, indent=2))
+    again = replays_alike(machine, tmp_path / "again")
+    assert "3c2f1a09" not in (again / "commands" / answer.name).read_text()
