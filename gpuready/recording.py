@@ -16,8 +16,10 @@ from typing import Sequence
 
 from gpuready.host import CommandResult, Host, _sibling, command_slug
 
+# A UUID as a word, or right after "pod" (a Kubernetes pod UID in a cgroup path: kubepods/burstable/pod<uid>/),
+# with hyphens or, in systemd's unit names (kubepods-burstable-pod<uid>.slice), underscores.
 _UUID = re.compile(
-    r"\b(?:(GPU|MIG)-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"(?:(?<![0-9A-Za-z])|(?<=pod))(?:(GPU|MIG)-)?[0-9a-fA-F]{8}([-_])[0-9a-fA-F]{4}\2[0-9a-fA-F]{4}\2[0-9a-fA-F]{4}\2[0-9a-fA-F]{12}(?![0-9A-Za-z])"
 )
 # Container and cgroup ids (docker: 64 hex digits; others 32) identify a machine's workloads.
 _HEX_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
@@ -54,12 +56,14 @@ class Scrubber:
         return self._macs[original].replace(":", match.group(1))
 
     def _uuid(self, match: re.Match) -> str:
-        original = match.group(0).lower()
+        # A pod UID written with underscores (systemd) is the same UID as with hyphens: one placeholder, in the form met.
+        original = match.group(0).lower().replace("_", "-")
+        prefix = (match.group(1) + "-") if match.group(1) else ""
         if original not in self._uuids:
             number = len(self._uuids) + 1
-            prefix = (match.group(1) + "-") if match.group(1) else ""
             self._uuids[original] = f"{prefix}00000000-0000-0000-0000-{number:012d}"
-        return self._uuids[original]
+        placeholder = self._uuids[original]
+        return prefix + placeholder[len(prefix):].replace("-", match.group(2))
 
     def _hex_id(self, match: re.Match) -> str:
         original = match.group(0)

@@ -21,8 +21,11 @@ from gpuready.recording import RecordingHost
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
 MACHINES = sorted(p.name for p in FIXTURES.iterdir() if (p / "machine.toml").exists())
 
-UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
-PLACEHOLDER_UUID = re.compile(r"^00000000-0000-0000-0000-\d{12}$")
+# A UUID as a word or right after "pod" (a Kubernetes pod UID in a cgroup path), with hyphens or systemd's underscores.
+UUID = re.compile(r"(?:(?<![0-9A-Za-z])|(?<=pod))[0-9a-fA-F]{8}([-_])[0-9a-fA-F]{4}\1[0-9a-fA-F]{4}\1[0-9a-fA-F]{4}\1[0-9a-fA-F]{12}(?![0-9A-Za-z])")
+PLACEHOLDER_UUID = re.compile(r"^00000000([-_])0000(?:\1)0000(?:\1)0000(?:\1)\d{12}$")
+# A container id (64 hex digits, or 32): placeholders are numbers padded with zeros.
+CONTAINER_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
 MAC = re.compile(r"(?<![0-9A-Fa-f:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:-])")
 SERIAL = re.compile(r"(?im)^\s*(?:serial(?: number)?|board_serial|product_serial)\s*[:=]\s*(?!REDACTED)\S+")
 # A JSON "key": "value" whose key names a serial number or device id (system_profiler -json's
@@ -33,6 +36,7 @@ SERIAL_JSON = re.compile(r'(?i)"[^"\n]*(?:serial|uuid|udid)[^"\n]*"\s*:\s*(?!"RE
 def identifiers(text: str, names: tuple[str, ...] = ()) -> list[str]:
     """Every identifier in ``text``: real UUIDs (not placeholders), MACs (not 02:00:00:00:... placeholders), serials, given names as whole words."""
     found = [m.group(0) for m in UUID.finditer(text) if not PLACEHOLDER_UUID.match(m.group(0))]
+    found += [m.group(0) for m in CONTAINER_ID.finditer(text) if not m.group(0).startswith("0" * 24)]
     found += [m.group(0) for m in MAC.finditer(text) if not m.group(0).lower().replace("-", ":").startswith("02:00:00:00:")]
     found += [m.group(0).strip() for m in SERIAL.finditer(text)]
     found += [m.group(0) for m in SERIAL_JSON.finditer(text)]
@@ -148,3 +152,39 @@ def test_include_identifiers_keeps_json_serials(capsys, tmp_path):
     capsys.readouterr()
     recorded = (tmp_path / "again" / "commands" / "system-profiler_SPDisplaysDataType_json.txt").read_text()
     assert all(str(value) in recorded for value in MAC_SERIALS.values())
+
+
+POD_UID = "1b2c3d4e-5f6a-7b8c-9d0e-1f2a3b4c5d6e"
+CONTAINER = "3f" * 32
+
+
+def kubernetes_pod(tmp_path: Path, systemd: bool) -> Path:
+    """linux-container-cgroup2 as a Kubernetes pod's container, its 4 GiB limit in the pod's cgroup (cgroupfs or systemd driver)."""
+    import shutil
+
+    machine = tmp_path / ("pod-systemd" if systemd else "pod")
+    shutil.copytree(FIXTURES / "linux-container-cgroup2", machine)
+    if systemd:
+        cgroup = (f"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{POD_UID.replace('-', '_')}.slice/"
+                  f"cri-containerd-{CONTAINER}.scope")
+    else:
+        cgroup = f"kubepods/burstable/pod{POD_UID}/{CONTAINER}"
+    (machine / "root" / "proc" / "self" / "cgroup").write_text(f"0::/{cgroup}\n")
+    directory = machine / "root" / "sys" / "fs" / "cgroup" / cgroup
+    directory.mkdir(parents=True)
+    (directory / "memory.max").write_text(f"{4 * 1024**3}\n")
+    (directory / "memory.current").write_text(f"{1024**3}\n")
+    return machine
+
+
+@pytest.mark.parametrize("systemd", [False, True])
+def test_a_kubernetes_pods_uid_and_container_id_stay_out_of_reports_and_recordings(capsys, tmp_path, systemd):
+    texts = outputs(capsys, str(kubernetes_pod(tmp_path, systemd)), tmp_path / "again")
+    names = list(texts) + [str(p) for p in (tmp_path / "again").rglob("*")]  # recorded path names too
+    everything = "\n".join(list(texts.values()) + names)
+    for secret in (POD_UID, POD_UID.replace("-", "_"), CONTAINER):
+        assert secret not in everything
+    assert {name: ids for name, ids in ((name, identifiers(text)) for name, text in texts.items()) if ids} == {}
+    report = json.loads(texts["report.json"])
+    assert report["hardware"]["memory"]["limit_bytes"] == 4 * 1024**3  # the limit is still found
+    assert "pod<uuid>" in report["hardware"]["memory"]["limit_source"]

@@ -52,3 +52,12 @@ def test_a_mac_whose_serials_are_replaced_replays_as_the_same_mac(tmp_path):
     answer.write_text(json.dumps(data, indent=2))
     again = replays_alike(machine, tmp_path / "again")
     assert "3c2f1a09" not in (again / "commands" / answer.name).read_text()
+
+
+def test_a_kubernetes_pods_recording_with_its_uid_replaced_replays_with_the_same_limit(tmp_path):
+    from test_privacy_audit import kubernetes_pod
+
+    for systemd in (False, True):
+        again = replays_alike(kubernetes_pod(tmp_path, systemd), tmp_path / f"again-{systemd}")
+        recorded = (again / "root" / "proc" / "self" / "cgroup").read_text()
+        assert "1b2c3d4e" not in recorded and ("pod00000000_0000_0000_0000_" if systemd else "pod00000000-0000-0000-0000-") in recorded
