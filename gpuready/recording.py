@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from gpuready.host import CommandResult, Host, _sibling, command_slug
+from gpuready.host import DEVICE_GROUPS, CommandResult, Host, _sibling, command_slug
 
 # A UUID as a word, or right after "pod" (a Kubernetes pod UID in a cgroup path: kubepods/burstable/pod<uid>/),
 # with hyphens or, in systemd's unit names (kubepods-burstable-pod<uid>.slice), underscores.
@@ -35,6 +35,21 @@ _SERIAL_JSON = re.compile(r'(?i)("[^"\\\n]*(?:serial|uuid|udid)[^"\\\n]*"\s*:\s*
 _PLACEHOLDER = re.compile(r'"?(?:(?:GPU|MIG)-)?00000000-0000-0000-0000-\d{12}"?')
 _SCRUBBED_KEY = re.compile(r"(?i)serial|uuid|udid|^host_?name$")
 _SCRUBBED_FILES = {"serial", "serial_number", "product_serial", "board_serial", "unique_id", "hostname"}
+
+
+def _device_groups(text: str) -> str:
+    """/etc/group cut to what the AMD probe reads: the render and video groups' GIDs, without members or passwords.
+
+    Every other line names a local user or group. Lines are kept in order, duplicates included, so a replay
+    reads the same GIDs (the probe takes a group's last line)."""
+    kept = [f"{parts[0]}:x:{parts[2]}:" for parts in (line.split(":") for line in text.splitlines())
+            if len(parts) >= 3 and parts[0] in DEVICE_GROUPS]
+    return "".join(line + "\n" for line in kept)
+
+
+# Files a probe reads only part of, recorded as that part alone (whatever --include-identifiers says):
+# /run/.containerenv (Podman) only needs to exist, yet names the container and its image.
+_REDUCED_FILES = {"/etc/group": _device_groups, "/run/.containerenv": lambda text: ""}
 
 
 class Scrubber:
@@ -128,7 +143,8 @@ class RecordingHost:
             target = self._root_path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
             secret = os.path.basename(path) in _SCRUBBED_FILES and self.scrubber.enabled
-            scrubbed = "REDACTED\n" if secret else self.scrubber.text(text)
+            reduced = _REDUCED_FILES.get(path, lambda whole: whole)(text)
+            scrubbed = "REDACTED\n" if secret else self.scrubber.text(reduced)
             target.write_text(scrubbed, encoding="utf-8")
         return text  # the probe sees the real value; only the recording is scrubbed
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpuready.hardware import GPU, Problem
-from gpuready.host import Host
+from gpuready.host import DEVICE_GROUPS, Host
 from gpuready.probes import amd_tools, fields, pci
 from gpuready.probes.apu_memory import shared_pool
 from gpuready.probes.memory import parse_meminfo
@@ -108,7 +108,7 @@ def parse_group_access(status: str, group_file: str) -> bool | None:
         parts = line.split(":")
         if len(parts) >= 3:
             groups[parts[0]] = parts[2]
-    wanted = groups.get("render") or groups.get("video")
+    wanted = next((groups[name] for name in DEVICE_GROUPS if groups.get(name)), None)  # render, else video
     if wanted is None or gids is None:
         return None
     return wanted in gids
