@@ -45,6 +45,10 @@ ENV_ALLOWLIST = (
     "NUMBER_OF_PROCESSORS",
 )
 
+# Groups whose GID the AMD probe looks up in /etc/group (may this user open /dev/kfd, root:render 0660?).
+# A recording keeps only these groups' names and GIDs of /etc/group: the rest names every local user.
+DEVICE_GROUPS = ("render", "video")
+
 
 @dataclass(frozen=True)
 class CommandResult:

@@ -14,18 +14,42 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from gpuready.host import CommandResult, Host, _sibling, command_slug
+from gpuready.host import DEVICE_GROUPS, CommandResult, Host, _sibling, command_slug
 
+# A UUID as a word, or right after "pod" (a Kubernetes pod UID in a cgroup path: kubepods/burstable/pod<uid>/),
+# with hyphens or, in systemd's unit names (kubepods-burstable-pod<uid>.slice), underscores.
 _UUID = re.compile(
-    r"\b(?:(GPU|MIG)-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"(?:(?<![0-9A-Za-z])|(?<=pod))(?:(GPU|MIG)-)?[0-9a-fA-F]{8}([-_])[0-9a-fA-F]{4}\2[0-9a-fA-F]{4}\2[0-9a-fA-F]{4}\2[0-9a-fA-F]{12}(?![0-9A-Za-z])"
 )
 # Container and cgroup ids (docker: 64 hex digits; others 32) identify a machine's workloads.
 _HEX_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
 # MAC addresses, colon or hyphen separated (Linux sysfs/ip, Windows getmac).
 _MAC = re.compile(r"(?<![0-9A-Fa-f:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:-])")
-_SERIAL_LINE = re.compile(r"(?im)^(\s*(?:serial(?: number)?|board_serial|product_serial)\s*[:=]\s*).+$")
-_SCRUBBED_KEYS = {"uuid", "serial", "serial_number", "board_serial", "hostname", "host_name", "mig_uuid"}
+# A "key: value" line whose key names a serial number or device id: "Serial Number (system): C02...",
+# "Provisioning UDID: 00008103-...", /proc/cpuinfo's "Serial\t: 1000...", "board_serial=...".
+_SERIAL_LINE = re.compile(r"(?im)^(\s*(?=[A-Za-z])[\w .()/-]{0,60}?(?:serial|udid|uuid)[\w .()/-]{0,40}?\s*[:=]\s*)(\S.*?)[ \t]*$")
+# The same in JSON ("key": "value", as system_profiler -json writes it), whatever the key's prefix:
+# "_spdisplays_display-serial-number", "serial_number", "platform_UUID", "provisioning_UDID".
+_SERIAL_JSON = re.compile(r'(?i)("[^"\\\n]*(?:serial|uuid|udid)[^"\\\n]*"\s*:\s*)("(?:[^"\\\n]|\\.)*"|-?\d+(?:\.\d+)?(?![\w.]))')
+# A value the UUID pass already replaced, kept so that a GPU's UUID still matches CUDA_VISIBLE_DEVICES on replay.
+_PLACEHOLDER = re.compile(r'"?(?:(?:GPU|MIG)-)?00000000-0000-0000-0000-\d{12}"?')
+_SCRUBBED_KEY = re.compile(r"(?i)serial|uuid|udid|^host_?name$")
 _SCRUBBED_FILES = {"serial", "serial_number", "product_serial", "board_serial", "unique_id", "hostname"}
+
+
+def _device_groups(text: str) -> str:
+    """/etc/group cut to what the AMD probe reads: the render and video groups' GIDs, without members or passwords.
+
+    Every other line names a local user or group. Lines are kept in order, duplicates included, so a replay
+    reads the same GIDs (the probe takes a group's last line)."""
+    kept = [f"{parts[0]}:x:{parts[2]}:" for parts in (line.split(":") for line in text.splitlines())
+            if len(parts) >= 3 and parts[0] in DEVICE_GROUPS]
+    return "".join(line + "\n" for line in kept)
+
+
+# Files a probe reads only part of, recorded as that part alone (whatever --include-identifiers says):
+# /run/.containerenv (Podman) only needs to exist, yet names the container and its image.
+_REDUCED_FILES = {"/etc/group": _device_groups, "/run/.containerenv": lambda text: ""}
 
 
 class Scrubber:
@@ -47,12 +71,14 @@ class Scrubber:
         return self._macs[original].replace(":", match.group(1))
 
     def _uuid(self, match: re.Match) -> str:
-        original = match.group(0).lower()
+        # A pod UID written with underscores (systemd) is the same UID as with hyphens: one placeholder, in the form met.
+        original = match.group(0).lower().replace("_", "-")
+        prefix = (match.group(1) + "-") if match.group(1) else ""
         if original not in self._uuids:
             number = len(self._uuids) + 1
-            prefix = (match.group(1) + "-") if match.group(1) else ""
             self._uuids[original] = f"{prefix}00000000-0000-0000-0000-{number:012d}"
-        return self._uuids[original]
+        placeholder = self._uuids[original]
+        return prefix + placeholder[len(prefix):].replace("-", match.group(2))
 
     def _hex_id(self, match: re.Match) -> str:
         original = match.group(0)
@@ -61,7 +87,7 @@ class Scrubber:
         return self._uuids[original]
 
     def _field(self, key: str, item):
-        if key.lower() not in _SCRUBBED_KEYS or item is None or not self.enabled:
+        if not _SCRUBBED_KEY.search(key) or item is None or not self.enabled:
             return self.data(item)
         # A GPU/MIG UUID becomes the same placeholder as in the environment, so that
         # CUDA_VISIBLE_DEVICES=GPU-... still selects the same GPU when the recording is replayed.
@@ -75,7 +101,8 @@ class Scrubber:
         value = _UUID.sub(self._uuid, value)
         value = _HEX_ID.sub(self._hex_id, value)
         value = _MAC.sub(self._mac, value)
-        value = _SERIAL_LINE.sub(lambda m: m.group(1) + "REDACTED", value)
+        value = _SERIAL_LINE.sub(lambda m: m.group(0) if _PLACEHOLDER.fullmatch(m.group(2)) else m.group(1) + "REDACTED", value)
+        value = _SERIAL_JSON.sub(lambda m: m.group(0) if _PLACEHOLDER.fullmatch(m.group(2)) else m.group(1) + '"REDACTED"', value)
         if self._hostname:
             value = self._hostname.sub("HOSTNAME", value)
         return value
@@ -116,7 +143,8 @@ class RecordingHost:
             target = self._root_path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
             secret = os.path.basename(path) in _SCRUBBED_FILES and self.scrubber.enabled
-            scrubbed = "REDACTED\n" if secret else self.scrubber.text(text)
+            reduced = _REDUCED_FILES.get(path, lambda whole: whole)(text)
+            scrubbed = "REDACTED\n" if secret else self.scrubber.text(reduced)
             target.write_text(scrubbed, encoding="utf-8")
         return text  # the probe sees the real value; only the recording is scrubbed
 

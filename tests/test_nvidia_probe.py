@@ -194,6 +194,45 @@ def test_a_mig_uuid_in_cuda_visible_devices_selects_that_instance():
     assert [(g.mig_profile, g.counted) for g in gpus] == [("3g.20gb", False), ("1g.5gb", True)]
 
 
+def test_a_not_counted_reason_quotes_cuda_visible_devices_without_its_uuids():
+    # A report carries no UUIDs: the variable is quoted with each UUID replaced, indices kept.
+    real = "GPU-3f1c2a4e-8b7d-4c21-9e5f-0a1b2c3d4e5f"
+    second = RTX_4090 | {"index": 1, "uuid": real}
+    host = FakeHost(environment={"CUDA_VISIBLE_DEVICES": f"{real},7"}, libraries={"nvml": READOUT | {"devices": [RTX_4090, second]}})
+    gpus, _ = nvidia.probe(host)
+    assert [(g.index, g.not_counted_reason) for g in gpus] == [(0, "not in CUDA_VISIBLE_DEVICES=GPU-<uuid>,7"), (1, None)]
+
+
+@pytest.mark.parametrize("value, quoted", [
+    ("MIG-3f1c2a4e-8b7d-4c21-9e5f-0a1b2c3d4e5f", "MIG-<uuid>"),
+    ("MIG-GPU-3f1c2a4e-8b7d-4c21-9e5f-0a1b2c3d4e5f/1/0", "MIG-GPU-<uuid>/1/0"),
+    ("gpu-3f1c2a4e,2", "GPU-<uuid>,2"),  # CUDA's unique-prefix form
+    ("3f1c2a4e-8b7d-4c21-9e5f-0a1b2c3d4e5f", "<uuid>"),
+    ("GPU-b85e402c0fb3757f", "GPU-<uuid>"),  # ROCm's 16-hex id
+    ("b85e402c0fb3757f,1", "<uuid>,1"),
+    ("0,2", "0,2"), ("-1", "-1"), ("void", "void"), ("level_zero:0.1", "level_zero:0.1"),
+])
+def test_a_device_selection_variable_is_quoted_without_uuids(value, quoted):
+    from gpuready.probes.fields import without_device_ids
+    assert without_device_ids(value) == quoted
+
+
+def test_the_report_of_a_mig_machine_quotes_no_mig_uuid(capsys, tmp_path):
+    # The reviewer's reproduction: nvidia-a100-mig with CUDA_VISIBLE_DEVICES naming a MIG instance by UUID.
+    import shutil
+    from pathlib import Path
+
+    from gpuready.frontends.cli import main
+    machine = tmp_path / "m"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "machines" / "nvidia-a100-mig", machine)
+    toml = machine / "machine.toml"
+    toml.write_text(toml.read_text().replace("[env]", '[env]\nCUDA_VISIBLE_DEVICES = "MIG-00000000-0000-0000-0000-000000000003"', 1))
+    assert main(["report", "--json", "--machine", str(machine)]) == 0
+    out = capsys.readouterr().out
+    assert "not in CUDA_VISIBLE_DEVICES=MIG-<uuid>" in out
+    assert "0000-000000000003" not in out
+
+
 # --- the readout itself, over a fake pynvml module -------------------------------------------------
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 
 from gpuready.hardware import GPU, Problem
-from gpuready.host import Host
-from gpuready.probes import amd_tools, pci
+from gpuready.host import DEVICE_GROUPS, Host
+from gpuready.probes import amd_tools, fields, pci
 from gpuready.probes.apu_memory import shared_pool
 from gpuready.probes.memory import parse_meminfo
 
@@ -108,7 +108,7 @@ def parse_group_access(status: str, group_file: str) -> bool | None:
         parts = line.split(":")
         if len(parts) >= 3:
             groups[parts[0]] = parts[2]
-    wanted = groups.get("render") or groups.get("video")
+    wanted = next((groups[name] for name in DEVICE_GROUPS if groups.get(name)), None)  # render, else video
     if wanted is None or gids is None:
         return None
     return wanted in gids
@@ -262,7 +262,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         if access is False:
             gpu = dataclasses.replace(gpu, counted=False, not_counted_reason="this user may not open /dev/kfd or /dev/dri/renderD* (not in the render group)")
         elif not _visible(visible, index):
-            gpu = dataclasses.replace(gpu, counted=False, not_counted_reason=f"hidden from ROCm by ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES={visible}")
+            gpu = dataclasses.replace(gpu, counted=False, not_counted_reason=f"hidden from ROCm by ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES={fields.without_device_ids(visible)}")
         gpus.append(gpu)
         if target and override:
             problems.append(Problem("amd", f"HSA_OVERRIDE_GFX_VERSION={override}: ROCm treats {name} ({target}) as {override_target(override)}", severity="info"))

@@ -6,6 +6,8 @@ missing, null or of another type; probes take values through these instead of tr
 
 from __future__ import annotations
 
+import re
+
 # A count or size above this is not from a real machine (an exabyte is 2^60 bytes).
 LARGEST = 2**60
 
@@ -39,3 +41,29 @@ def label(value: str | None, limit: int = 120) -> str | None:
     if len(cleaned) > limit:
         cleaned = cleaned[: limit - 1].rstrip() + "…"
     return cleaned or None
+
+
+# A device UUID in a *_VISIBLE_DEVICES list: NVIDIA's GPU-/MIG- (a whole UUID, CUDA's unique
+# prefix of one, or the legacy MIG-GPU-<uuid>/<gi>/<ci> form) or a bare UUID / AMD's 16-hex id.
+_PREFIXED_ID = re.compile(r"(?i)\b(MIG-GPU-|GPU-|MIG-)[0-9a-f][0-9a-f-]*")
+_BARE_ID = re.compile(r"(?i)(?<![0-9a-z-])[0-9a-f]{8}(?:-?[0-9a-f]{4}){3}-?[0-9a-f]{12}(?![0-9a-z-])|(?<![0-9a-z-])(?=[0-9a-f]*[a-f])[0-9a-f]{16}(?![0-9a-z-])")
+
+
+def without_device_ids(value: str | None) -> str | None:
+    """A device-selection variable's value fit to quote in a report: UUIDs become ``GPU-<uuid>``
+    / ``MIG-<uuid>`` / ``<uuid>``; indices and MIG instance numbers are kept (reports carry no UUIDs)."""
+    if value is None:
+        return None
+    value = _PREFIXED_ID.sub(lambda m: m.group(1).upper() + "<uuid>", value)
+    return _BARE_ID.sub("<uuid>", value)
+
+
+# Ids in a cgroup path: a Kubernetes pod UID (pod<uuid>/, or systemd's pod<uuid with underscores>.slice)
+# and a container id (docker/containerd: 64 hex digits; others 32).
+_PATH_UUID = re.compile(r"(?i)(?:(?<![0-9a-z])|(?<=pod))[0-9a-f]{8}([-_])[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{12}(?![0-9a-z])")
+_PATH_HEX_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
+
+
+def without_path_ids(path: str) -> str:
+    """A cgroup path fit to quote in a report: pod UIDs become ``<uuid>``, container ids ``<id>``."""
+    return _PATH_HEX_ID.sub("<id>", _PATH_UUID.sub("<uuid>", path))

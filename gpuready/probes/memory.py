@@ -111,7 +111,7 @@ def cgroup_limit(host: Host) -> tuple[int | None, int | None, str | None]:
             inactive = _stat_value(host, f"{directory}/memory.stat", inactive_key)
             usage = max(0, usage - inactive)
             if best is None or limit - usage < best[0] - best[1]:
-                best = (limit, usage, f"cgroup {version} {directory}/{limit_file}")
+                best = (limit, usage, f"cgroup {version} {fields.without_path_ids(directory)}/{limit_file}")  # a report carries no pod UIDs or container ids
     if best is None:
         return None, None, None
     return best

@@ -271,25 +271,26 @@ def apply_visibility(
     cuda_entries = parse_visible_devices(cuda_visible)
     nvidia = (nvidia_visible or "").strip().lower()
     nvidia_uuids = [e.strip() for e in nvidia.split(",") if e.strip().startswith(("gpu-", "mig-"))]
+    quoted = fields.without_device_ids(cuda_visible)  # a report carries no UUIDs: quoted with them replaced
     for seen in gpus:
         gpu, uuid, parent_uuid = seen.gpu, seen.uuid, seen.parent_uuid
         reason = None
         if nvidia in ("none", "void"):
-            reason = f"NVIDIA_VISIBLE_DEVICES={nvidia_visible} hides every GPU"
+            reason = f"NVIDIA_VISIBLE_DEVICES={fields.without_device_ids(nvidia_visible)} hides every GPU"
         elif nvidia_uuids and not _selected(nvidia_uuids, None, uuid, parent_uuid):
             reason = "not in NVIDIA_VISIBLE_DEVICES"
         elif cuda_entries is not None and not _selected(cuda_entries, None if gpu.mig_profile else gpu.index, uuid, parent_uuid):
-            reason = f"not in CUDA_VISIBLE_DEVICES={cuda_visible}"
+            reason = f"not in CUDA_VISIBLE_DEVICES={quoted}"
         if reason and gpu.counted:
             gpu = dataclasses.replace(gpu, counted=False, not_counted_reason=reason)
         result.append(gpu)
     names = {seen.gpu.name for seen in gpus}
     if cuda_entries and any(e.isdigit() for e in cuda_entries) and len(names) > 1 and (cuda_order or "").upper() != "PCI_BUS_ID":
-        problems.append(Problem("nvidia", f"CUDA_VISIBLE_DEVICES={cuda_visible} uses indices, read here in PCI bus order; CUDA itself "
+        problems.append(Problem("nvidia", f"CUDA_VISIBLE_DEVICES={quoted} uses indices, read here in PCI bus order; CUDA itself "
                                 "orders different GPUs fastest first, so an index may mean another GPU",
                                 "Set CUDA_DEVICE_ORDER=PCI_BUS_ID (or use GPU UUIDs) so indices mean the same GPU everywhere.", "info"))
     if cuda_entries == [] and gpus:
-        problems.append(Problem("nvidia", f"CUDA_VISIBLE_DEVICES={cuda_visible!r} hides every NVIDIA GPU",
+        problems.append(Problem("nvidia", f"CUDA_VISIBLE_DEVICES={quoted!r} hides every NVIDIA GPU",
                                 "Unset CUDA_VISIBLE_DEVICES (or list the GPUs to use) to run models on the GPU.", "warning"))
     return result, problems
 
