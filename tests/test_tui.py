@@ -665,3 +665,32 @@ def test_overview_cards_keep_each_model_on_one_line():
     for width, text in shown:
         for line in text.splitlines()[1:]:
             assert len(line) <= width, (width, line)
+
+
+@pytest.mark.parametrize("machine", [CPU_ONLY, MAC, NVIDIA_DESKTOP])
+def test_enter_opens_the_details_of_a_model_of_every_task(machine):
+    """Image, speech and document-search verdicts have no context length: their details must open all the same."""
+
+    async def scenario():
+        app = app_for(machine)
+        shown = {}
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            for number, table in enumerate(app.query(ModelTable), start=2):
+                await pilot.press(str(number), "enter")
+                await pilot.pause()
+                screen = app.screen
+                assert isinstance(screen, DetailScreen), table.task_name
+                body = str(screen.query_one("#detail-body").render())
+                shown[table.task_name] = (screen.verdict, body)
+                await pilot.press("escape")
+                await pilot.pause()
+        return shown
+
+    shown = run(scenario())
+    expected = expected_report(machine)
+    assert set(shown) == {summary.task for summary in expected.tasks}
+    for task, (verdict, body) in shown.items():
+        assert verdict.task == task
+        assert verdict.model_name in body
+        assert ("tokens of context" in body) == (verdict.context_tokens is not None)
