@@ -105,9 +105,17 @@ class GpureadyApp(App):
         *(Binding(str(n), f"tab({n})", f"Tab {n}", show=False) for n in range(1, 10)),
     ]
 
-    def __init__(self, load: Callable[[], Inputs], options: Options | None = None, export_path: str = "gpuready-report.json") -> None:
+    def __init__(
+        self,
+        load: Callable[[], Inputs],
+        options: Options | None = None,
+        export_path: str = "gpuready-report.json",
+        elsewhere: str | None = None,
+    ) -> None:
         super().__init__()
         self.load = load
+        # What ``load`` gives when it is not this computer ("a recording", "a what-if"): `b` then refuses.
+        self.elsewhere = elsewhere
         self.options = options or Options()
         self.inputs: Inputs | None = None
         self.whatif: ActiveWhatIf | None = None
@@ -422,8 +430,19 @@ class GpureadyApp(App):
             self.probe()
 
     def action_bench(self) -> None:
-        """Measure this machine (gpuready bench --quick), then probe again so the verdicts use it."""
+        """Measure this machine (gpuready bench --quick), then probe again so the verdicts use it.
+
+        Only when the machine on screen is this computer: measuring a recording or a what-if
+        would measure the host instead and keep its numbers in the cache.
+        """
         from gpuready.frontends.tui.bench import BenchScreen
+
+        shown = self.elsewhere or ("a what-if" if self.whatif is not None else None)
+        if shown is not None:
+            undo = "; press x to go back to it" if self.elsewhere is None else ""
+            self.notify(f"Not measured: measuring runs on this computer; the machine shown is {shown}{undo}",
+                        severity="warning", timeout=6)
+            return
 
         def done(summary: str | None) -> None:
             if summary:
