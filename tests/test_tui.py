@@ -694,3 +694,33 @@ def test_enter_opens_the_details_of_a_model_of_every_task(machine):
         assert verdict.task == task
         assert verdict.model_name in body
         assert ("tokens of context" in body) == (verdict.context_tokens is not None)
+
+
+def test_what_if_notifications_show_paths_as_written(tmp_path):
+    """Square brackets and backslashes in a path are text, not markup: the toast shows the path the user typed."""
+    folder = tmp_path / "pcs [draft] \\x"
+    folder.mkdir()
+    bad = folder / "bad.json"
+    bad.write_text('{"platform": "linux"}', encoding="utf-8")
+    good = folder / "good.json"
+    good.write_text(json.dumps(hardware_json(inputs(NVIDIA_DESKTOP).hardware)), encoding="utf-8")
+
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            for path in (bad, folder / "missing.json", good):
+                await pilot.press("w")
+                await pilot.pause()
+                app.screen.query_one("#hardware-path").value = str(path)
+                app.screen.query_one("#hardware-path").focus()
+                await pilot.press("enter")
+                await pilot.pause()
+            return [(n.message, n.markup) for n in app._notifications]
+
+    shown = run(scenario())
+    assert all(not markup for _, markup in shown)  # drawn as plain text
+    messages = [message for message, _ in shown]
+    assert messages[0] == f"{bad}: hardware: missing key 'arch'"
+    assert str(folder / "missing.json") in messages[1]
+    assert messages[2] == f"What-if: hardware from {good}. Press x to go back to this machine."

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 
 import pytest
+from textual.content import Content
 from tui_support import CPU_ONLY, inputs, settle, spec
 
 from gpuready.bench import cache, command
@@ -136,3 +138,29 @@ def test_b_refuses_while_a_what_if_gpu_is_shown(monkeypatch):
 ])
 def test_the_cli_arguments_say_when_the_machine_is_not_this_computer(argv, environ, shown):
     assert not_this_computer(build_parser().parse_args(argv), environ) == shown
+
+
+def on_screen(notification) -> str:
+    """A notification's text as its toast draws it (markup, when on, eats square brackets and backslashes)."""
+    return Content.from_markup(notification.message).plain if notification.markup else notification.message
+
+
+def test_the_bench_hint_keeps_its_square_brackets(monkeypatch):
+    loaded = inputs(CPU_ONLY)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else real_find_spec(name, *a))
+
+    async def scenario():
+        app = GpureadyApp(lambda: loaded)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("b")
+            for _ in range(300):
+                await pilot.pause(0.01)
+                if not isinstance(app.screen, BenchScreen):
+                    break
+            await pilot.pause()
+            return [on_screen(n) for n in app._notifications]
+
+    assert asyncio.run(scenario()) == [f"Not measured: measuring needs numpy: {command.EXTRA_HINT}"]
+    assert command.EXTRA_HINT == "pip install 'gpuready[bench]'"

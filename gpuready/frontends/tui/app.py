@@ -126,6 +126,11 @@ class GpureadyApp(App):
         self.probing = False
         self.theme = "textual-light" if prefers_light() else "textual-dark"
 
+    def notify(self, message: str, *, markup: bool = False, **kwargs) -> None:
+        """A toast shown as plain text: ours quote commands and paths (pip install 'gpuready[bench]',
+        a what-if file's path) whose square brackets and backslashes markup would eat."""
+        super().notify(message, markup=markup, **kwargs)
+
     # --- layout -------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
