@@ -724,3 +724,40 @@ def test_what_if_notifications_show_paths_as_written(tmp_path):
     assert messages[0] == f"{bad}: hardware: missing key 'arch'"
     assert str(folder / "missing.json") in messages[1]
     assert messages[2] == f"What-if: hardware from {good}. Press x to go back to this machine."
+
+
+def test_shorten_line_drops_whole_parts_from_the_end_then_cuts():
+    line = "Apple M2 · 16.0 GB · Apple Neural Engine (M2) · Metal 3"
+    assert fmt.shorten_line(line, 80) == line
+    assert fmt.shorten_line(line, 49) == "Apple M2 · 16.0 GB · Apple Neural Engine (M2) · …"
+    assert fmt.shorten_line(line, 48) == "Apple M2 · 16.0 GB · …"
+    assert fmt.shorten_line(line, 6) == "Apple…"
+    assert fmt.shorten_line(line, 0) == ""
+
+
+@pytest.mark.parametrize(("size", "whatif"), [((120, 40), False), ((80, 24), False), ((80, 24), True), ((60, 20), True)])
+def test_the_header_always_shows_the_settings_the_verdicts_are_for(size, whatif):
+    """A long machine line (an M2 with its NPU and Metal) is shortened; the context and users still show."""
+
+    async def scenario():
+        app = app_for(MAC)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            if whatif:
+                from gpuready.frontends.tui.screens import WhatIf
+
+                app.apply_whatif(WhatIf(spec=spec("rtx-4090"), count=2))
+            await pilot.press("c")
+            await pilot.pause()
+            app.screen.query_one("#setting-context_tokens").value = "65536"
+            app.screen.query_one("#setting-users").value = "4"
+            app.screen.query_one("#setting-context_tokens").focus()
+            await pilot.press("enter")
+            await pilot.pause()
+            return app.report.options, app.query_one("#machine").render().plain
+
+    options, header = run(scenario())
+    assert (options.context_tokens, options.users) == (65536, 4)
+    assert header.rstrip().endswith(" · context 65,536 · 4 users")
+    assert len(header.rstrip()) <= size[0]
+    assert header.startswith(" gpuready  WHAT-IF " if whatif else " gpuready  Apple M2 · ")

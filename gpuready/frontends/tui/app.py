@@ -162,6 +162,7 @@ class GpureadyApp(App):
 
     def on_resize(self, event) -> None:
         self._layout_for(event.size.width)
+        self._header()  # shortened to the new width
 
     def _layout_for(self, width: int) -> None:
         narrow = width < NARROW_COLUMNS
@@ -245,16 +246,26 @@ class GpureadyApp(App):
         if self.report is None:
             text.append("  probing this machine…")
         else:
-            if self.whatif:
-                text.append(f" WHAT-IF {self.whatif.label} ", style=f"bold reverse {color(self, 'warning')}")
-            text.append(f" {fmt.machine_line(self.report.hardware)}")
+            # The settings the verdicts are for come last but always show: on a narrow terminal
+            # the what-if label and then the machine line are shortened to make room for them.
+            muted = color(self, "foreground-muted")
+            settings = Text()
             context = self.options.context_tokens
-            text.append(f" · context {context:,}" if context else " · context 8,192", style=color(self, "foreground-muted"))
+            settings.append(f" · context {context:,}" if context else " · context 8,192", style=muted)
             users = getattr(self.options, "users", None)
             if users and users > 1:
-                text.append(f" · {users} users", style=color(self, "foreground-muted"))
+                settings.append(f" · {users} users", style=muted)
             if self.probing:
-                text.append("  (re-probing…)", style=color(self, "foreground-muted"))
+                settings.append("  (re-probing…)", style=muted)
+            width = self.size.width
+            room = width - text.cell_len - settings.cell_len if width else 10**6
+            if self.whatif:
+                label = fmt.shorten_line(self.whatif.label, max(room - len(" WHAT-IF  ") - 16, 6), " ")
+                text.append(f" WHAT-IF {label} ", style=f"bold reverse {color(self, 'warning')}")
+                room -= len(f" WHAT-IF {label} ")
+            machine = fmt.machine_line(self.report.hardware)
+            text.append(" " + fmt.shorten_line(machine, max(room - 1, 0)))
+            text.append_text(settings)
         self.query_one("#machine", Static).update(text)
 
     def _status(self, task: str) -> None:

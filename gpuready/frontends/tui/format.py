@@ -11,6 +11,8 @@ import dataclasses
 import re
 from collections.abc import Callable
 
+from rich.cells import cell_len, set_cell_size
+
 from gpuready.hardware import GPU, Hardware
 from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
@@ -145,6 +147,21 @@ def machine_line(hardware: Hardware) -> str:
         parts.append(npu.name)
     parts += backend_versions(hardware)
     return " · ".join(parts)
+
+
+def shorten_line(line: str, cells: int, separator: str = " · ") -> str:
+    """``line`` in at most ``cells`` cells: whole parts dropped from the end (a '…' part says so), else cut with '…'."""
+    if cell_len(line) <= cells:
+        return line
+    if cells <= 0:
+        return ""
+    parts = line.split(separator)
+    while len(parts) > 1:
+        parts.pop()
+        shorter = separator.join(parts) + separator + "…"
+        if cell_len(shorter) <= cells:
+            return shorter
+    return set_cell_size(line, cells - 1) + "…"
 
 
 # --- bars ---------------------------------------------------------------------------
