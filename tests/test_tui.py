@@ -761,3 +761,42 @@ def test_the_header_always_shows_the_settings_the_verdicts_are_for(size, whatif)
     assert header.rstrip().endswith(" · context 65,536 · 4 users")
     assert len(header.rstrip()) <= size[0]
     assert header.startswith(" gpuready  WHAT-IF " if whatif else " gpuready  Apple M2 · ")
+
+
+def test_a_shortened_model_name_keeps_what_tells_models_apart():
+    assert fmt.shorten_name("Qwen2.5 Coder 7B Instruct", 21) == "Qwen2.5 … 7B Instruct"
+    assert fmt.shorten_name("Stable Diffusion 3.5 Medium", 20) == "Stable … 3.5 Medium"
+    assert fmt.shorten_name("DeepSeek-R1-Distill-Qwen-1.5B", 20) == "DeepSeek-R…Qwen-1.5B"
+    assert fmt.shorten_name("Qwen3 4B", 20) == "Qwen3 4B"
+    assert fmt.shorten_names(["Qwen2.5 1.5B Instruct", "Qwen2.5 14B Instruct", "Qwen3 4B"], 12) == {
+        "Qwen2.5 1.5B Instruct": "Qwen2.5 1.5…",
+        "Qwen2.5 14B Instruct": "Qwen2.5 14B…",
+        "Qwen3 4B": "Qwen3 4B",
+    }
+
+
+@pytest.mark.parametrize("machine", [CPU_ONLY, NVIDIA_DESKTOP])
+def test_at_80_columns_no_two_models_look_alike_in_any_tab(machine):
+    """The model's name has priority over ± and Where: 'Qwen2.5 1…' was both the 1.5B and the 14B."""
+
+    async def scenario():
+        app = app_for(machine)
+        shown = {}
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            for number, table in enumerate(app.query(ModelTable), start=2):
+                await pilot.press(str(number))
+                await pilot.pause()
+                shown[table.task_name] = [
+                    (app.report.verdict(key.value, table.task_name).model_name, table.get_cell(key, "model").plain.strip())
+                    for key in table.rows
+                ]
+        return shown
+
+    for task, rows in run(scenario()).items():
+        names_of = {}
+        for name, cell in rows:
+            names_of.setdefault(cell, set()).add(name)
+        assert all(len(names) == 1 for names in names_of.values()), (task, names_of)
+        if task in ("fine-tuning", "speech"):
+            assert all(cell == name or len(cell) >= 15 for name, cell in rows), (task, rows)
