@@ -757,6 +757,27 @@ def test_the_header_always_shows_the_settings_the_verdicts_are_for(size, whatif)
             return app.report.options, app.query_one("#machine").render().plain
 
     options, header = run(scenario())
+    check_header(options, header, size, whatif)
+
+
+def test_the_header_is_shortened_again_when_the_terminal_narrows():
+    async def scenario():
+        app = app_for(MAC)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("c", *"65536", "enter")
+            await pilot.pause()
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause(0.1)
+            return app.report.options, app.query_one("#machine").render().plain
+
+    options, header = run(scenario())
+    assert options.context_tokens == 65536
+    assert header.rstrip().endswith(" · context 65,536")
+    assert len(header.rstrip()) <= 80
+
+
+def check_header(options, header, size, whatif):
     assert (options.context_tokens, options.users) == (65536, 4)
     assert header.rstrip().endswith(" · context 65,536 · 4 users")
     assert len(header.rstrip()) <= size[0]

@@ -162,7 +162,7 @@ class GpureadyApp(App):
 
     def on_resize(self, event) -> None:
         self._layout_for(event.size.width)
-        self._header()  # shortened to the new width
+        self._header(event.size.width)  # shortened to the new width (self.size is updated after this handler)
 
     def _layout_for(self, width: int) -> None:
         narrow = width < NARROW_COLUMNS
@@ -240,7 +240,7 @@ class GpureadyApp(App):
             if verdict is not None:
                 self.screen.show(verdict)
 
-    def _header(self) -> None:
+    def _header(self, width: int | None = None) -> None:
         text = Text()
         text.append(" gpuready ", style=f"bold reverse {color(self, 'primary')}")
         if self.report is None:
@@ -257,7 +257,7 @@ class GpureadyApp(App):
                 settings.append(f" · {users} users", style=muted)
             if self.probing:
                 settings.append("  (re-probing…)", style=muted)
-            width = self.size.width
+            width = width or self.size.width
             room = width - text.cell_len - settings.cell_len if width else 10**6
             if self.whatif:
                 label = fmt.shorten_line(self.whatif.label, max(room - len(" WHAT-IF  ") - 16, 6), " ")
