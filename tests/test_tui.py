@@ -665,3 +665,159 @@ def test_overview_cards_keep_each_model_on_one_line():
     for width, text in shown:
         for line in text.splitlines()[1:]:
             assert len(line) <= width, (width, line)
+
+
+@pytest.mark.parametrize("machine", [CPU_ONLY, MAC, NVIDIA_DESKTOP])
+def test_enter_opens_the_details_of_a_model_of_every_task(machine):
+    """Image, speech and document-search verdicts have no context length: their details must open all the same."""
+
+    async def scenario():
+        app = app_for(machine)
+        shown = {}
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            for number, table in enumerate(app.query(ModelTable), start=2):
+                await pilot.press(str(number), "enter")
+                await pilot.pause()
+                screen = app.screen
+                assert isinstance(screen, DetailScreen), table.task_name
+                body = str(screen.query_one("#detail-body").render())
+                shown[table.task_name] = (screen.verdict, body)
+                await pilot.press("escape")
+                await pilot.pause()
+        return shown
+
+    shown = run(scenario())
+    expected = expected_report(machine)
+    assert set(shown) == {summary.task for summary in expected.tasks}
+    for task, (verdict, body) in shown.items():
+        assert verdict.task == task
+        assert verdict.model_name in body
+        assert ("tokens of context" in body) == (verdict.context_tokens is not None)
+
+
+def test_what_if_notifications_show_paths_as_written(tmp_path):
+    """Square brackets and backslashes in a path are text, not markup: the toast shows the path the user typed."""
+    folder = tmp_path / "pcs [draft] \\x"
+    folder.mkdir()
+    bad = folder / "bad.json"
+    bad.write_text('{"platform": "linux"}', encoding="utf-8")
+    good = folder / "good.json"
+    good.write_text(json.dumps(hardware_json(inputs(NVIDIA_DESKTOP).hardware)), encoding="utf-8")
+
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            for path in (bad, folder / "missing.json", good):
+                await pilot.press("w")
+                await pilot.pause()
+                app.screen.query_one("#hardware-path").value = str(path)
+                app.screen.query_one("#hardware-path").focus()
+                await pilot.press("enter")
+                await pilot.pause()
+            return [(n.message, n.markup) for n in app._notifications]
+
+    shown = run(scenario())
+    assert all(not markup for _, markup in shown)  # drawn as plain text
+    messages = [message for message, _ in shown]
+    assert messages[0] == f"{bad}: hardware: missing key 'arch'"
+    assert str(folder / "missing.json") in messages[1]
+    assert messages[2] == f"What-if: hardware from {good}. Press x to go back to this machine."
+
+
+def test_shorten_line_drops_whole_parts_from_the_end_then_cuts():
+    line = "Apple M2 · 16.0 GB · Apple Neural Engine (M2) · Metal 3"
+    assert fmt.shorten_line(line, 80) == line
+    assert fmt.shorten_line(line, 49) == "Apple M2 · 16.0 GB · Apple Neural Engine (M2) · …"
+    assert fmt.shorten_line(line, 48) == "Apple M2 · 16.0 GB · …"
+    assert fmt.shorten_line(line, 6) == "Apple…"
+    assert fmt.shorten_line(line, 0) == ""
+
+
+@pytest.mark.parametrize(("size", "whatif"), [((120, 40), False), ((80, 24), False), ((80, 24), True), ((60, 20), True)])
+def test_the_header_always_shows_the_settings_the_verdicts_are_for(size, whatif):
+    """A long machine line (an M2 with its NPU and Metal) is shortened; the context and users still show."""
+
+    async def scenario():
+        app = app_for(MAC)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            if whatif:
+                from gpuready.frontends.tui.screens import WhatIf
+
+                app.apply_whatif(WhatIf(spec=spec("rtx-4090"), count=2))
+            await pilot.press("c")
+            await pilot.pause()
+            app.screen.query_one("#setting-context_tokens").value = "65536"
+            app.screen.query_one("#setting-users").value = "4"
+            app.screen.query_one("#setting-context_tokens").focus()
+            await pilot.press("enter")
+            await pilot.pause()
+            return app.report.options, app.query_one("#machine").render().plain
+
+    options, header = run(scenario())
+    check_header(options, header, size, whatif)
+
+
+def test_the_header_is_shortened_again_when_the_terminal_narrows():
+    async def scenario():
+        app = app_for(MAC)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("c", *"65536", "enter")
+            await pilot.pause()
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause(0.1)
+            return app.report.options, app.query_one("#machine").render().plain
+
+    options, header = run(scenario())
+    assert options.context_tokens == 65536
+    assert header.rstrip().endswith(" · context 65,536")
+    assert len(header.rstrip()) <= 80
+
+
+def check_header(options, header, size, whatif):
+    assert (options.context_tokens, options.users) == (65536, 4)
+    assert header.rstrip().endswith(" · context 65,536 · 4 users")
+    assert len(header.rstrip()) <= size[0]
+    assert header.startswith(" gpuready  WHAT-IF " if whatif else " gpuready  Apple M2 · ")
+
+
+def test_a_shortened_model_name_keeps_what_tells_models_apart():
+    assert fmt.shorten_name("Qwen2.5 Coder 7B Instruct", 21) == "Qwen2.5 … 7B Instruct"
+    assert fmt.shorten_name("Stable Diffusion 3.5 Medium", 20) == "Stable … 3.5 Medium"
+    assert fmt.shorten_name("DeepSeek-R1-Distill-Qwen-1.5B", 20) == "DeepSeek-R…Qwen-1.5B"
+    assert fmt.shorten_name("Qwen3 4B", 20) == "Qwen3 4B"
+    assert fmt.shorten_names(["Qwen2.5 1.5B Instruct", "Qwen2.5 14B Instruct", "Qwen3 4B"], 12) == {
+        "Qwen2.5 1.5B Instruct": "Qwen2.5 1.5…",
+        "Qwen2.5 14B Instruct": "Qwen2.5 14B…",
+        "Qwen3 4B": "Qwen3 4B",
+    }
+
+
+@pytest.mark.parametrize("machine", [CPU_ONLY, NVIDIA_DESKTOP])
+def test_at_80_columns_no_two_models_look_alike_in_any_tab(machine):
+    """The model's name has priority over ± and Where: 'Qwen2.5 1…' was both the 1.5B and the 14B."""
+
+    async def scenario():
+        app = app_for(machine)
+        shown = {}
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            for number, table in enumerate(app.query(ModelTable), start=2):
+                await pilot.press(str(number))
+                await pilot.pause()
+                shown[table.task_name] = [
+                    (app.report.verdict(key.value, table.task_name).model_name, table.get_cell(key, "model").plain.strip())
+                    for key in table.rows
+                ]
+        return shown
+
+    for task, rows in run(scenario()).items():
+        names_of = {}
+        for name, cell in rows:
+            names_of.setdefault(cell, set()).add(name)
+        assert all(len(names) == 1 for names in names_of.values()), (task, names_of)
+        if task in ("fine-tuning", "speech"):
+            assert all(cell == name or len(cell) >= 15 for name, cell in rows), (task, rows)

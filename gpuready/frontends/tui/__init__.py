@@ -22,11 +22,27 @@ def inputs_from_args(args):
     return Inputs(hardware=hardware, problems=tuple(problems), catalog=catalog)
 
 
+def not_this_computer(args, environ=None) -> str | None:
+    """What the machine these arguments name is when it is not this computer ('a recording', 'a what-if'), else None.
+
+    `b` measures this computer; on anything else it must refuse rather than keep this
+    computer's measurements while another machine is on screen.
+    """
+    import os
+
+    environ = os.environ if environ is None else environ
+    if getattr(args, "machine", None) or environ.get("GPUREADY_MACHINE"):
+        return "a recording"
+    if any(getattr(args, name, None) for name in ("hardware", "gpu", "memory")):
+        return "a what-if"
+    return None
+
+
 def run_tui(args) -> int:
     """Run the UI for the machine the CLI arguments name (live, --machine, --hardware, --memory)."""
     from gpuready.frontends.tui.app import GpureadyApp
 
-    app = GpureadyApp(lambda: inputs_from_args(args))
+    app = GpureadyApp(lambda: inputs_from_args(args), elsewhere=not_this_computer(args))
     app.run()
     if app.fatal:
         sys.stderr.write(f"gpuready: error: {app.fatal}\n")

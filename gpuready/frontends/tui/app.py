@@ -105,9 +105,17 @@ class GpureadyApp(App):
         *(Binding(str(n), f"tab({n})", f"Tab {n}", show=False) for n in range(1, 10)),
     ]
 
-    def __init__(self, load: Callable[[], Inputs], options: Options | None = None, export_path: str = "gpuready-report.json") -> None:
+    def __init__(
+        self,
+        load: Callable[[], Inputs],
+        options: Options | None = None,
+        export_path: str = "gpuready-report.json",
+        elsewhere: str | None = None,
+    ) -> None:
         super().__init__()
         self.load = load
+        # What ``load`` gives when it is not this computer ("a recording", "a what-if"): `b` then refuses.
+        self.elsewhere = elsewhere
         self.options = options or Options()
         self.inputs: Inputs | None = None
         self.whatif: ActiveWhatIf | None = None
@@ -117,6 +125,11 @@ class GpureadyApp(App):
         self.fatal: str | None = None
         self.probing = False
         self.theme = "textual-light" if prefers_light() else "textual-dark"
+
+    def notify(self, message: str, *, markup: bool = False, **kwargs) -> None:
+        """A toast shown as plain text: ours quote commands and paths (pip install 'gpuready[bench]',
+        a what-if file's path) whose square brackets and backslashes markup would eat."""
+        super().notify(message, markup=markup, **kwargs)
 
     # --- layout -------------------------------------------------------------------
 
@@ -149,6 +162,7 @@ class GpureadyApp(App):
 
     def on_resize(self, event) -> None:
         self._layout_for(event.size.width)
+        self._header(event.size.width)  # shortened to the new width (self.size is updated after this handler)
 
     def _layout_for(self, width: int) -> None:
         narrow = width < NARROW_COLUMNS
@@ -226,22 +240,32 @@ class GpureadyApp(App):
             if verdict is not None:
                 self.screen.show(verdict)
 
-    def _header(self) -> None:
+    def _header(self, width: int | None = None) -> None:
         text = Text()
         text.append(" gpuready ", style=f"bold reverse {color(self, 'primary')}")
         if self.report is None:
             text.append("  probing this machine…")
         else:
-            if self.whatif:
-                text.append(f" WHAT-IF {self.whatif.label} ", style=f"bold reverse {color(self, 'warning')}")
-            text.append(f" {fmt.machine_line(self.report.hardware)}")
+            # The settings the verdicts are for come last but always show: on a narrow terminal
+            # the what-if label and then the machine line are shortened to make room for them.
+            muted = color(self, "foreground-muted")
+            settings = Text()
             context = self.options.context_tokens
-            text.append(f" · context {context:,}" if context else " · context 8,192", style=color(self, "foreground-muted"))
+            settings.append(f" · context {context:,}" if context else " · context 8,192", style=muted)
             users = getattr(self.options, "users", None)
             if users and users > 1:
-                text.append(f" · {users} users", style=color(self, "foreground-muted"))
+                settings.append(f" · {users} users", style=muted)
             if self.probing:
-                text.append("  (re-probing…)", style=color(self, "foreground-muted"))
+                settings.append("  (re-probing…)", style=muted)
+            width = width or self.size.width
+            room = width - text.cell_len - settings.cell_len if width else 10**6
+            if self.whatif:
+                label = fmt.shorten_line(self.whatif.label, max(room - len(" WHAT-IF  ") - 16, 6), " ")
+                text.append(f" WHAT-IF {label} ", style=f"bold reverse {color(self, 'warning')}")
+                room -= len(f" WHAT-IF {label} ")
+            machine = fmt.machine_line(self.report.hardware)
+            text.append(" " + fmt.shorten_line(machine, max(room - 1, 0)))
+            text.append_text(settings)
         self.query_one("#machine", Static).update(text)
 
     def _status(self, task: str) -> None:
@@ -422,8 +446,19 @@ class GpureadyApp(App):
             self.probe()
 
     def action_bench(self) -> None:
-        """Measure this machine (gpuready bench --quick), then probe again so the verdicts use it."""
+        """Measure this machine (gpuready bench --quick), then probe again so the verdicts use it.
+
+        Only when the machine on screen is this computer: measuring a recording or a what-if
+        would measure the host instead and keep its numbers in the cache.
+        """
         from gpuready.frontends.tui.bench import BenchScreen
+
+        shown = self.elsewhere or ("a what-if" if self.whatif is not None else None)
+        if shown is not None:
+            undo = "; press x to go back to it" if self.elsewhere is None else ""
+            self.notify(f"Not measured: measuring runs on this computer; the machine shown is {shown}{undo}",
+                        severity="warning", timeout=6)
+            return
 
         def done(summary: str | None) -> None:
             if summary:

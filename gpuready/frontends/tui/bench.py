@@ -11,6 +11,7 @@ import importlib.util
 import threading
 from collections.abc import Callable
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -62,7 +63,7 @@ class BenchScreen(ModalScreen):
         def advance(label: str | None = None) -> None:
             self.app.call_from_thread(bar.advance, 1)
             if label:
-                self.app.call_from_thread(self.query_one("#bench-step", Static).update, label)
+                self.app.call_from_thread(self.query_one("#bench-step", Static).update, Text(label))  # not markup
 
         def work() -> None:
             try:

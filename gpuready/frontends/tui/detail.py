@@ -79,7 +79,9 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
     text.append(f"{verdict.model_name}", style="bold")
     text.append(f"  {verdict.model_id} · {fmt.task_title(verdict.task)}\n", style=muted)
     text.append(fmt.level_label(verdict.level, verdict.supported), style=f"bold {color(app, fmt.LEVEL_STYLES.get(verdict.level, 'secondary'))}")
-    facts = [verdict.quant or "-", fmt.placement_cell(verdict) if verdict.placement else None, f"{verdict.context_tokens:,} tokens of context"]
+    # Only text generation has a context length; image, speech and document-search verdicts leave it None.
+    context = f"{verdict.context_tokens:,} tokens of context" if verdict.context_tokens is not None else None
+    facts = [verdict.quant or "-", fmt.placement_cell(verdict) if verdict.placement else None, context]
     text.append("  " + " · ".join(f for f in facts if f))
     if verdict.runtime:
         text.append(f" · {verdict.runtime}")

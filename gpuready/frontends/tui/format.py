@@ -11,6 +11,8 @@ import dataclasses
 import re
 from collections.abc import Callable
 
+from rich.cells import cell_len, set_cell_size
+
 from gpuready.hardware import GPU, Hardware
 from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
@@ -145,6 +147,67 @@ def machine_line(hardware: Hardware) -> str:
         parts.append(npu.name)
     parts += backend_versions(hardware)
     return " · ".join(parts)
+
+
+def _cut_middle(name: str, cells: int, tail: int | None = None) -> str:
+    tail = (cells - 1) // 2 if tail is None else tail
+    return name[: cells - 1 - tail].rstrip() + "…" + (name[len(name) - tail :].lstrip() if tail else "")
+
+
+def shorten_name(name: str, cells: int) -> str:
+    """A model's name in ``cells`` cells, keeping what tells models apart (usually the size, near the end).
+
+    Whole words are left out first ('Qwen2.5 … 7B Instruct'): never the first, those without
+    digits (sizes, versions) before others, keeping the most of the name. A name that would
+    lose most of itself that way is cut in the middle ('DeepSeek-R…Qwen-1.5B'). A cut end
+    made 'Qwen2.5 1…' of both 1.5B and 14B.
+    """
+    if len(name) <= cells:
+        return name
+    if cells < 2:
+        return name[:cells]
+    words = name.split(" ")
+    best, best_key = "", (False, False, 0)
+    for i in range(len(words)):
+        for j in range(i + 1, len(words) + 1):
+            if i == 0 and j == len(words):
+                continue
+            shorter = " ".join([*words[:i], "…", *words[j:]])
+            keeps_sizes = not any(c.isdigit() for word in words[i:j] for c in word)  # '32B', '3.5', 'v3'
+            key = (keeps_sizes, i > 0, len(shorter))  # sizes kept, then the family's first word, then length
+            if len(shorter) <= cells and key > best_key:
+                best, best_key = shorter, key
+    return best if len(best) >= cells * 0.7 else _cut_middle(name, cells)
+
+
+def shorten_names(names, cells: int) -> dict[str, str]:
+    """shorten_name for a column of names; names that come out alike are cut where they differ, where one cut can."""
+    short = {name: shorten_name(name, cells) for name in names}
+    seen: dict[str, list[str]] = {}
+    for name, text in short.items():
+        seen.setdefault(text, []).append(name)
+    for alike in (group for group in seen.values() if len(group) > 1):
+        for tail in range(cells - 1):  # the most of the start first
+            tried = {name: _cut_middle(name, cells, tail) if len(name) > cells else name for name in alike}
+            if len(set(tried.values())) == len(alike):
+                short.update(tried)
+                break
+    return short
+
+
+def shorten_line(line: str, cells: int, separator: str = " · ") -> str:
+    """``line`` in at most ``cells`` cells: whole parts dropped from the end (a '…' part says so), else cut with '…'."""
+    if cell_len(line) <= cells:
+        return line
+    if cells <= 0:
+        return ""
+    parts = line.split(separator)
+    while len(parts) > 1:
+        parts.pop()
+        shorter = separator.join(parts) + separator + "…"
+        if cell_len(shorter) <= cells:
+            return shorter
+    return set_cell_size(line, cells - 1) + "…"
 
 
 # --- bars ---------------------------------------------------------------------------

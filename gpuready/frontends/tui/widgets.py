@@ -240,6 +240,12 @@ HEADINGS = {
 }
 COMPACT_HEADINGS = {"memory": "GB need/has", "speed": "Speed"}
 COMPACT_WIDTH = 100
+# A narrow table leaves these out (in this order) before it cuts a model's name shorter than
+# MODEL_ROOM: 'Qwen2.5 1…' cut at 10 cells is both the 1.5B and the 14B. The details show both.
+NARROW_DROPS = ("uncertainty", "where")
+MODEL_ROOM = 20
+# A narrow table whose rows all share one of these units names it once, in the heading.
+COMPACT_UNIT_HEADINGS = {"training tokens/s": "Train tok/s", "× real time": "× real time", "chunks/min": "Chunks/min"}
 RIGHT_ALIGNED = {"memory", "speed", "uncertainty"}
 
 
@@ -295,10 +301,13 @@ class ModelTable(DataTable):
         rows.sort(key=lambda pair: groups.index(pair[1].group) if pair[1].group in groups else len(groups))
         return [verdict for _, verdict in rows]
 
-    def headings(self) -> dict[str, str]:
+    def headings(self, speed: str | None = None) -> dict[str, str]:
+        """Column headings, the sorted one with its arrow; ``speed`` names the speed column (its unit) instead."""
         names = dict(HEADINGS, speed=fmt.SPEED_HEADINGS.get(self.task_name, "Speed"))
         if self.compact:
             names.update(COMPACT_HEADINGS)
+        if speed:
+            names["speed"] = speed
         arrow = " ▲" if self.sort_reverse else " ▼"
         return {column: name + (arrow if column == self.sort_column else "") for column, name in names.items()}
 
@@ -330,12 +339,25 @@ class ModelTable(DataTable):
         self.compact = width < COMPACT_WIDTH
         self.cell_padding = 0 if self.compact else 1
         gap = 1 if self.compact else 2
-        headings = self.headings()
         rows = [(verdict, self.cells(verdict)) for verdict in self.shown()]
-        columns = self.columns_shown
+        units = {fmt.UNIT_LABELS.get(v.speed_unit, v.speed_unit) for v, cells in rows if cells["speed"] != "-"}
+        unit = units.pop() if self.compact and len(units) == 1 else None
+        if unit in COMPACT_UNIT_HEADINGS:
+            for _, cells in rows:
+                cells["speed"] = cells["speed"].removesuffix(f" {unit}")
+        headings = self.headings(COMPACT_UNIT_HEADINGS.get(unit))
+        columns = list(self.columns_shown)
         widths = {c: max([len(headings[c])] + [len(cells[c]) for _, cells in rows]) for c in columns}
-        others = sum(widths[c] + gap for c in columns if c != "model")
-        model_width = max(10, min(widths["model"], width - others - gap - 2))
+
+        def model_room() -> int:
+            return width - sum(widths[c] + gap for c in columns if c != "model") - gap - 2
+
+        for column in NARROW_DROPS:
+            if model_room() >= min(widths["model"], MODEL_ROOM):
+                break
+            if column in columns and column != self.sort_column:
+                columns.remove(column)
+        model_width = max(10, min(widths["model"], model_room()))
         self.clear(columns=True)
         for column in columns:
             self.add_column(
@@ -345,10 +367,11 @@ class ModelTable(DataTable):
             )
         app = self.app
         pad = " " if self.compact else ""
+        names = fmt.shorten_names({cells["model"] for _, cells in rows}, model_width)
         for verdict, cells in rows:
             style = color(app, fmt.LEVEL_STYLES.get(verdict.level, "secondary"))
             name = cells["model"]
-            cells["model"] = name if len(name) <= model_width else name[: model_width - 1] + "…"
+            cells["model"] = names[name]
             texts = []
             for column in columns:
                 cell_width = model_width if column == "model" else widths[column]
