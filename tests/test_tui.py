@@ -789,6 +789,10 @@ def test_a_shortened_model_name_keeps_what_tells_models_apart():
     assert fmt.shorten_name("Stable Diffusion 3.5 Medium", 20) == "Stable … 3.5 Medium"
     assert fmt.shorten_name("DeepSeek-R1-Distill-Qwen-1.5B", 20) == "DeepSeek-R…Qwen-1.5B"
     assert fmt.shorten_name("Qwen3 4B", 20) == "Qwen3 4B"
+    # the size before the family's first word, and that before a release date: not '… 24B Instruct 2501'
+    assert fmt.shorten_name("Mistral Small 24B Instruct 2501", 22) == "Mistral Small 24B …"
+    assert fmt.shorten_name("Mistral Nemo Instruct 2407 (12B)", 22) == "Mistral Nemo … (12B)"
+    assert fmt.shorten_name("Mixtral 8x7B Instruct v0.1 (MoE)", 22) == "Mixtral 8x7B … (MoE)"
     assert fmt.shorten_names(["Qwen2.5 1.5B Instruct", "Qwen2.5 14B Instruct", "Qwen3 4B"], 12) == {
         "Qwen2.5 1.5B Instruct": "Qwen2.5 1.5…",
         "Qwen2.5 14B Instruct": "Qwen2.5 14B…",

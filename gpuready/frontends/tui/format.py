@@ -154,27 +154,32 @@ def _cut_middle(name: str, cells: int, tail: int | None = None) -> str:
     return name[: cells - 1 - tail].rstrip() + "…" + (name[len(name) - tail :].lstrip() if tail else "")
 
 
+# A parameter count in a model's name: '8B', '1.5B', '82M', '8x7B', '30B-A3B', '(12B)'.
+_SIZE = re.compile(r"\d+(?:\.\d+)?[BM]\b")
+
+
 def shorten_name(name: str, cells: int) -> str:
     """A model's name in ``cells`` cells, keeping what tells models apart (usually the size, near the end).
 
-    Whole words are left out first ('Qwen2.5 … 7B Instruct'): never the first, those without
-    digits (sizes, versions) before others, keeping the most of the name. A name that would
-    lose most of itself that way is cut in the middle ('DeepSeek-R…Qwen-1.5B'). A cut end
-    made 'Qwen2.5 1…' of both 1.5B and 14B.
+    Whole words are left out first ('Qwen2.5 … 7B Instruct', 'Mistral Small 24B …'): the size
+    ('24B', '8x7B', '(12B)') is kept before the family's first word, that before the most of the
+    name, and the gap as late as it can be. A name that would lose most of itself that way is cut
+    in the middle ('DeepSeek-R…Qwen-1.5B'). A cut end made 'Qwen2.5 1…' of both 1.5B and 14B, and
+    preferring every digit to the first word made '… 24B Instruct 2501' of Mistral Small.
     """
     if len(name) <= cells:
         return name
     if cells < 2:
         return name[:cells]
     words = name.split(" ")
-    best, best_key = "", (False, False, 0)
+    best, best_key = "", (False, False, 0, 0)
     for i in range(len(words)):
         for j in range(i + 1, len(words) + 1):
             if i == 0 and j == len(words):
                 continue
             shorter = " ".join([*words[:i], "…", *words[j:]])
-            keeps_sizes = not any(c.isdigit() for word in words[i:j] for c in word)  # '32B', '3.5', 'v3'
-            key = (keeps_sizes, i > 0, len(shorter))  # sizes kept, then the family's first word, then length
+            keeps_size = not any(_SIZE.search(word) for word in words[i:j])
+            key = (keeps_size, i > 0, len(shorter), i)  # the size, the family's first word, the most of it, a late gap
             if len(shorter) <= cells and key > best_key:
                 best, best_key = shorter, key
     return best if len(best) >= cells * 0.7 else _cut_middle(name, cells)
