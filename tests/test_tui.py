@@ -825,3 +825,22 @@ def test_at_80_columns_no_two_models_look_alike_in_any_tab(machine):
         assert all(len(names) == 1 for names in names_of.values()), (task, names_of)
         if task in ("fine-tuning", "speech"):
             assert all(cell == name or len(cell) >= 15 for name, cell in rows), (task, rows)
+
+
+def test_at_80_by_24_every_field_of_the_whatif_dialog_can_be_reached_on_screen():
+    # the dialog is taller than 24 rows: the hardware-file field sat below the screen even when focused
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.press("w")
+            await pilot.pause()
+            regions = []
+            for field in ("#gpu-filter", "#gpu-count", "#hardware-path"):
+                app.screen.query_one(field).focus()
+                await pilot.pause()
+                regions.append(app.screen.query_one(field).region)
+            return regions
+
+    for region in run(scenario()):
+        assert region.height > 0 and 0 <= region.y and region.bottom <= 24
