@@ -84,17 +84,26 @@ def gpu_hints(problems: list[Problem]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.hint for p in problems if p.probe in (*GPU_PROBES, "vulkan") and p.hint))
 
 
-def no_gpu(options: Options, hardware: Hardware, problems: list[Problem]) -> tuple[str, str] | None:
-    """Every task's status and words when the placement asked for needs a GPU and none is usable, as `check` says it
-    (the GPU found and why it is unusable, or none; the fix), or None. Each task read "the smallest needs 0.9 GB
-    (56.0 GB available)" on a machine without a GPU."""
-    if options.placement not in GPU_PLACEMENTS or gpu_device(hardware) is not None:
+def gpu_missing(placement: str, hardware: Hardware, problems: list[Problem]) -> tuple[bool, str, tuple[str, ...]] | None:
+    """When the placement asked for needs a GPU and none is usable: whether that is unknown (a GPU probe failed), the
+    words (the failed probe; or the GPU found and why it is unusable, or none), and the GPU probes' hints; else None.
+    `check` and the report's task summaries both say it so."""
+    if placement not in GPU_PLACEMENTS or gpu_device(hardware) is not None:
         return None
-    hints = "".join(f"; hint: {hint}" for hint in gpu_hints(problems))
     failed = next((p for p in problems if p.severity == "error" and p.probe in GPU_PROBES), None)
     if failed:
-        return "unknown", f"the {failed.probe} probe failed: {failed.message}{hints}"
-    return "not-possible", f"placement {options.placement} needs a GPU: {no_gpu_words(hardware)}{hints}"
+        return True, f"the {failed.probe} probe failed: {failed.message}", gpu_hints(problems)
+    return False, f"placement {placement} needs a GPU: {no_gpu_words(hardware)}", gpu_hints(problems)
+
+
+def no_gpu(options: Options, hardware: Hardware, problems: list[Problem]) -> tuple[str, str] | None:
+    """Every task's status and words (hints included) when the placement needs a GPU and none is usable, or None.
+    Each task read "the smallest needs 0.9 GB (56.0 GB available)" on a machine without a GPU."""
+    missing = gpu_missing(options.placement, hardware, problems)
+    if missing is None:
+        return None
+    unknown, words, hints = missing
+    return "unknown" if unknown else "not-possible", words + "".join(f"; hint: {hint}" for hint in hints)
 
 
 def summarise(name: str, mine: list[Verdict], failed: set[str], quant: str | None = None,

@@ -14,7 +14,7 @@ from gpuready.catalog.loader import Catalog, CatalogError, read_toml
 from gpuready.errors import ExitCode, UsageError
 from gpuready.hardware import Hardware, Problem
 from gpuready.probes import GPU_PROBES
-from gpuready.report import GPU_PLACEMENTS, TASK_PROBES, gpu_hints, no_gpu_words
+from gpuready.report import TASK_PROBES, gpu_hints, gpu_missing, no_gpu_words
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.energy import WH_PER_1K_TOKENS
@@ -320,13 +320,10 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
         models = [m for m in registry.models_for(catalog, requirement.task) if not requirement.quant or requirement.quant in m.quants]
         if not models:
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
-    if requirement.placement in GPU_PLACEMENTS and gpu_device(hardware) is None:
+    if missing := gpu_missing(requirement.placement, hardware, problems):
         # Every model fails the same way, so say that once instead of naming one model's memory as the 'closest'.
-        if gpu_failed := _depends_failed(problems, GPU_PROBES):
-            return Outcome(requirement, "unknown", f"could not tell: the {gpu_failed.probe} probe failed: {gpu_failed.message}",
-                           gpu_hints(problems))
-        return Outcome(requirement, "not-met", f"placement {requirement.placement} needs a GPU: {no_gpu_words(hardware)}",
-                       gpu_hints(problems))
+        unknown, words, hints = missing
+        return Outcome(requirement, "unknown" if unknown else "not-met", f"could not tell: {words}" if unknown else words, hints)
     failed = _depends_failed(problems, TASK_PROBES)
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.
