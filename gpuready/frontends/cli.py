@@ -50,19 +50,13 @@ def _model_task(task: str | None, model_id: str | None, catalog) -> str | None:
     return None if registry.judges(registry.resolve(task)[0].name, model) else task
 
 
-def _local_task(task: str | None, model) -> None:
-    """A local .gguf or config.json is a language model: a task that does not judge one is bad input, as for a
-    catalogue model (it crashed with an AttributeError)."""
-    from gpuready.tasks import registry
-
-    if task and task in registry.choices() and not derived_task(task) and not registry.judges(registry.resolve(task)[0].name, model):
-        raise UsageError(f"{model.id} is a {model.task} model: task {task} does not judge it")
-
-
 def _catalog(args):
+    """The catalogue this run judges with, read once (main reads it first to spell --quant as it does)."""
     from gpuready.app import load_catalog
 
-    return load_catalog(args.catalog_dir)
+    if getattr(args, "loaded_catalog", None) is None:
+        args.loaded_catalog = load_catalog(args.catalog_dir)
+    return args.loaded_catalog
 
 
 def _loaded(args):
@@ -80,7 +74,7 @@ def cmd_report(args) -> int:
     from gpuready.report import dumps
 
     app.check_task(args.task)
-    report = app.report(request(args, _options(args)))
+    report = app.report(request(args, _options(args)), _catalog(args))
     _warn_context(report)
     if args.json:
         sys.stdout.write(dumps(report, args.task))
@@ -285,7 +279,9 @@ def cmd_estimate(args) -> int:
     if local:
         model, catalog, quant = _local_model(args, catalog)
         args.quant = quant
-        _local_task(args.task, model)
+        # checked as a catalogue model is (a task that does not judge a language model is bad input), as check does
+        catalog.models[model.id] = model
+        validate(Requirement(model=model.id, quant=quant, task=args.task), catalog)
         if local == "gguf" and args.task in (None, "text-generation"):
             from gpuready.app import start_llama_fit
             from gpuready.tasks.text import context_tokens
