@@ -84,10 +84,12 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
             return judged("unknown", ["system memory could not be read, so fit is unknown", *reasons])
         if estimate.system_memory_bytes > system_usable:
             needed = estimate.memory.total_bytes if estimate.placement == "cpu" else estimate.system_memory_bytes
-            available = f", only {fmt_gb(system_usable)} of system memory is available"
+            system = f"{fmt_gb(system_usable)} of system memory is available"
             if gpu and gpu.usable_memory_bytes and estimate.placement == "cpu":
                 # too big for the GPU, for system memory, and (where the task splits) for the two together
-                available = f"; {fmt_gb(gpu.usable_memory_bytes)} is usable on {gpu.name} and {available.removeprefix(', only ')}"
+                available = f"; {fmt_gb(gpu.usable_memory_bytes)} is usable on {gpu.name} and {system}"
+            else:
+                available = f", only {system}"
             return judged("does-not-fit", reasons + [f"needs {fmt_gb(needed)}{available}"])
     if estimate.placement == "cpu":
         prefix = f"too big for {gpu.name} ({fmt_gb(gpu.usable_memory_bytes)} usable); " if gpu and gpu.usable_memory_bytes else ""
