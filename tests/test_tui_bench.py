@@ -19,6 +19,15 @@ from gpuready.frontends.tui.bench import BenchScreen
 from gpuready.frontends.tui.screens import WhatIf
 
 
+async def press_b_and_wait(pilot, app, done=lambda: True) -> None:
+    """Press b, then wait (up to 3 s) until the measuring view has closed and ``done()`` holds."""
+    await pilot.press("b")
+    for _ in range(300):
+        await pilot.pause(0.01)
+        if not isinstance(app.screen, BenchScreen) and done():
+            break
+
+
 def test_b_measures_keeps_the_result_and_probes_again(monkeypatch):
     loaded = inputs(CPU_ONLY)
     steps = []
@@ -42,11 +51,7 @@ def test_b_measures_keeps_the_result_and_probes_again(monkeypatch):
         app = GpureadyApp(load)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
-            await pilot.press("b")
-            for _ in range(300):
-                await pilot.pause(0.01)
-                if not isinstance(app.screen, BenchScreen) and len(loads) == 2:
-                    break
+            await press_b_and_wait(pilot, app, lambda: len(loads) == 2)
             await settle(pilot)
             return [n.message for n in app._notifications]
 
@@ -71,11 +76,7 @@ def test_a_failed_measurement_is_a_notification_not_a_crash(monkeypatch):
         app = GpureadyApp(lambda: loaded)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
-            await pilot.press("b")
-            for _ in range(300):
-                await pilot.pause(0.01)
-                if not isinstance(app.screen, BenchScreen):
-                    break
+            await press_b_and_wait(pilot, app)
             return [n.message for n in app._notifications]
 
     assert asyncio.run(scenario()) == ["Not measured: no memory"]
@@ -154,11 +155,7 @@ def test_the_bench_hint_keeps_its_square_brackets(monkeypatch):
         app = GpureadyApp(lambda: loaded)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
-            await pilot.press("b")
-            for _ in range(300):
-                await pilot.pause(0.01)
-                if not isinstance(app.screen, BenchScreen):
-                    break
+            await press_b_and_wait(pilot, app)
             await pilot.pause()
             return [on_screen(n) for n in app._notifications]
 
