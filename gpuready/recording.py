@@ -18,11 +18,12 @@ from gpuready.host import DEVICE_GROUPS, CommandResult, Host, _sibling, command_
 
 # A UUID as a word, or right after "pod" (a Kubernetes pod UID in a cgroup path: kubepods/burstable/pod<uid>/),
 # with hyphens or, in systemd's unit names (kubepods-burstable-pod<uid>.slice), underscores.
-_UUID = re.compile(
+UUID = re.compile(
     r"(?:(?<![0-9A-Za-z])|(?<=pod))(?:(GPU|MIG)-)?[0-9a-fA-F]{8}([-_])[0-9a-fA-F]{4}\2[0-9a-fA-F]{4}\2[0-9a-fA-F]{4}\2[0-9a-fA-F]{12}(?![0-9A-Za-z])"
 )
-# Container and cgroup ids (docker: 64 hex digits; others 32) identify a machine's workloads.
-_HEX_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
+# Container and cgroup ids (docker: 64 hex digits; others 32) identify a machine's workloads. UUID and CONTAINER_ID
+# are also what a report's quoted cgroup path is cleaned of (probes/fields.without_path_ids).
+CONTAINER_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
 # MAC addresses, colon or hyphen separated (Linux sysfs/ip, Windows getmac).
 _MAC = re.compile(r"(?<![0-9A-Fa-f:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![0-9A-Fa-f:-])")
 # A "key: value" line whose key names a serial number or device id: "Serial Number (system): C02...",
@@ -91,15 +92,15 @@ class Scrubber:
             return self.data(item)
         # A GPU/MIG UUID becomes the same placeholder as in the environment, so that
         # CUDA_VISIBLE_DEVICES=GPU-... still selects the same GPU when the recording is replayed.
-        if isinstance(item, str) and _UUID.fullmatch(item.strip()):
+        if isinstance(item, str) and UUID.fullmatch(item.strip()):
             return self.text(item.strip())
         return "REDACTED"
 
     def text(self, value: str) -> str:
         if not self.enabled:
             return value
-        value = _UUID.sub(self._uuid, value)
-        value = _HEX_ID.sub(self._hex_id, value)
+        value = UUID.sub(self._uuid, value)
+        value = CONTAINER_ID.sub(self._hex_id, value)
         value = _MAC.sub(self._mac, value)
         value = _SERIAL_LINE.sub(lambda m: m.group(0) if _PLACEHOLDER.fullmatch(m.group(2)) else m.group(1) + "REDACTED", value)
         value = _SERIAL_JSON.sub(lambda m: m.group(0) if _PLACEHOLDER.fullmatch(m.group(2)) else m.group(1) + '"REDACTED"', value)

@@ -58,12 +58,10 @@ def without_device_ids(value: str | None) -> str | None:
     return _BARE_ID.sub("<uuid>", value)
 
 
-# Ids in a cgroup path: a Kubernetes pod UID (pod<uuid>/, or systemd's pod<uuid with underscores>.slice)
-# and a container id (docker/containerd: 64 hex digits; others 32).
-_PATH_UUID = re.compile(r"(?i)(?:(?<![0-9a-z])|(?<=pod))[0-9a-f]{8}([-_])[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{12}(?![0-9a-z])")
-_PATH_HEX_ID = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{32}(?:[0-9a-f]{32})?(?![0-9a-fA-F])")
-
-
 def without_path_ids(path: str) -> str:
-    """A cgroup path fit to quote in a report: pod UIDs become ``<uuid>``, container ids ``<id>``."""
-    return _PATH_HEX_ID.sub("<id>", _PATH_UUID.sub("<uuid>", path))
+    """A cgroup path fit to quote in a report: pod UIDs (pod<uuid>/, or systemd's pod<uuid with underscores>.slice)
+    become ``<uuid>``, container ids (docker/containerd: 64 hex digits; others 32) ``<id>``: the ids a recording
+    scrubs, found by the recording's own patterns."""
+    from gpuready.recording import CONTAINER_ID, UUID  # here, not at import: only a container's cgroup limit needs it
+
+    return CONTAINER_ID.sub("<id>", UUID.sub("<uuid>", path))
