@@ -8,7 +8,6 @@ Raises ``UsageError`` (exit code 2) for bad input: an unreadable --hardware file
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -69,11 +68,11 @@ def load(request: Request) -> Loaded:
     if request.hardware_file:
         hardware = read_hardware_file(request.hardware_file)
     else:
-        from gpuready.host import host_from_environment
+        from gpuready.host import host_from_environment, replayed_machine
         from gpuready.probes import probe_hardware
 
         hardware, problems = probe_hardware(host_from_environment(request.machine), python=sys.executable, torch=request.torch)
-        if request.measured and not (request.machine or os.environ.get("GPUREADY_MACHINE")):
+        if request.measured and not replayed_machine(request.machine):
             from gpuready.bench.apply import apply_measurements
 
             applied = apply_measurements(hardware, problems)

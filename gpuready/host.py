@@ -360,9 +360,21 @@ class ReplayHost:
         return value
 
 
+def replayed_machine(machine: str | os.PathLike | None, environ: Mapping[str, str] = os.environ) -> str | os.PathLike | None:
+    """The recorded machine a command replays: --machine, then GPUREADY_MACHINE; None for this computer."""
+    return machine or environ.get("GPUREADY_MACHINE") or None
+
+
+def other_machine(args, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """What makes the machine these command-line arguments name another than this computer: the flags given
+    (--machine, --hardware, --gpu, --memory), else GPUREADY_MACHINE where set; empty for this computer."""
+    given = [f"--{name}" for name in ("machine", "hardware", "gpu", "memory") if getattr(args, name, None)]
+    return given or (["GPUREADY_MACHINE"] if replayed_machine(None, environ) else [])
+
+
 def host_from_environment(machine: str | os.PathLike | None, environ: Mapping[str, str] = os.environ) -> Host:
     """The host a command should use: --machine, then GPUREADY_MACHINE, else the live machine."""
-    chosen = machine or environ.get("GPUREADY_MACHINE")
+    chosen = replayed_machine(machine, environ)
     if chosen:
         return ReplayHost(Path(chosen))
     return LiveHost()

@@ -9,7 +9,6 @@ import dataclasses
 import datetime
 import importlib.util
 import json
-import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -148,13 +147,12 @@ def _write(measurements: Measurements, hardware, problems, as_json: bool) -> Non
 
 
 def cmd_bench(args) -> int:
-    given = [flag for flag, name in (("--machine", "machine"), ("--hardware", "hardware"), ("--gpu", "gpu"), ("--memory", "memory"))
-             if getattr(args, name, None)]
-    if given or os.environ.get("GPUREADY_MACHINE"):
+    from gpuready.host import other_machine
+
+    if given := other_machine(args):
         # bench measures this computer: with a recording or a what-if on the command line it printed this computer's
         # figures as if they were that machine's
-        raise UsageError(f"gpuready bench measures this computer; {', '.join(given) or 'GPUREADY_MACHINE'} does not "
-                         "apply to it")
+        raise UsageError(f"gpuready bench measures this computer; {', '.join(given)} does not apply to it")
     if args.clear:
         removed = cache.clear()
         sys.stdout.write("cleared the kept measurements\n" if removed else "no measurements were kept\n")

@@ -30,12 +30,12 @@ def not_this_computer(args, environ=None) -> str | None:
     """
     import os
 
+    from gpuready.host import other_machine, replayed_machine
+
     environ = os.environ if environ is None else environ
-    if getattr(args, "machine", None) or environ.get("GPUREADY_MACHINE"):
+    if replayed_machine(getattr(args, "machine", None), environ):
         return "a recording"
-    if any(getattr(args, name, None) for name in ("hardware", "gpu", "memory")):
-        return "a what-if"
-    return None
+    return "a what-if" if other_machine(args, environ) else None
 
 
 def run_tui(args) -> int:
