@@ -21,7 +21,7 @@ from gpuready.hardware import (
     hardware_from_dict,
     to_dict,
 )
-from gpuready.probes import GPU_PROBES
+from gpuready.probes import GPU_PROBES, GPU_PROBLEM_PROBES
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.verdict import LEVELS, RUNNABLE, Options, Verdict
@@ -81,7 +81,7 @@ def no_gpu_words(hardware: Hardware) -> str:
 
 def gpu_hints(problems: list[Problem]) -> tuple[str, ...]:
     """The hints of the GPU probes' Problems (a driver, permissions, a GPU only Vulkan lists): what to do about it."""
-    return tuple(dict.fromkeys(p.hint for p in problems if p.probe in (*GPU_PROBES, "vulkan") and p.hint))
+    return tuple(dict.fromkeys(p.hint for p in problems if p.probe in GPU_PROBLEM_PROBES and p.hint))
 
 
 def gpu_missing(placement: str, hardware: Hardware, problems: list[Problem]) -> tuple[bool, str, tuple[str, ...]] | None:

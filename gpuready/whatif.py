@@ -12,7 +12,7 @@ import dataclasses
 import re
 
 from gpuready.hardware import CPU, GIB, GPU, Hardware, Memory, Problem
-from gpuready.probes import GPU_PROBES
+from gpuready.probes import GPU_PROBLEM_PROBES
 from gpuready.probes.apple import apple_hardware, metal_working_set_bytes
 from gpuready.units import fmt_gb
 from gpuready.catalog.tables import (GPUSpec, closest_gpu_names, find_gpus, gpu_table, integrated_within_system_memory,
@@ -195,7 +195,7 @@ def compose(
     probes' problems); an Apple chip is a whole Mac, whose unified memory ``memory_bytes`` sets."""
     if gpu:
         spec, count = resolve_gpu(gpu)
-        problems = [p for p in problems if p.probe not in (*GPU_PROBES, "vulkan")]  # the machine's GPUs, replaced
+        problems = [p for p in problems if p.probe not in GPU_PROBLEM_PROBES]  # the machine's GPUs, replaced
         if spec.vendor == "apple":
             return apple_machine(hardware, spec, memory_bytes), problems
         if is_soc_memory(spec):

@@ -43,6 +43,9 @@ def recording_problems(host: Host) -> list[Problem]:
 # The GPU probes' names, as their Problems carry them: verdicts and the preflight treat a
 # failure of any of them as "could not tell".
 GPU_PROBES = ("nvidia", "amd", "intel", "windows-gpu", "apple")
+# Every probe whose Problems are about this machine's GPUs: those, and the Vulkan cross-check (a GPU only Vulkan
+# lists). A what-if GPU replaces them; their hints say what to do about an unusable GPU.
+GPU_PROBLEM_PROBES = (*GPU_PROBES, "vulkan")
 
 
 def _gpu_probes() -> list[tuple[str, Callable[[Host], tuple[list[GPU], list[Problem]]]]]:
