@@ -8,6 +8,10 @@ build_commit, cpu_info) and the load average before and after each run in the no
 machine may be shared).
 
     python benchmarks/llama_bench_rows.py --bin LLAMA_CPP_BIN_DIR --gguf-dir DIR [--threads 2] [--cpu-hint NAME]
+
+GPU runs made elsewhere (benchmarks/gpu_run.sh writes llama-bench's ``-o jsonl`` output) are turned
+into rows with ``--from-jsonl FILE --gpu-id ID --source TEXT``: every figure is llama-bench's own,
+the GPU's name, memory and bandwidth come from catalog/gpus.toml by that id.
 """
 
 from __future__ import annotations
@@ -66,19 +70,73 @@ def rows_for(result: list[dict], key: str, quant: str, threads: int, repetitions
     return rows
 
 
+def gpu_rows(results: list[dict], gpu_id: str, source: str, hardware: str) -> list[str]:
+    """Validation rows for llama-bench results of random_gguf.py files run fully on one GPU."""
+    rows = []
+    for test in results:
+        stem = Path(test["model_filename"]).name.removesuffix(".gguf")
+        key, quant = next((k, stem[len(k) + 1:]) for k in random_gguf.SHAPES if stem.startswith(k + "-"))
+        shape = random_gguf.SHAPES[key]
+        name = f"pp{test['n_prompt']}" if test["n_gen"] == 0 else f"tg{test['n_gen']}"
+        if test.get("n_depth"):
+            name += f"@d{test['n_depth']}"
+        if 0 <= test.get("n_gpu_layers", 0) <= shape.layers:  # -1 and anything past the last layer: all of them
+            raise ValueError(f"{stem}: only {test['n_gpu_layers']} layers on the GPU; these rows are for whole-GPU runs")
+        flash = test.get("flash_attn")
+        flags = "-fa " + {-1: "auto", 0: "off", 1: "on", False: "off", True: "on"}.get(flash, str(flash))
+        rows.append("\n".join([
+            "[[measurements]]",
+            f"hardware = {toml_string(hardware)}",
+            f"gpu_hint = {toml_string(test['gpu_info'])}",
+            f"gpu_id = {toml_string(gpu_id)}",
+            'backend = "cuda"',
+            'implementation = "llama.cpp (llama-bench)"',
+            f"measured = {toml_string(test['test_time'][:7])}",
+            f"model = {toml_string(key)}",
+            f"params = {float(test['model_n_params'])!r}",
+            f"quant = {toml_string(quant)}",
+            f"model_size_gib = {round(test['model_size'] / 1024**3, 4)!r}",
+            f"test = {toml_string(name)}",
+            f"tokens_per_s = {round(test['avg_ts'], 2)!r}",
+            "source = " + toml_string(
+                f"{source}: llama-bench -m {stem}.gguf --repack 0 -o jsonl, test {name}, llama.cpp commit"
+                f" {test['build_commit']}, backends {test['backends']}, field avg_ts"),
+            "notes = " + toml_string(
+                f"random weights, same shapes as {shape.name.split(' (')[0]} ({shape.source}); files written by"
+                f" benchmarks/random_gguf.py and quantised with llama-quantize {quant} (F16: as written)."
+                f" All layers on the GPU (n_gpu_layers {test['n_gpu_layers']}), {flags}, n_batch {test['n_batch']},"
+                f" n_ubatch {test['n_ubatch']}, KV cache {test['type_k']}/{test['type_v']}. llama-bench samples_ts"
+                f" {[round(v, 2) for v in test['samples_ts']]}, stddev {round(test['stddev_ts'], 2)}. CPU: {test['cpu_info']}."),
+        ]))
+    return rows
+
+
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bin", type=Path, required=True)
-    parser.add_argument("--gguf-dir", type=Path, required=True)
+    parser.add_argument("--bin", type=Path)
+    parser.add_argument("--gguf-dir", type=Path)
+    parser.add_argument("--from-jsonl", type=Path, help="llama-bench -o jsonl output of a GPU run (benchmarks/gpu_run.sh)")
+    parser.add_argument("--gpu-id", help="with --from-jsonl: the catalog/gpus.toml id of the GPU it ran on")
+    parser.add_argument("--source", help="with --from-jsonl: who measured, where and when")
+    parser.add_argument("--hardware", help="with --from-jsonl: the machine, in words")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repetitions", type=int, default=5, help="llama-bench -r (its default: 5)")
     parser.add_argument("--files", nargs="*", default=None, help="KEY-QUANT names to run (default: all of FILES)")
     parser.add_argument("--cpu-hint", default=None, help="the CPU name as gpuready's probe reports it (default: /proc/cpuinfo's)")
     args = parser.parse_args(argv)
+    if args.from_jsonl:
+        if not (args.gpu_id and args.source and args.hardware):
+            parser.error("--from-jsonl needs --gpu-id, --source and --hardware")
+        results = [json.loads(line) for line in args.from_jsonl.read_text().splitlines() if line.strip()]
+        for row in gpu_rows(results, args.gpu_id, args.source, args.hardware):
+            print(row + "\n")
+        return 0
+    if not (args.bin and args.gguf_dir):
+        parser.error("--bin and --gguf-dir are needed (or --from-jsonl)")
     cpu_hint = args.cpu_hint or next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                                      if line.startswith("model name"))
     when = date.today().isoformat()

@@ -19,6 +19,9 @@ from pathlib import Path
 import numpy as np
 
 
+POOL_VALUES = 1 << 24  # 16 Mi random F16 values (32 MiB), reused as each matrix's source
+
+
 @dataclass(frozen=True)
 class Shape:
     """A model's shape, as its config.json states it."""
@@ -38,6 +41,7 @@ class Shape:
     rms_eps: float
     tokenizer_pre: str
     qkv_bias: bool = False
+    tied: bool = True  # tie_word_embeddings: no output.weight in the file
 
     @property
     def head_dim(self) -> int:
@@ -46,8 +50,9 @@ class Shape:
 
 # Every value from the config.json named in `source` (num_hidden_layers, hidden_size,
 # intermediate_size, num_attention_heads, num_key_value_heads, vocab_size,
-# max_position_embeddings, rope_theta, rms_norm_eps); all three tie their input and output
-# embeddings (tie_word_embeddings = true), so the files hold no output.weight.
+# max_position_embeddings, rope_theta, rms_norm_eps, tie_word_embeddings). A model that ties its input and
+# output embeddings holds no output.weight; Llama 3.1 8B does not tie them, so its file has one (as llama.cpp's
+# converter writes it).
 SHAPES = {
     shape.key: shape
     for shape in (
@@ -63,6 +68,10 @@ SHAPES = {
               "https://huggingface.co/HuggingFaceTB/SmolLM2-1.7B-Instruct/blob/main/config.json",
               layers=24, hidden=2048, intermediate=8192, heads=32, kv_heads=32, vocab=49152,
               context=8192, rope_theta=130000.0, rms_eps=1e-5, tokenizer_pre="smollm"),
+        Shape("llama-3.1-8b", "Llama 3.1 8B (random weights)", "llama",
+              "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json",
+              layers=32, hidden=4096, intermediate=14336, heads=32, kv_heads=8, vocab=128256,
+              context=131072, rope_theta=500000.0, rms_eps=1e-5, tokenizer_pre="llama-bpe", tied=False),
     )
 }
 
@@ -85,6 +94,8 @@ def tensors(shape: Shape) -> list[tuple[str, tuple[int, ...]]]:
     """Tensor names (llama.cpp's GGUF names) and numpy shapes (rows = outputs)."""
     kv_dim = shape.kv_heads * shape.head_dim
     found = [("token_embd.weight", (shape.vocab, shape.hidden)), ("output_norm.weight", (shape.hidden,))]
+    if not shape.tied:
+        found.append(("output.weight", (shape.vocab, shape.hidden)))
     for layer in range(shape.layers):
         block = f"blk.{layer}"
         found += [
@@ -140,12 +151,16 @@ def write(shape: Shape, path: Path, seed: int = 0) -> Path:
     writer.write_header_to_file(path)
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
-    rng = np.random.default_rng(seed)
-    for name, dims in layout:
+    # Each matrix is a window of one pool of random values, repeated to its size: drawing 8 billion
+    # normal samples took longer than the rest of a GPU run's preparation, and neither llama.cpp's
+    # memory nor its speed depends on the values (the quantisers see ordinary, finite numbers).
+    pool = (np.random.default_rng(seed).standard_normal(POOL_VALUES, dtype=np.float32) * 0.02).astype(np.float16)
+    for index, (name, dims) in enumerate(layout):
         if len(dims) == 1:
             values = np.ones(dims, np.float32) if name.endswith("norm.weight") else np.zeros(dims, np.float32)
         else:
-            values = (rng.standard_normal(dims, dtype=np.float32) * 0.02).astype(np.float16)
+            start = (index * 7919) % POOL_VALUES
+            values = np.resize(np.roll(pool, -start), dims)
         writer.write_tensor_data(values)
     writer.close()
     return path
