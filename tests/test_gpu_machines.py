@@ -67,6 +67,9 @@ EXPECTED_GPUS = {
     "nvidia-gb10-dgx-spark": (
         GPU('nvidia', 'NVIDIA GB10', kind='unified', index=0, memory_total_bytes=130663165952, memory_free_bytes=121411960832, memory_usable_bytes=121411960832, bandwidth_bytes_per_s=273000000000, bandwidth_source='table:gb10', fp16_flops=125000000000000.0, flops_source='table:gb10', architecture='Blackwell', compute_capability='12.1', driver='nvidia', driver_version='580.173.02', cuda_version='13.0', table_id='gb10', backends=('cuda',), source='nvml+proc_meminfo'),
     ),
+    "nvidia-h200": (
+        GPU('nvidia', 'NVIDIA H200', index=0, memory_total_bytes=150754820096, memory_free_bytes=150109880320, memory_usable_bytes=150109880320, bandwidth_bytes_per_s=4814304000000, bandwidth_source='nvml', fp16_flops=989400000000000.0, flops_source='table:h200', architecture='Hopper', compute_capability='9.0', driver='nvidia', driver_version='580.159.04', pci_id='10de:2335', cuda_version='13.0', table_id='h200', power_limit_w=700.0, backends=('cuda',), source='nvml'),
+    ),
     "nvidia-rtx4090": (
         GPU('nvidia', 'NVIDIA GeForce RTX 4090', index=0, memory_total_bytes=25756172288, memory_free_bytes=24066916352, memory_usable_bytes=24066916352, bandwidth_bytes_per_s=1008096000000, bandwidth_source='nvml', fp16_flops=165200000000000.0, flops_source='table:rtx-4090', architecture='Ada Lovelace', compute_capability='8.9', driver='nvidia', driver_version='550.54.14', pci_id='10de:2684', cuda_version='12.4', table_id='rtx-4090', backends=('cuda',), source='nvml'),
     ),
@@ -213,3 +216,28 @@ def test_strix_halo_says_its_pool_relies_on_gtt_which_some_rocm_versions_do_not_
         "If a ROCm build reports less, use llama.cpp's Vulkan backend or raise the BIOS carve-out (UMA frame buffer).",
         "info",
     )]
+
+
+def test_the_recorded_h200_is_judged_within_its_band_of_what_llama_bench_measured_on_it():
+    """The H200 was recorded (benchmarks/gpu_run.sh) on the machine where llama-bench measured Llama 3.1 8B
+    shapes (benchmarks/validation/text-generation-h200.toml): the estimate for that very machine must hold
+    each measured generation speed inside the band it states."""
+    import tomllib
+
+    rows = tomllib.loads((Path(__file__).parent.parent / "benchmarks" / "validation" / "text-generation-h200.toml")
+                         .read_text())["measurements"]
+    hardware, problems = probe("nvidia-h200")
+    assert problems == []
+    catalog = load_catalog()
+    model = catalog.models["llama-3.1-8b"]
+    checked = 0
+    for row in rows:
+        if row["model"] != "llama-3.1-8b" or row["test"] != "tg128":
+            continue
+        verdict = judge_model(model, catalog, hardware, Options(context_tokens=1024, quant=row["quant"]))
+        speed = verdict.estimate.speed
+        low = speed.generation_tokens_per_s * (1 - speed.uncertainty)
+        high = speed.generation_tokens_per_s * (1 + speed.uncertainty)
+        assert verdict.placement == "gpu" and low <= row["tokens_per_s"] <= high, (row["quant"], speed, row["tokens_per_s"])
+        checked += 1
+    assert checked == 4  # Q4_K_M, Q4_0, Q8_0 and F16

@@ -97,13 +97,18 @@ def test_no_fitted_bandwidth_efficiency_exceeds_the_tables_peak():
     assert max(est.PROMPT_EFFICIENCY.values()) <= 1.0
 
 
-def test_an_hbm_gpu_uses_its_own_constants_where_they_were_fitted():
+def test_an_hbm_gpu_uses_its_own_constants_only_where_the_fit_kept_that_class():
     device = gpu(memory_type="HBM3")
-    assert est.speed_class(device) == "cuda-hbm"
-    assert est.speed_class(gpu(memory_type="GDDR6X")) == "cuda"
-    assert est.speed_class(gpu(backend="rocm", memory_type="HBM3")) == ("rocm-hbm" if "rocm-hbm" in est.BANDWIDTH_EFFICIENCY else "rocm")
+    fitted = {"cuda": 0.9, "cuda-hbm": 0.8, "rocm": 0.9}
+    assert est.speed_class(device, fitted) == "cuda-hbm"
+    assert est.speed_class(gpu(memory_type="GDDR6X"), fitted) == "cuda"
+    assert est.speed_class(gpu(backend="rocm", memory_type="HBM3"), fitted) == "rocm"
+    # The committed constants: the held-out term choice dropped the HBM class once an H200 measured with a
+    # 2026 llama.cpp joined the A100/H100 rows of 2023-24 (benchmarks/ACCURACY.md, "Which terms stay").
+    key = "cuda-hbm" if "cuda-hbm" in est.BANDWIDTH_EFFICIENCY else "cuda"
+    assert est.speed_class(device) == key
     memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
-    seconds = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY["cuda-hbm"]) + 32 * est.LAYER_SECONDS["cuda-hbm"] + unpack_s(8.03e9, 100e12)
+    seconds = 4e9 / (1000e9 * est.BANDWIDTH_EFFICIENCY[key]) + 32 * est.LAYER_SECONDS[key] + unpack_s(8.03e9, 100e12)
     assert est.speed(LLAMA_8B, memory, 0, device, CPU, 1.0).generation_tokens_per_s == pytest.approx(1 / seconds)
 
 

@@ -63,7 +63,7 @@ class Device:
     # card; `usable_memory_bytes` is the group's (see one_card).
     count: int = 1
     unified: bool = False  # shares memory with the CPU (Apple silicon, APUs)
-    memory_type: str | None = None  # GDDR6X, HBM3, LPDDR5 ...: HBM GPUs have their own speed constants
+    memory_type: str | None = None  # GDDR6X, HBM3, LPDDR5 ...: HBM GPUs get their own speed constants where the fit keeps that class
     # bandwidth_source "this-machine" (gpuready bench): where and when, and the relative spread.
     bandwidth_detail: str | None = None
     bandwidth_spread: float | None = None
@@ -159,8 +159,8 @@ def backend_for(gpu: GPU) -> str:
 
 
 def _table_spec(gpu: GPU):
-    """The GPU's catalog/gpus.toml row, if it was matched to one: its memory type (HBM GPUs have their own
-    speed constants) and its FP32 vector rate (where quantised weights are unpacked)."""
+    """The GPU's catalog/gpus.toml row, if it was matched to one: its memory type (HBM GPUs get their own
+    speed constants where the fit keeps that class) and its FP32 vector rate (where quantised weights are unpacked)."""
     if not gpu.table_id:
         return None
     from gpuready.catalog.tables import gpu_table

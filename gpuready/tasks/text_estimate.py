@@ -26,7 +26,9 @@ KV_BYTES_PER_ELEMENT = 2
 DEFAULT_VOCAB = 32000
 
 # Share of peak memory bandwidth that llama.cpp's token generation reaches (K-quants; see
-# QUANT_FAMILY_EFFICIENCY), per backend ("cuda-hbm": CUDA on HBM GPUs, A100/H100 class), and
+# QUANT_FAMILY_EFFICIENCY), per backend (and "cuda-hbm" for CUDA on HBM GPUs where the held-out
+# term choice keeps that class: it dropped it once an H200 measured with a 2026 build joined the
+# A100/H100 rows of 2023-24, whose slower per-token overhead the class had absorbed), and
 # share of peak FP16 (GPU) or estimated peak (CPU) throughput its prompt processing reaches.
 # "vulkan-intel": Intel GPUs under Vulkan (Mesa ANV or Intel's driver), kept by the held-out term
 # choice because every Intel GPU measured under Vulkan ran far below the other vendors' share.
@@ -50,19 +52,17 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.91,
-    "cuda": 0.87,
-    "cuda-hbm": 0.79,
+    "cpu": 0.94,
+    "cuda": 0.88,
     "metal": 0.91,
-    "rocm": 0.89,
-    "rocm-hbm": 0.74,
-    "sycl": 0.65,
-    "vulkan": 0.89,
-    "vulkan-intel": 0.45,
+    "rocm": 0.91,
+    "sycl": 0.66,
+    "vulkan": 0.90,
+    "vulkan-intel": 0.46,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.62,
-    "cuda": 0.48,
+    "cuda": 0.43,
     "metal": 0.67,
     "rocm": 0.39,
     "sycl": 0.30,
@@ -93,15 +93,13 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 258.4e-6,
-    "cuda": 47.9e-6,
-    "cuda-hbm": 111.8e-6,
-    "metal": 159.4e-6,
-    "rocm": 88.7e-6,
-    "rocm-hbm": 130.6e-6,
-    "sycl": 146.7e-6,
+    "cpu": 252.1e-6,
+    "cuda": 57.3e-6,
+    "metal": 157.4e-6,
+    "rocm": 94.5e-6,
+    "sycl": 147.0e-6,
     "vulkan": 34.3e-6,
-    "vulkan-intel": 100.4e-6,
+    "vulkan-intel": 101.5e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -111,10 +109,10 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.48,
-    "k-quant-low": 14.46,
-    "legacy": 2.54,
-    "mxfp4": 13.98,
+    "k-quant": 3.74,
+    "k-quant-low": 14.50,
+    "legacy": 3.13,
+    "mxfp4": 13.65,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -138,21 +136,21 @@ VULKAN_MOE_TILE_TOKENS = 32
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 0.78,
+    "cpu": 0.72,
     "cuda": 1.00,
     "metal": 0.62,
     "rocm": 0.72,
     "sycl": 1.00,
-    "vulkan": 0.49,
+    "vulkan": 0.50,
     "vulkan-intel": 0.22,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 76.53e-3,
+    "cpu": 0.00e-3,
     "cuda": 0.00e-3,
-    "metal": 0.00e-3,
+    "metal": 1.73e-3,
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
-    "vulkan": 2.18e-3,
+    "vulkan": 2.13e-3,
     "vulkan-intel": 0.00e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
@@ -163,10 +161,10 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.4237e-12,
-    "metal": 0.6437e-12,
-    "rocm": 2.1882e-12,
-    "sycl": 1.1348e-12,
+    "cuda": 2.4662e-12,
+    "metal": 0.0000e-12,
+    "rocm": 2.1653e-12,
+    "sycl": 1.0884e-12,
     "vulkan": 0.0000e-12,
     "vulkan-intel": 0.0000e-12,
 }
@@ -187,9 +185,9 @@ PROMPT_GEFORCE_RATE = 2.00
 PROMPT_MOE_EFFICIENCY = 0.41
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.16,
+    "float": 1.15,
     "k-quant": 1.00,
-    "legacy": 1.07,
+    "legacy": 1.06,
     "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
@@ -197,13 +195,13 @@ PROMPT_FAMILY_EFFICIENCY = {
 # devices in five fall inside it. Backends measured on fewer than 3 devices get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.46,
-    "cuda": 0.16,
+    "cpu": 0.36,
+    "cuda": 0.18,
     "metal": 0.08,
-    "rocm": 0.13,
-    "sycl": 0.40,
-    "vulkan": 0.19,
-    "vulkan-intel": 1.18,
+    "rocm": 0.14,
+    "sycl": 0.39,
+    "vulkan": 0.18,
+    "vulkan-intel": 1.20,
 }
 # A quant family whose kernels the model predicts worse than the rest widens its backend's band: the
 # family's 80th percentile of leave-one-device-out generation errors over that of all rows, where above 1
@@ -212,31 +210,31 @@ SPEED_BAND = {
 # differs between builds (January 2024 CUDA against 2025 Vulkan), so their speeds carry about 3x the band.
 QUANT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.00,
-    "k-quant-low": 3.34,
+    "k-quant": 1.03,
+    "k-quant-low": 2.73,
     "legacy": 1.00,
-    "mxfp4": 1.00,
+    "mxfp4": 1.07,
 }
 # The prompt's family factor, the same way over prompt rows ("moe": a mixture-of-experts model's prompt);
 # 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
 PROMPT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.46,
+    "k-quant": 1.25,
     "legacy": 1.00,
-    "moe": 2.25,
+    "moe": 2.03,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
 # harder to predict than generation (software and power limits, not one memory bus), so its band
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
-    "cpu": 0.54,
-    "cuda": 0.31,
+    "cpu": 0.48,
+    "cuda": 0.37,
     "metal": 0.08,
-    "rocm": 0.44,
-    "sycl": 1.54,
-    "vulkan": 0.43,
-    "vulkan-intel": 2.40,
+    "rocm": 0.45,
+    "sycl": 1.56,
+    "vulkan": 0.42,
+    "vulkan-intel": 2.35,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "sycl", "vulkan", "vulkan-intel")
