@@ -196,3 +196,26 @@ def test_the_text_names_offloaded_layers_and_the_amx_buffer_the_planner_leaves_o
     assert "AMX" not in llamafit.render(found, 5_000_000_000, 24)
     everything = llamafit.LlamaFit(8192, found.devices, "-c 8192 -ngl -1", -1)
     assert "(every layer on the GPU)" in llamafit.render(everything, None, 24)
+
+
+def test_on_a_real_cuda_gpu_llama_cpps_plan_matches_gpureadys_memory_model():
+    """llama-fit-params and `gpuready estimate` on the H200 (benchmarks/device-runs/h200-2026-12-04), for the same
+    Llama 3.1 8B Q4_K_M file at 8,192 tokens: the weights, KV cache and compute buffers agree within 1% in total;
+    llama.cpp keeps the input embedding (and a small compute buffer) on the host, which gpuready counts on the
+    GPU, so gpuready's GPU figure is the higher, by those and its own reserve."""
+    run = Path(__file__).parent.parent / "benchmarks" / "device-runs" / "h200-2026-12-04"
+    devices = {d.device: d for d in llamafit.parse_memory((run / "fit-print.txt").read_text())}
+    assert set(devices) == {"CUDA0", "Host"}
+    assert (devices["CUDA0"].model_bytes, devices["CUDA0"].context_bytes, devices["CUDA0"].compute_bytes) == (
+        4403 * MIB, 1024 * MIB, 258 * MIB)
+    ours = json.loads((run / "gpuready-estimate.json").read_text())
+    memory = ours["estimate"]["memory"]
+    assert ours["llama_cpp_fit"]["devices"][0]["model_bytes"] == devices["CUDA0"].model_bytes  # what ran there parsed alike
+    weights = sum(d.model_bytes for d in devices.values())
+    assert abs(memory["weights_bytes"] - weights) <= 0.01 * weights
+    assert memory["kv_cache_bytes"] == devices["CUDA0"].context_bytes
+    compute = sum(d.compute_bytes for d in devices.values())
+    assert abs(memory["compute_bytes"] - compute) <= 0.01 * compute
+    host = devices["Host"].model_bytes + devices["Host"].compute_bytes
+    assert ours["estimate"]["gpu_memory_bytes"] - devices["CUDA0"].total_bytes == pytest.approx(
+        host + memory["overhead_bytes"], rel=0.02)
