@@ -11,8 +11,8 @@
 #
 # Needs nvcc, cmake, ninja, and a python3 with numpy, psutil, nvidia-ml-py, py-cpuinfo and (for
 # `gpuready bench`) torch; gpuready itself runs from this checkout. LCPP is a llama.cpp source tarball
-# (the one used here: the tree vendored in llama-cpp-python 0.3.36, llama.cpp commit 0c1e570, without
-# its models/, docs/ and unused backends). llama-bench runs with --repack 0: every layer is on the GPU, and
+# that `bash benchmarks/pack_llama_cpp.sh` makes (the tree vendored in llama-cpp-python 0.3.36, llama.cpp
+# commit 0c1e570, without its models/, docs/ and unused backends; about 5.5 MB). llama-bench runs with --repack 0: every layer is on the GPU, and
 # llama.cpp's AMX repacking of CPU weights dies with SIGILL on some virtual machines (it did on ours). Every step has its own time limit and writes what it got
 # under OUT as it goes, so a run cut short still returns what it measured:
 #   log.txt               what ran, when (seconds since the start), and each step's exit code
