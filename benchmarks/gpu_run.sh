@@ -9,12 +9,13 @@
 # DEPTHS is llama-bench -d for the generation-at-depth tests (default 4096,16384);
 # PREBUILT=DIR uses llama.cpp binaries already built there instead of building (a dry run on a CPU).
 #
-# Needs nvcc, cmake, ninja, and a python3 with numpy, psutil, nvidia-ml-py, py-cpuinfo and (for
-# `gpuready bench`) torch; gpuready itself runs from this checkout. LCPP is a llama.cpp source tarball
-# that `bash benchmarks/pack_llama_cpp.sh` makes (the tree vendored in llama-cpp-python 0.3.36, llama.cpp
-# commit 0c1e570, without its models/, docs/ and unused backends; about 5.5 MB). llama-bench runs with --repack 0: every layer is on the GPU, and
-# llama.cpp's AMX repacking of CPU weights dies with SIGILL on some virtual machines (it did on ours). Every step has its own time limit and writes what it got
-# under OUT as it goes, so a run cut short still returns what it measured:
+# Needs nvcc, cmake, ninja, and a python3 with numpy, psutil, nvidia-ml-py, py-cpuinfo and (for `gpuready
+# bench`) torch; gpuready itself runs from this checkout. LCPP is a llama.cpp source tarball that `bash
+# benchmarks/pack_llama_cpp.sh` makes (the tree vendored in llama-cpp-python 0.3.36, llama.cpp commit 0c1e570,
+# without its models/, docs/ and unused backends; about 5.5 MB). llama-bench runs with --repack 0: every layer
+# is on the GPU, and llama.cpp's AMX repacking of CPU weights dies with SIGILL on some virtual machines (it
+# did on ours). Every step has its own time limit and writes what it got under OUT as it goes, so a run cut
+# short still returns what it measured:
 #   log.txt               what ran, when (seconds since the start), and each step's exit code
 #   recording.tar.gz      `gpuready record` of the machine (scrubbed) and its `report --json` before bench
 #   bench.json            `gpuready bench --json`
