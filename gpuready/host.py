@@ -64,6 +64,39 @@ class CommandResult:
         return self.status == "ok" and self.returncode == 0
 
 
+def exit_words(returncode: int | None) -> str:
+    """How a finished command ended, in words: "exited with code 1", or "was killed by SIGILL (illegal
+    instruction)" for a negative code (Python's subprocess reports a signal as -N on POSIX)."""
+    if returncode is None or returncode >= 0:
+        return f"exited with code {returncode}"
+    import signal
+
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        return f"was killed by signal {-returncode}"
+    described = (signal.strsignal(-returncode) or "").split(":")[0]  # macOS says "Illegal instruction: 4"
+    return f"was killed by {name}" + (f" ({described.lower()})" if described else "")
+
+
+# A program that dies of SIGILL met an instruction this CPU (or this VM's view of it) lacks: llama.cpp and
+# whisper.cpp builds made for another CPU (GGML_NATIVE on the build machine) or AMX/AVX-512 kernels that a
+# virtual machine does not enable.
+ILLEGAL_INSTRUCTION_HINT = ("it used a CPU instruction this machine (or this VM) does not offer: rebuild it here "
+                            "(cmake -DGGML_NATIVE=ON, or OFF for a portable build); in a VM, llama.cpp's AMX weight "
+                            "repacking is a known cause (llama-bench --repack 0 turns it off)")
+
+
+def failure_words(program: str, returncode: int | None, stderr: str) -> str:
+    """One line on why a benchmark program failed: how it ended, its last line of stderr, and for an illegal
+    instruction what that usually means."""
+    last = (stderr.strip().splitlines() or ["no message"])[-1]
+    words = f"{program} {exit_words(returncode)}: {last}"
+    if returncode is not None and returncode == -4:  # SIGILL
+        words += f"; {ILLEGAL_INSTRUCTION_HINT}"
+    return words
+
+
 class Host(Protocol):
     """What a probe may read. ``platform`` is linux, darwin or windows; ``arch`` is x86_64 or arm64."""
 

@@ -242,7 +242,7 @@ def test_a_crashing_torch_worker_gives_a_problem_with_its_last_error_line():
     script = "import sys; sys.stderr.write('Traceback ...\\nRuntimeError: CUDA error: unknown error\\n'); sys.exit(134)"
     gpus, problems = measure_gpus(timeout_s=20, command=[sys.executable, "-c", script])
     assert gpus == []
-    assert problems == [Problem("bench-gpu", "the PyTorch GPU benchmark failed (exit 134): RuntimeError: CUDA error: unknown error",
+    assert problems == [Problem("bench-gpu", "the PyTorch GPU benchmark exited with code 134: RuntimeError: CUDA error: unknown error",
                                 hint="a broken driver or PyTorch install; `python -c 'import torch'` shows the error",
                                 severity="error")]
 

@@ -131,6 +131,32 @@ def test_llama_bench_missing_or_a_wrong_file_is_a_one_line_error(capsys, monkeyp
     assert (code, err) == (2, "gpuready: error: llama-bench (llama.cpp) is not on PATH\n")
 
 
+@pytest.mark.skipif(os.name == "nt", reason="a shell script stands in for llama-bench")
+def test_a_llama_bench_killed_by_an_illegal_instruction_says_what_that_means(capsys, monkeypatch, tmp_path):
+    # It printed "llama-bench failed (exit -4): no message" on a VM whose CPU hides AMX from llama.cpp's repacking.
+    from test_gguf import write_tiny_llama
+
+    script = tmp_path / "llama-bench"
+    script.write_text("#!/bin/sh\necho 'load_backend: loaded CPU backend' >&2\nkill -ILL $$\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    write_tiny_llama(tmp_path / "tiny.gguf")
+    code, out, err = run(capsys, "bench", "--llama-bench", str(tmp_path / "tiny.gguf"))
+    assert (code, out) == (2, "")
+    assert err.startswith("gpuready: error: llama-bench was killed by SIGILL (illegal instruction): "
+                          "load_backend: loaded CPU backend; it used a CPU instruction this machine (or this VM) does not offer")
+    assert "--repack 0" in err and err.count("\n") == 1
+
+
+def test_an_exit_status_reads_as_words():
+    from gpuready.host import exit_words
+
+    assert exit_words(1) == "exited with code 1"
+    assert exit_words(-9) == "was killed by SIGKILL (killed)"
+    assert exit_words(-4) == "was killed by SIGILL (illegal instruction)"
+    assert exit_words(-200) == "was killed by signal 200"
+
+
 @pytest.mark.parametrize("argv", [["--machine", "tests/fixtures/machines/mac-m2-air-16gb", "bench", "--show"],
                                   ["--gpu", "RTX 4090", "bench", "--quick"]])
 def test_bench_refuses_a_recording_or_a_what_if(capsys, tmp_path, monkeypatch, argv):

@@ -53,8 +53,10 @@ def measure_gpus(quick: bool = False, python: str = sys.executable, timeout_s: f
     except OSError as error:
         return [], [Problem("bench-gpu", f"could not start {argv[0]}: {error.strerror or error}", severity="error")]
     if done.returncode != 0:
+        from gpuready.host import exit_words
+
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return [], [Problem("bench-gpu", f"the PyTorch GPU benchmark failed (exit {done.returncode}): {last}",
+        return [], [Problem("bench-gpu", f"the PyTorch GPU benchmark {exit_words(done.returncode)}: {last}",
                             hint="a broken driver or PyTorch install; `python -c 'import torch'` shows the error",
                             severity="error")]
     return parse_worker_output(done.stdout)

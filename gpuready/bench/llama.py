@@ -99,8 +99,9 @@ def run_llama_bench(gguf: Path, quick: bool = False, executable: str | None = No
     except OSError as error:
         raise LlamaBenchError(f"could not run {executable}: {error.strerror or error}") from None
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise LlamaBenchError(f"llama-bench failed (exit {done.returncode}): {last}")
+        from gpuready.host import failure_words
+
+        raise LlamaBenchError(failure_words("llama-bench", done.returncode, done.stderr))
     return done.stdout
 
 

@@ -75,8 +75,9 @@ def run_whisper_bench(model: Path, executable: str | None = None, timeout_s: flo
     except OSError as error:
         raise WhisperBenchError(f"could not run {executable}: {error.strerror or error}") from None
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise WhisperBenchError(f"whisper-bench failed (exit {done.returncode}): {last}")
+        from gpuready.host import failure_words
+
+        raise WhisperBenchError(failure_words("whisper-bench", done.returncode, done.stderr))
     return done.stdout + done.stderr
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpuready.host import CommandResult, Host
+from gpuready.host import CommandResult, Host, exit_words
 
 FIT_PARAMS = "llama-fit-params"
 # Both runs together end within this many seconds: the planner reads the GGUF header and
@@ -114,9 +114,7 @@ def _why(result: CommandResult, budget_s: float) -> str:
     logged = [(_LOG_PREFIX.match(line), line) for line in lines]
     errors = [line[match.end():] for match, line in logged if match and match["level"] == "E"]
     reason = errors[0] if errors else (_LOG_PREFIX.sub("", lines[-1]) if lines else "no output")
-    code = result.returncode
-    exit_text = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-    return f"{exit_text}: {reason[:200]}"
+    return f"{exit_words(result.returncode)}: {reason[:200]}"
 
 
 def argv_for(path: str, context_tokens: int, executable: str = FIT_PARAMS) -> tuple[tuple[str, ...], ...]:
