@@ -90,7 +90,7 @@ def test_bench_without_numpy_names_the_extra_and_exits_2(capsys, monkeypatch):
     monkeypatch.setattr(command.importlib.util, "find_spec", lambda name: None if name == "numpy" else real(name))
     code, out, err = run(capsys, "bench")
     assert (code, out) == (2, "")
-    assert err == "gpuready: error: gpuready bench needs numpy: pip install 'gpuready[bench]'\n"
+    assert err == "gpuready: error: gpuready bench needs numpy: pip install numpy (the 'bench' extra: pip install '.[bench]' in gpuready's folder)\n"
 
 
 def fake_llama_bench(directory: Path) -> None:

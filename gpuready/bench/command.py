@@ -17,7 +17,8 @@ from gpuready.bench import cache
 from gpuready.bench.results import Measurements, ModelSpeed, to_json
 from gpuready.errors import ExitCode, UsageError
 
-EXTRA_HINT = "pip install 'gpuready[bench]'"
+# numpy is all the bench extra adds; gpuready is installed from its checkout (README), so name numpy itself
+EXTRA_HINT = "pip install numpy (the 'bench' extra: pip install '.[bench]' in gpuready's folder)"
 
 
 @contextmanager
