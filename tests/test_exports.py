@@ -458,3 +458,10 @@ def test_gpu_memory_is_the_largest_pool_one_model_can_use(capsys):
     two["hardware"]["gpus"] = [dict(two["hardware"]["gpus"][0], index=i) for i in range(2)]
     one = capacity(small_report()).gpu_memory_bytes
     assert capacity(two).gpu_memory_bytes == 2 * one
+
+
+def test_an_h200_has_a_slurm_memory_tier_above_128_gib():
+    # its 139.8 GiB usable topped out at gpuready-gpu-128gib: a job needing Qwen3 235B's 136 GB had nothing to ask for
+    features = slurm.features(capacity(machine_report("nvidia-h200")))
+    assert [f for f in features if f.startswith("gpuready-gpu-")][-2:] == ["gpuready-gpu-128gib", "gpuready-gpu-140gib"]
+    assert "gpuready-llm-235b" in features

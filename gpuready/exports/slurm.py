@@ -17,7 +17,8 @@ from __future__ import annotations
 from gpuready.exports.capacity import Capacity, gib
 
 LLM_TIERS_B = (1, 3, 7, 8, 13, 14, 30, 32, 70, 120, 235, 405)  # common open-model sizes, billions
-GPU_MEMORY_TIERS_GIB = (4, 8, 12, 16, 24, 32, 48, 64, 80, 96, 128, 192)
+# GiB as a report rounds them (an H200's 139.8 GiB usable is 140; an RTX 4090's 23.99 is 24): the common card sizes
+GPU_MEMORY_TIERS_GIB = (4, 8, 12, 16, 24, 32, 48, 64, 80, 96, 128, 140, 192)
 AUTODETECT = {"nvidia": "nvml", "amd": "rsmi", "intel": "oneapi"}
 
 
