@@ -433,3 +433,12 @@ def test_a_quant_typed_in_another_case_is_the_catalogues_spelling(capsys, argv, 
         assert "Variant   Q8_0" in out
     if argv[0] == "report":
         assert "Q4_K_M" in out and "not assessed" not in out.split("Image generation")[0]
+
+
+def test_the_text_tables_note_says_which_generation_speed_the_column_holds(capsys):
+    # With --users 8 the column silently became each user's speed at a half-full cache.
+    machine = str(Path(__file__).parent / "fixtures" / "machines" / "nvidia-h200")
+    assert main(["report", "--machine", machine, "--task", "text-generation"]) == 0
+    assert "; GEN tok/s: at an empty context" in capsys.readouterr().out
+    assert main(["report", "--machine", machine, "--task", "text-generation", "--users", "8"]) == 0
+    assert "; GEN tok/s: each of 8 users at once, caches 50% full" in capsys.readouterr().out

@@ -207,8 +207,14 @@ def task_tables(report: Report, summary, verdicts: list[Verdict], only_group: st
     if summary.task == "text-generation":
         from gpuready.tasks.text import DEFAULT_CONTEXT_TOKENS
 
+        from gpuready.tasks.concurrency import AVERAGE_CACHE_FILL
+
         requested = report.options.context_tokens or DEFAULT_CONTEXT_TOKENS
-        note = f"context {requested:,} tokens; change with --context"
+        users = getattr(report.options, "users", None) or 1
+        # GEN tok/s is the verdict's headline: one user at an empty context, or each user's share of a batched step
+        gen = (f"GEN tok/s: each of {users} users at once, caches {AVERAGE_CACHE_FILL:.0%} full" if users > 1
+               else "GEN tok/s: at an empty context")
+        note = f"context {requested:,} tokens; change with --context; {gen}"
         if any(v.context_tokens and v.context_tokens < requested for v in verdicts):
             note += "; CONTEXT shows a model's own maximum where it is shorter"
             header, cells = [*header, "CONTEXT"], (*cells, context_cell(requested))
