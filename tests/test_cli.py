@@ -442,3 +442,18 @@ def test_the_text_tables_note_says_which_generation_speed_the_column_holds(capsy
     assert "; GEN tok/s: at an empty context" in capsys.readouterr().out
     assert main(["report", "--machine", machine, "--task", "text-generation", "--users", "8"]) == 0
     assert "; GEN tok/s: each of 8 users at once, caches 50% full" in capsys.readouterr().out
+
+
+def test_the_context_hint_names_the_longest_context_that_would_do(capsys):
+    # Asking for 32k where 28k fits on an H200 gave "--context 4096 would make it 'runs-well'": only 4,096 and
+    # 2,048 were tried. The hint now names the longest context, in steps of 1,024, that reaches a better level.
+    machine = str(Path(__file__).parent / "fixtures" / "machines" / "nvidia-h200")
+    argv = ["check", "--machine", machine, "--model", "qwen3-235b-a22b", "--quant", "Q4_K_M", "--placement", "gpu"]
+    assert main([*argv, "--context", "32768"]) == 1
+    hints = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hint: --context ")]
+    assert len(hints) == 1
+    tokens = int(hints[0].split()[2])
+    assert tokens % 1024 == 0 and "would make it 'runs-well'" in hints[0]
+    assert main([*argv, "--context", str(tokens)]) == 0  # it does
+    capsys.readouterr()
+    assert main([*argv, "--context", str(tokens + 1024)]) == 1  # and 1,024 more does not

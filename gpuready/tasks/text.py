@@ -254,15 +254,34 @@ def quality(model: LanguageModel, variant: str, catalog) -> tuple[float, str | N
     return (bits if bits <= 8.6 else 8.6 - bits / 100), quant.quality
 
 
+# The shortest context a hint names, and the step its search moves in.
+SHORTEST_HINTED_CONTEXT = 2048
+CONTEXT_HINT_STEP = 1024
+
+
 def suggest(model: LanguageModel, chosen, catalog, gpu: Device | None, cpu: Device, options) -> list[str]:
-    """A shorter context that would reach a better level."""
+    """The longest shorter context (in steps of 1,024 tokens, at least 2,048) that would reach a better level.
+    A shorter context never needs more memory or runs slower, so "better than now" holds up to some length and
+    a binary search finds it: asking for 32k where 24k fits named 4,096 when only 4,096 and 2,048 were tried."""
     context = context_tokens(model, options)
-    for shorter in (4096, 2048):
-        if shorter < context:
-            judged = one_judge.judge_variant(TASK, model, chosen.variant, catalog, gpu, cpu, replace(options, context_tokens=shorter))
-            if LEVELS.index(judged.level) < LEVELS.index(chosen.level):
-                return [f"--context {shorter} would make it '{judged.level}' ({fmt_gb(judged.estimate.memory.total_bytes)})"]
-    return []
+
+    def better(tokens: int):
+        judged = one_judge.judge_variant(TASK, model, chosen.variant, catalog, gpu, cpu, replace(options, context_tokens=tokens))
+        return judged if LEVELS.index(judged.level) < LEVELS.index(chosen.level) else None
+
+    if context <= SHORTEST_HINTED_CONTEXT or not (found := better(SHORTEST_HINTED_CONTEXT)):
+        return []
+    best = (SHORTEST_HINTED_CONTEXT, found)
+    low, high = SHORTEST_HINTED_CONTEXT // CONTEXT_HINT_STEP, (context - 1) // CONTEXT_HINT_STEP
+    while low < high:
+        middle = (low + high + 1) // 2
+        judged = better(middle * CONTEXT_HINT_STEP)
+        if judged:
+            low, best = middle, (middle * CONTEXT_HINT_STEP, judged)
+        else:
+            high = middle - 1
+    tokens, judged = best
+    return [f"--context {tokens} would make it '{judged.level}' ({fmt_gb(judged.estimate.memory.total_bytes)})"]
 
 
 def least_memory(model: LanguageModel, chosen, candidates, catalog, cpu: Device, options) -> str:
