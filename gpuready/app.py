@@ -192,9 +192,18 @@ def known_quants(catalog: Catalog) -> set[str]:
 def canonical_quant(quant: str, catalog: Catalog, model_id: str | None = None) -> str:
     """The catalogue's spelling of a quantisation typed in another case ('q4_k_m' -> 'Q4_K_M'), among the model's
     variants where a catalogue model is named, where exactly one matches; else as typed (check_quant or validate then
-    say what is known). Text models spell llama.cpp's types (Q8_0, F16), other tasks their dtypes (q8_0, fp16)."""
+    say what is known). Text models spell llama.cpp's types (Q8_0, F16), other tasks their dtypes (q8_0, fp16).
+    A local .gguf or config.json is a text model: its variants are the catalogue's quantisations (quants.toml), so
+    'q8_0' there is Q8_0, not the dtype another task's model spells q8_0."""
+    from gpuready.modelfiles.localmodel import local_kind
+
     model = catalog.get(model_id) if model_id else None
-    known = set(model.quants) if model is not None else known_quants(catalog)
+    if model is not None:
+        known = set(model.quants)
+    elif model_id and local_kind(model_id):
+        known = set(catalog.quants)
+    else:
+        known = known_quants(catalog)
     if quant in known:
         return quant
     same = [name for name in known if name.casefold() == quant.casefold()]

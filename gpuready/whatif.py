@@ -16,7 +16,7 @@ from gpuready.probes import GPU_PROBLEM_PROBES
 from gpuready.probes.apple import apple_hardware, metal_working_set_bytes
 from gpuready.units import fmt_gb
 from gpuready.catalog.tables import (GPUSpec, closest_gpu_names, find_gpus, gpu_table, integrated_within_system_memory,
-                                     typeable)
+                                     other_memory_sizes, typeable)
 
 # "2x RTX 3090", "2 x A100": a count, an x, then a space (so "7900 XTX" stays a name).
 _COUNT = re.compile(r"^\s*(\d{1,2})\s*[x×]\s+(.+)$", re.IGNORECASE)
@@ -138,10 +138,16 @@ def resolve_gpu(query: str) -> tuple[GPUSpec, int]:
 
 
 def assumption(query: str) -> str | None:
-    """What ``resolve_gpu`` assumed for a name that several bins of one chip share, and how to pick another."""
+    """What ``resolve_gpu`` assumed for a name that several bins of one chip share, or that one card sold in
+    several memory sizes shares ('RTX 4060 Ti', 'A100'), and how to pick another."""
     match = _COUNT.match(query)
     name = match.group(2) if match else query
     matches = find_gpus(name)
+    if len(matches) == 1 and (others := other_memory_sizes(matches[0], name)):
+        chosen = matches[0]
+        names = " or ".join(f"'{typeable(spec)}' ({round(spec.memory_bytes / GIB)} GB)" for spec in others)
+        return (f"--gpu '{name}': assumed {display_name(chosen)} with {round(chosen.memory_bytes / GIB)} GB; "
+                f"for another memory size, type {names}")
     if len(matches) < 2 or not _bins_of_one_chip(matches):
         return None
     chosen = _full_bin(matches)

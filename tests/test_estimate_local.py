@@ -77,6 +77,28 @@ def test_a_config_json_is_judged_at_q4_k_m_unless_told_otherwise(tmp_path, capsy
     assert (code, json.loads(out)["quant"]) == (0, "Q8_0")
 
 
+@pytest.mark.parametrize("typed", ["q8_0", "Q8_0"])
+def test_a_config_json_takes_quant_in_any_case(tmp_path, capsys, typed):
+    # 'q8_0' is also another task's dtype (a speech model's variant); for a local text model it is llama.cpp's Q8_0.
+    (tmp_path / "llama").mkdir()
+    path = tmp_path / "llama" / "config.json"
+    path.write_text(json.dumps(LLAMA_3_1_8B))
+    code, out, err = run(capsys, "estimate", str(path), "--quant", typed, "--json")
+    assert (code, err, json.loads(out)["quant"]) == (0, "", "Q8_0")
+    code, out, err = run(capsys, "check", "--model", str(path), "--quant", typed)
+    assert (code, err) == (0, "")
+    assert out.startswith("ok   model llama Q8_0: llama runs: Q8_0 ")
+
+
+def test_a_gguf_takes_its_own_quant_in_any_case(tmp_path, capsys):
+    path = tmp_path / "tiny.gguf"
+    write_tiny_llama(path)
+    code, out, err = run(capsys, "estimate", str(path), "--quant", "q4_k_m", "--json")
+    assert (code, err, json.loads(out)["quant"]) == (0, "", "Q4_K_M")
+    code, _, err = run(capsys, "estimate", str(path), "--quant", "q8_0")
+    assert (code, err) == (2, f"gpuready: error: {path}: this file is Q4_K_M; --quant Q8_0 does not apply to it\n")
+
+
 def test_a_config_json_counts_its_own_parameters_into_the_weights(tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(LLAMA_3_1_8B))

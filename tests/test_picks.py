@@ -130,6 +130,31 @@ def test_bins_of_one_chip_pick_the_full_chip_and_say_how_to_pick_another(capsys,
         assert other in err
 
 
+@pytest.mark.parametrize(("typed", "gpu_name", "note"), [
+    # The 8 GB row owns the alias 'RTX 4060 Ti', the 40 GB row 'A100': the other sizes were taken silently.
+    ("RTX 4060 Ti", "NVIDIA GeForce RTX 4060 Ti",
+     "assumed NVIDIA GeForce RTX 4060 Ti with 8 GB; for another memory size, type 'RTX 4060 Ti 16GB' (16 GB)"),
+    ("A100", "NVIDIA A100-PCIE-40GB",
+     "assumed NVIDIA A100-PCIE-40GB with 40 GB; for another memory size, type 'A100 80GB PCIe' (80 GB) or "
+     "'A100 80GB' (80 GB)"),
+    ("2x A100", "NVIDIA A100-PCIE-40GB",
+     "assumed NVIDIA A100-PCIE-40GB with 40 GB; for another memory size, type 'A100 80GB PCIe' (80 GB) or "
+     "'A100 80GB' (80 GB)"),
+])
+def test_a_card_sold_in_several_memory_sizes_says_which_it_took(capsys, typed, gpu_name, note):
+    code, out, err = run(capsys, "report", "--json", "--gpu", typed, "--machine", DESKTOP)
+    assert code == 0
+    assert json.loads(out)["hardware"]["gpus"][0]["name"] == gpu_name
+    name = typed.removeprefix("2x ")
+    assert err == f"gpuready: note: --gpu '{name}': {note}\n"
+
+
+@pytest.mark.parametrize("typed", ["RTX 4060 Ti 16GB", "RTX 4060 Ti 8GB", "RTX 4090", "A100 80GB", "A100-PCIE-40GB"])
+def test_a_name_that_picks_one_size_says_nothing(capsys, typed):
+    code, _, err = run(capsys, "report", "--json", "--gpu", typed, "--machine", DESKTOP)
+    assert (code, err) == (0, "")
+
+
 def test_different_chips_stay_an_error_with_names_to_type(capsys):
     code, _, err = run(capsys, "report", "--gpu", "RX 7900", "--machine", DESKTOP)
     assert code == 2

@@ -91,3 +91,31 @@ def test_check_with_companions_exit_codes(capsys, argv, code):
     assert got == code, (out, err)
     if code != 2:
         assert out.startswith("ok   model whisper-large-v3: loaded alongside: Whisper large-v3 (fp16) on GPU: ")
+
+
+CPU_ONLY = FIXTURES / "linux-desktop-ryzen-7950x"
+
+
+def test_a_gpu_placement_without_a_gpu_fails_once_not_once_a_companion(capsys):
+    # Each companion read "does not fit (placement 'cpu' is not accepted (only gpu))" above the one real reason.
+    got = main(["check", "--machine", str(CPU_ONLY), "--model", "qwen2.5-14b", "--with", "whisper-large-v3",
+                "--with", "bge-m3", "--placement", "gpu"])
+    out, err = capsys.readouterr()
+    assert (got, out, err) == (1, "FAIL model qwen2.5-14b, placement gpu: placement gpu needs a GPU: no GPU found\n", "")
+
+
+def test_companions_without_a_model_to_judge_say_the_missing_gpu_on_one_line(capsys):
+    got = main(["check", "--machine", str(CPU_ONLY), "--min-memory", "8GB", "--with", "whisper-large-v3",
+                "--with", "bge-m3", "--placement", "gpu", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert (got, data["exit_code"]) == (1, 1)
+    assert [(r["requirement"], r["status"], r["reason"]) for r in data["requirements"]] == [
+        ("model whisper-large-v3, bge-m3, placement gpu", "not-met", "placement gpu needs a GPU: no GPU found"),
+        ("memory >= 8.0 GB", "met", "usable system memory is 56.0 GB, needs 8.0 GB"),
+    ]
+
+
+def test_an_unknown_companion_is_still_a_usage_error_without_a_gpu(capsys):
+    got = main(["check", "--machine", str(CPU_ONLY), "--model", "qwen2.5-14b", "--with", "no-such-model",
+                "--placement", "gpu"])
+    assert (got, capsys.readouterr().err) == (2, "gpuready: error: --with: unknown model 'no-such-model'; see `gpuready models`\n")

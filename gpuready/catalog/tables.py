@@ -257,6 +257,31 @@ def _base_name(name: str) -> str:
     return " ".join(word for word in name.split() if not _MEMORY_WORD.match(word))
 
 
+def other_memory_sizes(spec: GPUSpec, query: str, table: tuple[GPUSpec, ...] | None = None) -> list[GPUSpec]:
+    """Rows of the same card in another memory size that a name without a size also stands for.
+
+    'RTX 4060 Ti' is the 8 GB row's own alias, yet the 16 GB card is an RTX 4060 Ti too; 'A100' is the
+    40 GB row's, and two rows are 80 GB A100s. A row counts when it is the same vendor's, has another
+    memory size, and shares an id or alias with ``spec`` (or the query) once memory words are dropped
+    ('A100-PCIE-80GB' and 'A100-PCIE-40GB' are both 'a 100 pcie'). Not the driver's name: different
+    chips can share one (Jetson AGX Orin and Orin Nano), and Apple's bins differ in cores, which
+    their aliases name. A query that names a size ('RTX 4060 Ti 16GB', 'A100-PCIE-40GB') has
+    chosen one: nothing is listed then.
+    """
+    table = gpu_table() if table is None else table
+    wanted = normalise_gpu_name(query or "")
+    if not wanted or any(_MEMORY_WORD.match(word) for word in wanted.split()):
+        return []
+
+    def bases(row: GPUSpec) -> set[str]:
+        return {_base_name(normalise_gpu_name(name)) for name in (row.id.replace("-", " "), *row.aliases)}
+
+    mine = {wanted} | bases(spec)
+    return [other for other in table
+            if other is not spec and other.vendor == spec.vendor and other.memory_bytes != spec.memory_bytes
+            and mine & bases(other)]
+
+
 def closest_gpu_names(query: str, limit: int = 5) -> list[str]:
     import difflib
 

@@ -306,6 +306,17 @@ def _evaluate_parts(requirement: Requirement, parts: tuple[str, ...], *context) 
     return Outcome(requirement, "met", "; ".join(f"{registry.title(part).lower()}: {o.reason}" for part, o in zip(parts, outcomes)))
 
 
+def no_gpu_outcome(requirement: Requirement, missing: tuple[bool, str, tuple[str, ...]]) -> Outcome:
+    """The one outcome of a requirement whose GPU placement finds no usable GPU (``gpu_missing``'s answer)."""
+    unknown, words, hints = missing
+    return Outcome(requirement, "unknown" if unknown else "not-met", f"could not tell: {words}" if unknown else words, hints)
+
+
+def says_no_gpu(requirement: Requirement, hardware: Hardware, problems: list[Problem]) -> bool:
+    """Whether ``evaluate`` answers this requirement with the missing GPU (a model or task at a GPU placement)."""
+    return bool(requirement.model or requirement.task) and gpu_missing(requirement.placement, hardware, problems) is not None
+
+
 def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Problem], catalog: Catalog,
              measured_speeds: tuple = ()) -> Outcome:
     """Judge one requirement; 'unknown' only when a probe it depends on failed or data is missing."""
@@ -322,8 +333,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
             return Outcome(requirement, "unknown", f"gpuready cannot assess {requirement.task} yet: no models in the catalogue")
     if missing := gpu_missing(requirement.placement, hardware, problems):
         # Every model fails the same way, so say that once instead of naming one model's memory as the 'closest'.
-        unknown, words, hints = missing
-        return Outcome(requirement, "unknown" if unknown else "not-met", f"could not tell: {words}" if unknown else words, hints)
+        return no_gpu_outcome(requirement, missing)
     failed = _depends_failed(problems, TASK_PROBES)
     best = None
     # Best first, so a task requirement reports the strongest model that meets it.

@@ -104,8 +104,11 @@ def cmd_check(args) -> int:
         evaluate,
         exit_code,
         load_requirements,
+        no_gpu_outcome,
+        says_no_gpu,
         validate,
     )
+    from gpuready.report import gpu_missing
     from gpuready.app import size_flag
     from gpuready.modelfiles.localmodel import local_kind
 
@@ -167,7 +170,20 @@ def cmd_check(args) -> int:
         raise UsageError("nothing to check: give --task, --model, --min-memory, --min-gpu-memory or --requirements")
     loaded = _loaded(args)
     problems = loaded.problems
-    hardware, outcomes = _resident(loaded.hardware, catalog, task_options)
+    missing = gpu_missing(task_options.placement, loaded.hardware, problems) if task_options.with_models else None
+    if missing:
+        # A GPU placement and no usable GPU: the companions cannot be loaded for the same reason, so it is said once
+        # (on the requirement that names it, else on one line for the companions), not once a companion as
+        # "placement 'cpu' is not accepted".
+        from gpuready.app import check_models
+
+        check_models(task_options.with_models, catalog, "--with")
+        hardware, outcomes = loaded.hardware, []
+        if not any(says_no_gpu(r, hardware, problems) for r in requirements):
+            companions = Requirement(model=", ".join(task_options.with_models), placement=task_options.placement)
+            outcomes.append(no_gpu_outcome(companions, missing))
+    else:
+        hardware, outcomes = _resident(loaded.hardware, catalog, task_options)
     outcomes += [evaluate(r, hardware, problems, catalog, loaded.measured_speeds) for r in requirements]
     code = exit_code(outcomes)
     if args.json:

@@ -181,7 +181,7 @@ def load_gguf(path: Path, catalog: Catalog, quant_asked: str | None = None) -> t
     model, quant_name = gguf_language_model(header, path)
     weights = header.weights_bytes
     quant_id = QUANT_ALIASES.get(quant_name, quant_name)
-    if quant_asked and quant_asked not in (quant_id, quant_name):
+    if quant_asked and quant_asked.casefold() not in (quant_id.casefold(), quant_name.casefold()):
         raise GGUFError(f"{path}: this file is {quant_name}; --quant {quant_asked} does not apply to it")
     quant = catalog.quants.get(quant_id)
     if quant is None:
