@@ -119,3 +119,13 @@ def test_an_unknown_companion_is_still_a_usage_error_without_a_gpu(capsys):
     got = main(["check", "--machine", str(CPU_ONLY), "--model", "qwen2.5-14b", "--with", "no-such-model",
                 "--placement", "gpu"])
     assert (got, capsys.readouterr().err) == (2, "gpuready: error: --with: unknown model 'no-such-model'; see `gpuready models`\n")
+
+
+def test_a_companion_that_fits_but_is_too_slow_says_so_in_its_failure(capsys):
+    # It failed check with "BGE-M3 (int8) on CPU: 1.2 GB, 1.7 chunks/s alone" and no word of why.
+    code = main(["check", "--machine", str(FIXTURES / "linux-desktop-ryzen-7950x"), "--model", "qwen2.5-14b",
+                 "--with", "bge-m3"])
+    out = capsys.readouterr().out
+    assert code == 1
+    (line,) = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert line.startswith("FAIL model bge-m3: loaded alongside: BGE-M3 (int8) on CPU: 1.2 GB, 1.7 chunks/s alone; too slow: int8: about 2 chunks/s")

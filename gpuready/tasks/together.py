@@ -74,5 +74,8 @@ def describe(verdict: Verdict) -> str:
     if verdict.placement is None:
         return f"{verdict.model_name}: {verdict.level.replace('-', ' ')} ({verdict.reasons[-1] if verdict.reasons else ''})"
     speed = f", {verdict.speed:,.1f} {verdict.speed_unit} alone" if verdict.speed else ""
+    # A companion that fits but is too slow fails `check`: the line says so, with the judge's reason.
+    why = "" if verdict.level in RUNNABLE else (
+        f"; {verdict.level.replace('-', ' ')}" + (f": {verdict.reasons[0]}" if verdict.reasons else ""))
     return (f"{verdict.model_name} ({verdict.quant}) on {verdict.placement.upper()}: "
-            f"{fmt_gb(verdict.memory_needed_bytes)}{speed}")
+            f"{fmt_gb(verdict.memory_needed_bytes)}{speed}{why}")
