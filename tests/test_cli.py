@@ -457,3 +457,18 @@ def test_the_context_hint_names_the_longest_context_that_would_do(capsys):
     assert main([*argv, "--context", str(tokens)]) == 0  # it does
     capsys.readouterr()
     assert main([*argv, "--context", str(tokens + 1024)]) == 1  # and 1,024 more does not
+
+
+def test_a_speed_failure_names_the_variant_of_that_model_that_would_meet_it(capsys):
+    # A 70B at Q8_0 failing --min-speed 30 at 128k on an H200 said nothing, where lower-bit variants pass.
+    machine = str(Path(__file__).parent / "fixtures" / "machines" / "nvidia-h200")
+    argv = ["check", "--machine", machine, "--model", "llama-3.1-70b", "--min-speed", "30", "--context", "131072"]
+    assert main(argv) == 1
+    (hint,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hint: --quant ")]
+    quant = hint.split()[2]
+    assert "would reach about" in hint and "at 131,072 tokens of context" in hint
+    assert main([*argv, "--quant", quant]) == 0  # the variant named does meet it
+    capsys.readouterr()
+    # a bound no variant meets gives no such hint
+    assert main(["check", "--machine", machine, "--model", "llama-3.1-70b", "--min-speed", "5000"]) == 1
+    assert "hint: --quant" not in capsys.readouterr().err

@@ -387,7 +387,32 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
         reason = f"{verdict.model_name}: {verdict.cause or verdict.level}"
     if requirement.task and not requirement.model:
         reason = f"no {requirement.task} model meets it; closest: {reason}"
-    return Outcome(requirement, "not-met", reason, verdict.suggestions)
+    return Outcome(requirement, "not-met", reason, (*faster_variant(requirement, verdict, models, hardware, catalog,
+                                                                     options), *verdict.suggestions))
+
+
+def faster_variant(requirement: Requirement, verdict, models, hardware: Hardware, catalog: Catalog,
+                   options: Options) -> tuple[str, ...]:
+    """For one model that runs but misses a speed or energy bound: the best-quality variant of it that meets the
+    bound, as a hint ("--quant Q4_K_M would reach about 35 tokens/s"). A 70B at Q8_0 failing --min-speed 30 at
+    128k said nothing, where Q4_K_M passes."""
+    if not requirement.model or requirement.quant or bound_ratio(requirement, verdict) is None:
+        return ()
+    if registry.resolve(verdict.task)[0].variant_flag != "--quant":
+        return ()  # fine-tuning's variants are methods, hinted by its own suggestions
+    (model,) = models
+    meeting = []
+    for variant in model.quants:
+        if variant == verdict.quant:
+            continue
+        other = registry.judge_model(model, catalog, hardware, replace(options, quant=variant), requirement.task)
+        if other.level in RUNNABLE and fast_enough(requirement, other) and not context_short(requirement, other):
+            meeting.append(other)
+    if not meeting:
+        return ()
+    # the most bits among those that meet it: the user gives up as little quality as the bound asks for
+    best = max(meeting, key=lambda v: min(catalog.quants[v.quant].bits_per_weight, 8.6) if v.quant in catalog.quants else 0)
+    return (f"--quant {best.quant} would reach {speed_text(best, requirement)}",)
 
 
 def asked_length(requirement: Requirement, verdict) -> tuple[int | None, str]:
