@@ -188,7 +188,7 @@ def with_users(model: LanguageModel, found: est.Estimate, gpu: Device | None, cp
                                  gpu if found.gpu_fraction > 0 else None, cpu, found.gpu_fraction, found.quant)
     if result is None:
         return replace(found, users=users)
-    return replace(found, users=users, batched=result, basis=found.basis + (concurrency.basis(result, found.context_tokens),))
+    return replace(found, users=users, batched=result, basis=found.basis + (concurrency.basis(result, found.context_tokens, model),))
 
 
 def refuse(model: LanguageModel, variant: str, estimate: est.Estimate, gpu: Device | None, catalog) -> str | None:

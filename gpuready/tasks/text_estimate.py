@@ -471,13 +471,16 @@ def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant
 
 
 def step_seconds(model: LanguageModel, bytes_read: float, device: Device, fraction: float, family: str = "k-quant",
-                 bf16: bool = False) -> float:
+                 bf16: bool = False, params_read: float | None = None) -> float:
     """One decoding step on a device holding ``fraction`` of the layers: its share of ``bytes_read`` over effective
     bandwidth, plus its layers' fixed cost, plus unpacking its share of the quantised weights, plus the padded
     expert products of BF16 experts on Vulkan (padded_expert_seconds). A batched step of several users costs the
-    same, with every user's KV cache in ``bytes_read`` (gpuready.tasks.concurrency)."""
+    same, with every user's KV cache in ``bytes_read`` and, for a mixture of experts, the parameters the step
+    reads (``params_read``: more experts than one token's) unpacked (gpuready.tasks.concurrency).
+    ``params_read`` defaults to one token's, matmul_params."""
     layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
-    unpack = (matmul_params(model) * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.unpack_flops
+    params = matmul_params(model) if params_read is None else params_read
+    unpack = (params * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.unpack_flops
               if device.unpack_flops else 0.0)
     padded = padded_expert_seconds(model, device, bf16) * fraction
     return _seconds_per_token(bytes_read * fraction, device, family, layers) + unpack + padded
@@ -491,6 +494,14 @@ def routed_expert_params(model: LanguageModel) -> float:
     if not model.is_moe or experts <= chosen or chosen <= 0:
         return 0.0
     return (model.params - model.active_params) / (experts - chosen) * chosen
+
+
+def expert_params(model: LanguageModel) -> float:
+    """Parameters of all the experts together: routed_expert_params x experts / experts_per_token (each expert is
+    the same size). What is left of the parameters is shared (attention, routers, embeddings), read by every token.
+    0 for a dense model or one whose expert counts the catalogue does not give."""
+    routed = routed_expert_params(model)
+    return routed / model.experts_per_token * model.experts if routed else 0.0
 
 
 def padded_expert_seconds(model: LanguageModel, device: Device, bf16: bool) -> float:
