@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 GIB = 1024**3
 GB = 1000**3
+MIB = 1024**2
 
 
 @dataclass(frozen=True)

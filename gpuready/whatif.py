@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from gpuready.hardware import CPU, GIB, GPU, Hardware, Memory, Problem
+from gpuready.hardware import CPU, GIB, GPU, MIB, Hardware, Memory, Problem
 from gpuready.probes import GPU_PROBLEM_PROBES
 from gpuready.probes.apple import apple_hardware, metal_working_set_bytes
 from gpuready.units import fmt_gb
@@ -26,11 +26,33 @@ class WhatIfError(ValueError):
     """A GPU name that matches no table row, or several."""
 
 
+# What an NVIDIA driver keeps of an idle card's memory for itself, outside any process: NVML's
+# nvmlMemory_v2_t "reserved" (nvidia-smi -q "FB Memory Usage: Reserved"), which free memory excludes.
+# Recorded: H200 615 MiB, RTX 4090 324 MiB, RTX 4060 Laptop 368 MiB (tests/fixtures/machines/nvidia-h200,
+# nvidia-rtx4090, laptop-rtx4060-iris-xe libraries/nvml.json), and 569 MiB on a 48 GB card's published
+# nvidia-smi -q. A what-if card is judged on its total less the median of the four, as a probed idle card
+# is judged on its free memory; the driver's CUDA context is counted apart, in each estimate.
+NVIDIA_DRIVER_RESERVED_BYTES = 468 * MIB
+
+
+def driver_reserved_bytes(spec: GPUSpec) -> int:
+    """Memory a what-if card's driver keeps for itself: NVIDIA's discrete and datacenter cards (a GPU with its
+    own memory, whose NVML reports a reservation); 0 for shared memory and other vendors (nothing recorded)."""
+    own_memory = spec.kind not in ("integrated", "unified") or (spec.kind == "unified" and spec.vendor == "nvidia"
+                                                                  and not is_soc_memory(spec))
+    return NVIDIA_DRIVER_RESERVED_BYTES if spec.vendor == "nvidia" and own_memory else 0
+
+
 def gpu_from_spec(spec: GPUSpec, index: int = 0, shared_bytes: int | None = None, memory_bytes: int | None = None) -> GPU:
-    """A GPU as the table describes it, with all of its memory free; integrated graphics (no
+    """A GPU as the table describes it, idle: all of its memory free but what its driver keeps (the driver's total
+    where the table gives one, less driver_reserved_bytes); integrated graphics (no
     memory of its own) get ``shared_bytes`` of system memory, as a probed APU gets through GTT;
     ``memory_bytes``, where given, is the memory of a chip sold with several sizes."""
-    memory = memory_bytes or spec.memory_bytes or (shared_bytes if spec.kind == "integrated" else None) or None
+    if spec.driver_total_bytes and memory_bytes in (None, spec.memory_bytes):
+        memory = spec.driver_total_bytes  # what the driver reports, not the marketed size
+    else:
+        memory = memory_bytes or spec.memory_bytes or (shared_bytes if spec.kind == "integrated" else None) or None
+    reserved = driver_reserved_bytes(spec) if memory else 0
     return GPU(
         vendor=spec.vendor,
         name=display_name(spec),
@@ -40,8 +62,8 @@ def gpu_from_spec(spec: GPUSpec, index: int = 0, shared_bytes: int | None = None
         else ("integrated" if spec.kind == "integrated" else "discrete"),
         index=index,
         memory_total_bytes=memory,
-        memory_free_bytes=memory,
-        memory_usable_bytes=memory,
+        memory_free_bytes=memory - reserved if memory else memory,
+        memory_usable_bytes=memory - reserved if memory else memory,
         bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s,
         bandwidth_source=f"table:{spec.id}",
         fp16_flops=spec.fp16_flops or spec.fp32_flops,

@@ -37,7 +37,7 @@ from gpuready.frontends.tui.detail import DetailScreen
 from gpuready.frontends.tui.screens import HELP, HelpScreen, WhatIfScreen
 from gpuready.frontends.tui.widgets import ModelTable, hardware_text
 from gpuready.tasks.verdict import RUNNABLE, Options
-from gpuready.whatif import gpu_from_spec, with_gpu
+from gpuready.whatif import NVIDIA_DRIVER_RESERVED_BYTES, gpu_from_spec, with_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,7 +63,7 @@ def text_verdicts(report):
 # --- what-if hardware -----------------------------------------------------------------
 
 
-def test_with_gpu_replaces_the_machines_gpus_with_the_table_gpu_all_its_memory_free_and_marked_as_the_users():
+def test_with_gpu_replaces_the_machines_gpus_with_the_table_gpu_idle_and_marked_as_the_users():
     hardware = inputs(CPU_ONLY).hardware
     rtx_4090 = spec("rtx-4090")
     changed = with_gpu(hardware, rtx_4090, count=2)
@@ -73,8 +73,8 @@ def test_with_gpu_replaces_the_machines_gpus_with_the_table_gpu_all_its_memory_f
         kind="discrete",
         index=0,
         memory_total_bytes=rtx_4090.memory_bytes,
-        memory_free_bytes=rtx_4090.memory_bytes,
-        memory_usable_bytes=rtx_4090.memory_bytes,
+        memory_free_bytes=rtx_4090.memory_bytes - NVIDIA_DRIVER_RESERVED_BYTES,  # all free but the driver's own
+        memory_usable_bytes=rtx_4090.memory_bytes - NVIDIA_DRIVER_RESERVED_BYTES,
         bandwidth_bytes_per_s=rtx_4090.bandwidth_bytes_per_s,
         bandwidth_source="table:rtx-4090",
         fp16_flops=rtx_4090.fp16_flops,
@@ -100,7 +100,7 @@ def test_with_gpu_refuses_a_count_below_one():
 
 def test_the_header_line_names_the_machine_shortly():
     assert fmt.machine_line(inputs(CPU_ONLY).hardware) == "Ryzen 9 7950X · 62.5 GB · no usable GPU"
-    assert fmt.machine_line(inputs(NVIDIA_DESKTOP).hardware) == "Ryzen 9 7950X · 62.5 GB · RTX 4090 24.0 GB"
+    assert fmt.machine_line(inputs(NVIDIA_DESKTOP).hardware) == "Ryzen 9 7950X · 62.5 GB · RTX 4090 24.0 GB (23.5 free)"
     assert fmt.machine_line(inputs(MAC).hardware) == (
         "Apple M2 · 16.0 GB · Apple M2 (10-core GPU) 16.0 GB (10.7 usable) · Apple Neural Engine (M2) · Metal 3"
     )

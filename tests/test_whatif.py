@@ -140,3 +140,57 @@ def test_a_what_if_nvidia_gpu_on_a_mac_is_said_to_need_another_os(capsys):
     # on a Linux machine the same what-if says nothing of it
     report = _report_of(capsys, "linux-desktop-ryzen-7950x", "--gpu", "RTX 4090")
     assert not [p for p in report["problems"] if p["probe"] == "whatif" and p["severity"] == "warning"]
+
+
+# --- an idle what-if card: the driver's total, less what the driver keeps -----------------------------------------
+
+
+def _recorded_nvml_reserved():
+    """The reservations NVML reported on the recorded NVIDIA cards (libraries/nvml.json, memory v2)."""
+    from pathlib import Path
+    values = []
+    for path in sorted(Path("tests/fixtures/machines").glob("*/libraries/nvml.json")):
+        for device in json.loads(path.read_text()).get("devices") or []:
+            reserved = (device.get("memory") or {}).get("reserved")
+            if reserved:  # a MIG instance reports 0: the parent card's reservation is not its own
+                values.append(reserved)
+    return values
+
+
+def test_the_nvidia_reserve_is_what_recorded_cards_reported():
+    from gpuready.hardware import MIB
+    from gpuready.whatif import NVIDIA_DRIVER_RESERVED_BYTES
+    recorded = sorted(_recorded_nvml_reserved())
+    assert [round(v / MIB) for v in recorded] == [324, 368, 615]
+    # the constant is the median with the published 48 GB card's 569 MiB: (368 + 569) / 2, rounded down
+    assert NVIDIA_DRIVER_RESERVED_BYTES == (368 + 569) // 2 * MIB
+    assert min(recorded) < NVIDIA_DRIVER_RESERVED_BYTES < max(recorded)
+
+
+@pytest.mark.parametrize(
+    ("typed", "total_mib", "reserved_mib"),
+    [
+        ("H200", 143771, 468),  # the driver's total (140.4 GiB), not the marketed 141
+        ("H100 PCIe", 81559, 468),
+        ("RTX 4090", 24 * 1024, 468),  # the marketed 24 GiB is what the driver reports (25,756,172,288 bytes recorded)
+        ("A100 80GB", 80 * 1024, 468),
+        ("7900 XTX", 24 * 1024, 0),  # no reservation recorded for AMD: none assumed
+        ("GB10", 128 * 1024, 0),  # the machine's own LPDDR: shared memory, no card of its own
+    ],
+)
+def test_a_what_if_card_is_an_idle_one(typed, total_mib, reserved_mib):
+    from gpuready.hardware import MIB
+    from gpuready.whatif import gpu_from_spec
+    spec, _ = resolve_gpu(typed)
+    gpu = gpu_from_spec(spec)
+    assert gpu.memory_total_bytes == total_mib * MIB
+    assert gpu.memory_usable_bytes == gpu.memory_free_bytes == (total_mib - reserved_mib) * MIB
+
+
+def test_what_if_h200_matches_the_recorded_h200_within_the_reserve_spread(capsys):
+    whatif = _whatif_report(capsys, "--gpu", "H200")["hardware"]["gpus"][0]
+    assert main(["report", "--json", "--machine", "tests/fixtures/machines/nvidia-h200"]) == 0
+    real = json.loads(capsys.readouterr().out)["hardware"]["gpus"][0]
+    assert whatif["memory_total_bytes"] == real["memory_total_bytes"] == 150_754_820_096
+    # the recorded card kept 615 MiB; the what-if keeps the median 468: within 150 MiB of the real free memory
+    assert 0 < whatif["memory_usable_bytes"] - real["memory_usable_bytes"] < 150 * 1024**2

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuready.catalog.loader import CatalogError, Entry, builtin_catalog_dir, read_toml
-from gpuready.hardware import CPU, GB, GIB, GPU, Hardware
+from gpuready.hardware import CPU, GB, GIB, GPU, MIB, Hardware
 
 # Used when no table row matches a CPU: two channels of DDR4-3200 (2 x 8 bytes x 3200 MT/s),
 # the most common desktop and laptop configuration of the last years (JEDEC JESD79-4).
@@ -46,6 +46,9 @@ class GPUSpec:
     neural_engine_tops: float | None = None
     gpu_cores: int | None = None
     released: int | None = None
+    # The total the driver reports (nvidia-smi memory.total), where it differs from the marketed size:
+    # an H200 sold as 141 GB reports 143,771 MiB (140.4 GiB). None: the marketed size is the driver's.
+    driver_total_bytes: int | None = None
 
     @property
     def smallest_memory_bytes(self) -> int:
@@ -129,6 +132,7 @@ def gpu_table(directory: Path | None = None) -> tuple[GPUSpec, ...]:
                 neural_engine_tops=entry.number("neural_engine_tops", required=False),
                 gpu_cores=cores,
                 released=released,
+                driver_total_bytes=int(mib * MIB) if (mib := entry.number("driver_total_mib", required=False)) else None,
             )
         )
     return tuple(specs)
