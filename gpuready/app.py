@@ -79,7 +79,20 @@ def load(request: Request) -> Loaded:
             hardware, problems = applied.hardware, applied.problems
     memory = size_flag(request.memory, "--memory") if request.memory else None
     hardware, problems = whatif.compose(hardware, problems, request.gpu, memory)
-    return Loaded(hardware, problems, applied)
+    return Loaded(hardware, problems + assumed_bandwidth_problems(hardware), applied)
+
+
+def assumed_bandwidth_problems(hardware: Hardware) -> list[Problem]:
+    """System memory whose bandwidth nothing measured and no CPU table row gives: every CPU speed (and the system
+    part of a split) rests on an assumed figure, and the report says so and what measures it."""
+    from gpuready.catalog.tables import ASSUMED_CPU_BANDWIDTH_BYTES_PER_S
+
+    if hardware.cpu.bandwidth_source != "assumed":
+        return []
+    return [Problem("cpu", f"{hardware.cpu.name or 'this CPU'} is not in gpuready's CPU table: speeds from system memory "
+                           f"assume {ASSUMED_CPU_BANDWIDTH_BYTES_PER_S / 1e9:.0f} GB/s (dual-channel DDR4-3200) and carry a wider band",
+                    "`gpuready bench` measures this machine's memory bandwidth (pip install 'gpuready[bench]'), "
+                    "and later reports use it.", "info")]
 
 
 def load_hardware(request: Request) -> tuple[Hardware, list[Problem]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpuready.catalog.tables import ASSUMED_CPU_BANDWIDTH_BYTES_PER_S, enrich_cpu, match_cpu
-from gpuready.hardware import CPU, Memory, Problem
+from gpuready.hardware import CPU, GPU, Memory, Problem
 from gpuready.host import ReplayHost, command_slug
 from gpuready.probes import cpu, memory, run_probe, system
 from gpuready.probes.failure import ProbeFailure
@@ -414,11 +414,29 @@ def test_a_dgx_spark_is_named_by_its_two_arm_cores():
     )
 
 
-def test_no_cpu_platform_row_claims_the_gb10_cores_so_their_bandwidth_stays_assumed():
+def test_no_cpu_platform_row_claims_the_gb10_cores_but_the_gb10_gpu_names_the_pool_they_read():
     # The GB10 shares its LPDDR5X with the GPU (catalog/gpus.toml row gb10, 273 GB/s); catalog/cpus.toml has no
-    # GB10 row, and the core names alone do not identify the chip (other SoCs pair X925 and A725 cores).
+    # GB10 row, and the core names alone do not identify the chip (other SoCs pair X925 and A725 cores)...
     spark = enrich_cpu(cpu.probe(machine("nvidia-gb10-dgx-spark"))[0])
     assert (spark.bandwidth_source, spark.memory_bandwidth_bytes_per_s) == ("assumed", ASSUMED_CPU_BANDWIDTH_BYTES_PER_S)
+    # ...but the GPU NVML names does: on the whole machine the cores read the pool at the GB10 row's figure.
+    from gpuready.host import host_from_environment
+    from gpuready.probes import probe_hardware
+    hardware, _ = probe_hardware(host_from_environment(str(FIXTURES / "nvidia-gb10-dgx-spark")), python=None)
+    assert (hardware.cpu.bandwidth_source, hardware.cpu.memory_bandwidth_bytes_per_s) == ("table:gb10", 273e9)
+
+
+def test_only_a_soc_pool_lends_its_figure_to_an_unknown_cpu():
+    import dataclasses
+
+    from gpuready.catalog.tables import sharing_soc_memory
+    unknown = CPU(name="Mystery", arch="arm64", bandwidth_source="assumed", memory_bandwidth_bytes_per_s=ASSUMED_CPU_BANDWIDTH_BYTES_PER_S)
+    gb10 = GPU("nvidia", "NVIDIA GB10", kind="unified", index=0, table_id="gb10")
+    h200 = GPU("nvidia", "NVIDIA H200", kind="discrete", index=0, table_id="h200")  # its own HBM: not the CPU's memory
+    assert sharing_soc_memory(unknown, (h200,)) == unknown
+    assert sharing_soc_memory(unknown, (h200, gb10)).memory_bandwidth_bytes_per_s == 273e9
+    known = dataclasses.replace(unknown, bandwidth_source="table:x", memory_bandwidth_bytes_per_s=1e9)
+    assert sharing_soc_memory(known, (gb10,)) == known  # a CPU row (or a measurement) is never replaced
 
 
 def test_arm_part_numbers_follow_the_linux_kernels_cputype_h():
@@ -520,3 +538,33 @@ def test_a_cpu_name_near_the_new_rows_keeps_its_own(name, row):
 def test_recorded_machines_that_read_51_gb_s_assumed_now_find_their_platform(machine_name, row):
     enriched = enrich_cpu(cpu.probe(machine(machine_name))[0])
     assert enriched.bandwidth_source == f"table:{row}"
+
+
+# --- an assumed system-memory bandwidth is said, with what measures it --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("machine", "source", "said"),
+    [
+        ("linux-cloud-epyc-cgroup1", "assumed", True),  # "AMD EPYC" with no model number: no table row
+        ("nvidia-h200", "assumed", True),  # a cloud VM's "Intel(R) Xeon(R) Processor"
+        ("linux-desktop-ryzen-7950x", "table:amd-ryzen-7000-desktop", False),
+        ("nvidia-gb10-dgx-spark", "table:gb10", False),  # the GB10's cores read the GPU's LPDDR5X pool
+    ],
+)
+def test_a_report_says_when_system_memory_bandwidth_is_assumed(machine, source, said):
+    import dataclasses
+
+    from gpuready.app import Request, load
+
+    loaded = load(Request(machine=str(FIXTURES / machine), measured=False))
+    assert loaded.hardware.cpu.bandwidth_source == source
+    notes = [p for p in loaded.problems if p.probe == "cpu" and "not in gpuready's CPU table" in p.message]
+    assert bool(notes) == said
+    if said:
+        (note,) = notes
+        assert (note.severity, "51 GB/s" in note.message, "gpuready bench" in note.hint) == ("info", True, True)
+    # once `gpuready bench` measured it, nothing is assumed and nothing is said
+    from gpuready.app import assumed_bandwidth_problems
+    measured = dataclasses.replace(loaded.hardware, cpu=dataclasses.replace(loaded.hardware.cpu, bandwidth_source="measured"))
+    assert assumed_bandwidth_problems(measured) == []

@@ -367,10 +367,23 @@ def enrich_gpu(gpu: GPU) -> GPU:
 
 def enrich(hardware: Hardware) -> Hardware:
     """Fill bandwidth and throughput the probes could not measure from the tables, labelled as such."""
-    cpu = enrich_cpu(hardware.cpu)
-    return dataclasses.replace(
-        hardware, cpu=cpu, gpus=tuple(integrated_within_system_memory(enrich_gpu(gpu), cpu) for gpu in hardware.gpus)
-    )
+    gpus = tuple(enrich_gpu(gpu) for gpu in hardware.gpus)
+    cpu = sharing_soc_memory(enrich_cpu(hardware.cpu), gpus)
+    return dataclasses.replace(hardware, cpu=cpu, gpus=tuple(integrated_within_system_memory(gpu, cpu) for gpu in gpus))
+
+
+def sharing_soc_memory(cpu: CPU, gpus: tuple[GPU, ...]) -> CPU:
+    """A CPU no table row names, on a chip whose GPU row is the machine's own LPDDR pool (GB10, Jetson): the cores
+    read that pool, so its figure (an upper bound, as every CPU row's) replaces the assumed one. The core names alone
+    do not identify such a chip (phones pair the GB10's Cortex-X925 and A725 too); the GPU NVML names does."""
+    if cpu.bandwidth_source != "assumed":
+        return cpu
+    for gpu in gpus:
+        spec = next((s for s in gpu_table() if s.id == gpu.table_id), None)
+        if spec and gpu.kind == "unified" and spec.kind == "unified" and spec.vendor != "apple" \
+                and (spec.memory_type or "").upper().startswith("LPDDR"):
+            return dataclasses.replace(cpu, memory_bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, bandwidth_source=f"table:{spec.id}")
+    return cpu
 
 
 # The bandwidth_source of an integrated GPU that reads at its CPU platform's figure, before that figure's own source.
