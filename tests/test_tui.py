@@ -682,7 +682,10 @@ def test_enter_opens_the_details_of_a_model_of_every_task(machine):
                 screen = app.screen
                 assert isinstance(screen, DetailScreen), table.task_name
                 body = str(screen.query_one("#detail-body").render())
-                shown[table.task_name] = (screen.verdict, body)
+                from textual.widgets import DataTable
+                variants = screen.query_one("#variants", DataTable)
+                speeds = [str(variants.get_row_at(i)[-1]) for i in range(variants.row_count)]
+                shown[table.task_name] = (screen.verdict, body, speeds)
                 await pilot.press("escape")
                 await pilot.pause()
         return shown
@@ -690,10 +693,17 @@ def test_enter_opens_the_details_of_a_model_of_every_task(machine):
     shown = run(scenario())
     expected = expected_report(machine)
     assert set(shown) == {summary.task for summary in expected.tasks}
-    for task, (verdict, body) in shown.items():
+    for task, (verdict, body, speeds) in shown.items():
         assert verdict.task == task
         assert verdict.model_name in body
         assert ("tokens of context" in body) == (verdict.context_tokens is not None)
+        # every task's memory breakdown, by its own parts (text generation: weights, KV cache, ...)
+        memory = verdict.estimate.memory
+        labels = [part.label for part in memory.parts] if hasattr(memory, "parts") else ["weights", "KV cache"]
+        assert "Memory" in body and all(label in body for label in labels), (task, labels)
+        # every variant that runs shows its speed in the task's unit; one that does not fit shows "-"
+        for variant, speed in zip(verdict.variants, speeds):
+            assert (speed != "-") == (variant.placement is not None and variant.speed is not None), (task, variant, speed)
 
 
 def test_what_if_notifications_show_paths_as_written(tmp_path):

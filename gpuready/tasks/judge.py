@@ -176,7 +176,7 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
         suggestions=tuple(suggestions),
         variants=tuple(
             VariantVerdict(r.variant, r.level, r.estimate.placement if r.fits else None, r.estimate.memory.total_bytes,
-                           _tokens_per_s(r.estimate), r.supported)
+                           _tokens_per_s(r.estimate), r.supported, *_headline(r.estimate))
             for r in results
         ),
         speed=headline.value if headline else None,
@@ -187,6 +187,12 @@ def judge(task: Task, model, catalog, hardware: Hardware, options: Options) -> V
         group=group.name if (group := task.group_of(model)) else None,
         cause=chosen.reasons[-1] if chosen.reasons else None,
     )
+
+
+def _headline(estimate) -> tuple[float | None, str | None]:
+    """A variant's headline speed and its unit, whatever the task."""
+    headline = estimate.headline
+    return (headline.value, headline.unit) if headline is not None else (None, None)
 
 
 def _tokens_per_s(estimate) -> float | None:

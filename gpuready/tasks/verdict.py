@@ -25,6 +25,8 @@ class VariantVerdict:
     memory_needed_bytes: int
     generation_tokens_per_s: float | None  # text generation only
     supported: bool = True  # False: level does-not-fit because no runtime here runs this variant at all
+    speed: float | None = None  # the variant's headline speed in speed_unit, any task (None: not estimated)
+    speed_unit: str | None = None
 
 
 @dataclass(frozen=True)

@@ -54,13 +54,12 @@ class DetailScreen(Screen):
         table.clear(columns=True)
         table.add_columns("Variant", "Verdict", "Memory", "Where", fmt.SPEED_HEADINGS.get(verdict.task, "Speed"))
         for variant in verdict.variants:
-            speed = getattr(variant, "generation_tokens_per_s", None)
             table.add_row(
                 variant.quant,
                 Text(fmt.level_label(variant.level, variant.supported), style=color(self.app, fmt.LEVEL_STYLES.get(variant.level, "secondary"))),
                 Text(fmt_gb(variant.memory_needed_bytes), justify="right"),
                 fmt.PLACEMENT_WORDS.get(variant.placement, "-") if variant.placement else "-",
-                Text(f"{speed:.1f} tok/s" if speed and variant.placement else "-", justify="right"),
+                Text(fmt.variant_speed_cell(variant), justify="right"),
                 key=variant.quant,
             )
 
@@ -100,15 +99,18 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
             text.append(fmt.FREE_GLYPH * (marker - drawn), style=muted)
         text.append("\n  ")
         if marker is not None:
-            over = verdict.memory_needed_bytes is not None and verdict.memory_needed_bytes > (verdict.memory_available_bytes or 0)
+            # split and offload placements need more than the GPU holds by design: the rest waits in system memory
+            over = (verdict.placement not in ("split", "offload") and verdict.memory_needed_bytes is not None
+                    and verdict.memory_needed_bytes > (verdict.memory_available_bytes or 0))
             text.append(" " * max(0, marker - 1) + "▲", style=color(app, "error" if over else "success"))
             text.append(f" available {fmt_gb(verdict.memory_available_bytes)}\n")
+        label_width = max(17, *(len(segment.label) + 1 for segment in segments))
         for segment in segments:
             text.append(f"  {segment.glyph} ", style=color(app, segment.style))
-            text.append(f"{segment.label:<17}{fmt_gb(segment.size_bytes):>10}\n")
-        text.append(f"    {'total':<17}{fmt_gb(verdict.memory_needed_bytes):>10}\n", style="bold")
+            text.append(f"{segment.label:<{label_width}}{fmt_gb(segment.size_bytes):>10}\n")
+        text.append(f"    {'total':<{label_width}}{fmt_gb(verdict.memory_needed_bytes):>10}\n", style="bold")
         estimate = verdict.estimate
-        if getattr(estimate, "placement", None) == "split":
+        if getattr(estimate, "placement", None) in ("split", "offload") and verdict.placement:
             text.append(f"    on the GPU {fmt_gb(estimate.gpu_memory_bytes)}, in system memory {fmt_gb(estimate.system_memory_bytes)}\n")
 
     speed = getattr(verdict.estimate, "speed", None)

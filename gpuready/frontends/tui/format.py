@@ -247,6 +247,10 @@ def breakdown_segments(verdict: Verdict) -> list[Segment]:
     memory = getattr(verdict.estimate, "memory", None)
     if memory is None:
         return []
+    if hasattr(memory, "parts"):  # another task's MemoryParts: its own labelled parts, in its order
+        styles = [("█", "primary"), ("▓", "accent"), ("▒", "warning"), ("▚", "secondary"), ("░", "success"),
+                  ("▞", "primary"), ("▙", "accent"), ("▜", "warning")]  # distinct glyphs for up to eight parts
+        return [Segment(part.label, part.bytes, *styles[i % len(styles)]) for i, part in enumerate(memory.parts)]
     parts = [
         ("weights", "weights_bytes", "█", "primary"),
         ("KV cache", "kv_cache_bytes", "▓", "accent"),
@@ -283,8 +287,23 @@ LOWER_IS_FASTER = {"s/image"}
 
 def _generic_speed(verdict: Verdict) -> tuple[str, float | None]:
     """Any task: the verdict's headline speed in its own unit (chunks a minute for embedding)."""
-    value, unit = verdict.speed, verdict.speed_unit
-    if value is None or unit is None or verdict.placement is None:
+    if verdict.placement is None:
+        return "-", None
+    return headline_cell(verdict.speed, verdict.speed_unit)
+
+
+def variant_speed_cell(variant) -> str:
+    """One variant's speed in its task's unit, where it would run ("-" where it does not fit)."""
+    if variant.placement is None:
+        return "-"
+    if variant.speed_unit == "tokens/s" and variant.speed is not None:
+        return f"{variant.speed:.1f} tok/s"
+    return headline_cell(variant.speed, variant.speed_unit)[0]
+
+
+def headline_cell(value: float | None, unit: str | None) -> tuple[str, float | None]:
+    """A headline speed in its own unit, and a key where larger is faster."""
+    if value is None or unit is None:
         return "-", None
     shown = value * 60 if unit == "chunks/s" else value
     text = f"{shown:,.0f}" if shown >= 100 else (f"{shown:.2f}" if shown < 1 else f"{shown:.3g}")
