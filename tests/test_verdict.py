@@ -315,3 +315,16 @@ def test_a_gpu_newer_than_the_table_gets_a_problem_and_could_not_tell_not_not_po
     # A GPU the table knows gets no such problem: its bandwidth comes from the table.
     known = enrich(dataclasses.replace(cpu_machine(64), gpus=(dataclasses.replace(future, name="NVIDIA GeForce RTX 4090"),)))
     assert known.gpus[0].bandwidth_bytes_per_s == 1008 * 10**9 and unknown_gpu_problems(known) == []
+
+
+def test_every_placement_has_words_and_every_front_end_uses_them(capsys):
+    from gpuready.frontends.cli import main
+    from gpuready.tasks.verdict import PLACEMENT_ORDER, PLACEMENT_WORDS
+    assert tuple(PLACEMENT_WORDS) == PLACEMENT_ORDER  # a placement added later must get its words
+    machine = "tests/fixtures/machines/nvidia-rtx4090"
+    assert main(["check", "--machine", machine, "--model", "llama-3.1-70b"]) == 0  # split over the 4090 and the CPU
+    line = capsys.readouterr().out
+    assert " on GPU+CPU via " in line and "SPLIT" not in line
+    assert main(["report", "--machine", machine, "--task", "text-generation"]) == 0
+    table = capsys.readouterr().out
+    assert "GPU+CPU" in table and "SPLIT" not in table

@@ -18,7 +18,7 @@ from gpuready.report import TASK_PROBES, gpu_hints, gpu_missing, no_gpu_words
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.energy import WH_PER_1K_TOKENS
-from gpuready.tasks.verdict import PLACEMENT_ORDER, RUNNABLE, Options, rank_key
+from gpuready.tasks.verdict import PLACEMENT_ORDER, PLACEMENT_WORDS, RUNNABLE, Options, rank_key
 from gpuready.units import fmt_gb, parse_documents, parse_resolution, parse_size
 
 __all__ = ["ExitCode", "UsageError", "parse_size", "parse_resolution", "parse_documents", "Requirement", "Outcome",
@@ -344,7 +344,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
             short.append(verdict)  # judged at its own maximum, so its answer is not about the context asked for
             continue
         if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
-            where = f"{verdict.quant} on {verdict.placement.upper()}" + (f" via {verdict.runtime}" if verdict.runtime else "")
+            where = f"{verdict.quant} on {PLACEMENT_WORDS.get(verdict.placement, verdict.placement)}" + (f" via {verdict.runtime}" if verdict.runtime else "")
             reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict, requirement)}"
             return Outcome(requirement, "met", reason)
         if best is None:

@@ -8,7 +8,7 @@ from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
 from gpuready.tasks.energy import low_high, number
 from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
-from gpuready.tasks.verdict import Verdict
+from gpuready.tasks.verdict import PLACEMENT_WORDS, Verdict
 from gpuready.units import fmt_gb
 
 LEVEL_WORDS = {
@@ -125,7 +125,7 @@ def verdict_row(verdict: Verdict, extra_cells=(speed_cell, runtime_cell)) -> lis
         verdict_word(verdict),
         verdict.quant or "-",
         fmt_gb(verdict.memory_needed_bytes),
-        verdict.placement.upper() if fits else "-",
+        PLACEMENT_WORDS.get(verdict.placement, verdict.placement) if fits else "-",
         *(cell(verdict) for cell in extra_cells),
     ]
 

@@ -15,6 +15,9 @@ RUNNABLE = ("runs-well", "runs", "slow")
 # Weakest accepted placement last. "offload" (image models: components take turns on the GPU,
 # all compute stays there) ranks above "split" (layers computed by the CPU).
 PLACEMENT_ORDER = ("gpu", "offload", "split", "cpu")
+# Each placement in words for people, the same in every front end: "split" runs layers on both, "offload" runs on
+# the GPU while components wait their turn in system memory.
+PLACEMENT_WORDS = {"gpu": "GPU", "offload": "GPU+offload", "split": "GPU+CPU", "cpu": "CPU"}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from gpuready.frontends.tui import format as fmt
 from gpuready.frontends.tui.widgets import color
 from gpuready.tasks.base import band_words
 from gpuready.tasks.energy import low_high, number
-from gpuready.tasks.verdict import Verdict
+from gpuready.tasks.verdict import PLACEMENT_WORDS, Verdict
 from gpuready.units import fmt_gb
 
 
@@ -58,7 +58,7 @@ class DetailScreen(Screen):
                 variant.quant,
                 Text(fmt.level_label(variant.level, variant.supported), style=color(self.app, fmt.LEVEL_STYLES.get(variant.level, "secondary"))),
                 Text(fmt_gb(variant.memory_needed_bytes), justify="right"),
-                fmt.PLACEMENT_WORDS.get(variant.placement, "-") if variant.placement else "-",
+                PLACEMENT_WORDS.get(variant.placement, "-") if variant.placement else "-",
                 Text(fmt.variant_speed_cell(variant), justify="right"),
                 key=variant.quant,
             )

@@ -17,7 +17,7 @@ from gpuready.hardware import GPU, Hardware
 from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
 from gpuready.frontends.text import LEVEL_WORDS, NOT_SUPPORTED, STATUS_WORDS
-from gpuready.tasks.verdict import Verdict
+from gpuready.tasks.verdict import PLACEMENT_WORDS, Verdict
 from gpuready.units import fmt_gb
 
 LEVEL_SYMBOLS = {
@@ -44,7 +44,6 @@ STATUS_STYLES = {
     "unknown": "secondary",
     "not-assessed": "secondary",
 }
-PLACEMENT_WORDS = {"gpu": "GPU", "split": "GPU+CPU", "cpu": "CPU"}
 # Short tab titles, so five tabs fit on an 80-column terminal.
 TASK_TABS = {
     "text-generation": "Text",

@@ -19,7 +19,7 @@ from gpuready.hardware import Hardware, Problem
 from gpuready.report import TaskSummary
 from gpuready.tasks import registry
 from gpuready.frontends.tui import format as fmt
-from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Verdict
+from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, PLACEMENT_WORDS, RUNNABLE, Verdict
 
 BAR_CELLS = 24
 MIN_BAR_CELLS = 8  # below this a bar shows nothing; its words go on their own line instead
@@ -315,7 +315,7 @@ class ModelTable(DataTable):
         """The plain text of a row; compact rows drop units and the split percentage."""
         if self.compact:
             memory = fmt.memory_cell(verdict)[:-3]
-            where = fmt.PLACEMENT_WORDS.get(verdict.placement, "-") if verdict.placement else "-"
+            where = PLACEMENT_WORDS.get(verdict.placement, "-") if verdict.placement else "-"
         else:
             memory, where = fmt.memory_cell(verdict), fmt.placement_cell(verdict)
         return {
