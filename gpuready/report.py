@@ -24,7 +24,7 @@ from gpuready.hardware import (
 from gpuready.probes import GPU_PROBES, GPU_PROBLEM_PROBES
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
-from gpuready.tasks.verdict import LEVELS, RUNNABLE, Options, Verdict
+from gpuready.tasks.verdict import LEVELS, RUNNABLE, Options, Verdict, level_words
 from gpuready.units import fmt_gb
 
 SCHEMA_VERSION = 1
@@ -66,11 +66,6 @@ class Report:
 
     def failed_probes(self) -> set[str]:
         return {problem.probe for problem in self.problems if problem.severity == "error"}
-
-
-def level_words(level: str) -> str:
-    """'runs-well' -> 'runs well': words for people; the JSON's level fields keep the tokens."""
-    return level.replace("-", " ")
 
 
 def no_gpu_words(hardware: Hardware) -> str:

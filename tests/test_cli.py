@@ -453,7 +453,7 @@ def test_the_context_hint_names_the_longest_context_that_would_do(capsys):
     hints = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hint: --context ")]
     assert len(hints) == 1
     tokens = int(hints[0].split()[2])
-    assert tokens % 1024 == 0 and "would make it 'runs-well'" in hints[0]
+    assert tokens % 1024 == 0 and "would make it 'runs well'" in hints[0]
     assert main([*argv, "--context", str(tokens)]) == 0  # it does
     capsys.readouterr()
     assert main([*argv, "--context", str(tokens + 1024)]) == 1  # and 1,024 more does not

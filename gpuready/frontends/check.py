@@ -18,7 +18,7 @@ from gpuready.report import TASK_PROBES, gpu_hints, gpu_missing, no_gpu_words
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.energy import WH_PER_1K_TOKENS
-from gpuready.tasks.verdict import PLACEMENT_ORDER, PLACEMENT_WORDS, RUNNABLE, Options, rank_key
+from gpuready.tasks.verdict import PLACEMENT_ORDER, PLACEMENT_WORDS, RUNNABLE, Options, level_words, rank_key
 from gpuready.units import fmt_gb, parse_documents, parse_resolution, parse_size
 
 __all__ = ["ExitCode", "UsageError", "parse_size", "parse_resolution", "parse_documents", "Requirement", "Outcome",
@@ -345,7 +345,7 @@ def evaluate(requirement: Requirement, hardware: Hardware, problems: list[Proble
             continue
         if verdict.level in RUNNABLE and fast_enough(requirement, verdict):
             where = f"{verdict.quant} on {PLACEMENT_WORDS.get(verdict.placement, verdict.placement)}" + (f" via {verdict.runtime}" if verdict.runtime else "")
-            reason = f"{verdict.model_name} {verdict.level.replace('-', ' ')}: {where}, {speed_text(verdict, requirement)}"
+            reason = f"{verdict.model_name} {level_words(verdict.level)}: {where}, {speed_text(verdict, requirement)}"
             return Outcome(requirement, "met", reason)
         if best is None:
             best = verdict

@@ -23,7 +23,7 @@ from gpuready.tasks.finetune_memory import (
     memory_components,
     trainable_params,
 )
-from gpuready.tasks.verdict import LEVELS
+from gpuready.tasks.verdict import LEVELS, level_words
 from gpuready.units import fmt_gb
 
 DEFAULT_SEQUENCE_TOKENS = 2048
@@ -171,7 +171,7 @@ def suggest(model, chosen, catalog, gpu: Device | None, cpu: Device, options) ->
         method = changed.method or chosen.variant
         judged = one_judge.judge_variant(TASK, model, method, catalog, gpu, cpu, changed)
         if LEVELS.index(judged.level) < LEVELS.index(chosen.level):
-            found.append(f"{words} would make it '{judged.level}' ({fmt_gb(judged.estimate.memory.total_bytes)})")
+            found.append(f"{words} would make it '{level_words(judged.level)}' ({fmt_gb(judged.estimate.memory.total_bytes)})")
             if len(found) == 2:
                 break
     return found

@@ -14,7 +14,7 @@ from typing import Any
 from gpuready.hardware import Hardware
 from gpuready.tasks.base import Task, band_words
 from gpuready.tasks.devices import Device, cpu_device, gpu_device, memory_word
-from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Options, VariantVerdict, Verdict, quality_adjusted
+from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Options, VariantVerdict, Verdict, level_words, quality_adjusted
 from gpuready.units import fmt_gb
 
 
@@ -103,7 +103,7 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
     adjusted = quality_adjusted(level, quality)
     if adjusted != level:
         speed_reasons = [*speed_reasons, f"{variant} is of {quality} quality: counted one level lower than its speed "
-                                           f"('{level.replace('-', ' ')}')"]
+                                           f"('{level_words(level)}')"]
     return judged(adjusted, reasons + list(speed_reasons))
 
 
@@ -126,7 +126,7 @@ def variant_suggestions(chosen: Judged, candidates: list[Judged], flag: str = "-
     if not better:
         return []
     best = max(better, key=lambda r: r.preference)
-    return [f"{flag} {best.variant} would make it '{best.level}' ({fmt_gb(best.estimate.memory.total_bytes)})"]
+    return [f"{flag} {best.variant} would make it '{level_words(best.level)}' ({fmt_gb(best.estimate.memory.total_bytes)})"]
 
 
 def least_memory(chosen: Judged, candidates: list[Judged]) -> str:

@@ -20,7 +20,7 @@ from gpuready.tasks.text_estimate import LanguageModel
 from gpuready.tasks.base import Task, band_words, level_at_least
 from gpuready.tasks.devices import UNIFIED_MEMORY_MARGIN_BYTES, Device
 from gpuready.tasks.measured import with_measured_speed
-from gpuready.tasks.verdict import LEVELS
+from gpuready.tasks.verdict import LEVELS, level_words
 from gpuready.units import fmt_gb
 
 DEFAULT_CONTEXT_TOKENS = 8192
@@ -281,7 +281,7 @@ def suggest(model: LanguageModel, chosen, catalog, gpu: Device | None, cpu: Devi
         else:
             high = middle - 1
     tokens, judged = best
-    return [f"--context {tokens} would make it '{judged.level}' ({fmt_gb(judged.estimate.memory.total_bytes)})"]
+    return [f"--context {tokens} would make it '{level_words(judged.level)}' ({fmt_gb(judged.estimate.memory.total_bytes)})"]
 
 
 def least_memory(model: LanguageModel, chosen, candidates, catalog, cpu: Device, options) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from gpuready.hardware import Hardware
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device, gpu_usable_bytes
-from gpuready.tasks.verdict import RUNNABLE, Options, Verdict
+from gpuready.tasks.verdict import RUNNABLE, Options, Verdict, level_words
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,10 @@ def describe(verdict: Verdict) -> str:
     from gpuready.units import fmt_gb
 
     if verdict.placement is None:
-        return f"{verdict.model_name}: {verdict.level.replace('-', ' ')} ({verdict.reasons[-1] if verdict.reasons else ''})"
+        return f"{verdict.model_name}: {level_words(verdict.level)} ({verdict.reasons[-1] if verdict.reasons else ''})"
     speed = f", {verdict.speed:,.1f} {verdict.speed_unit} alone" if verdict.speed else ""
     # A companion that fits but is too slow fails `check`: the line says so, with the judge's reason.
     why = "" if verdict.level in RUNNABLE else (
-        f"; {verdict.level.replace('-', ' ')}" + (f": {verdict.reasons[0]}" if verdict.reasons else ""))
+        f"; {level_words(verdict.level)}" + (f": {verdict.reasons[0]}" if verdict.reasons else ""))
     return (f"{verdict.model_name} ({verdict.quant}) on {verdict.placement.upper()}: "
             f"{fmt_gb(verdict.memory_needed_bytes)}{speed}{why}")

@@ -20,6 +20,11 @@ PLACEMENT_ORDER = ("gpu", "offload", "split", "cpu")
 PLACEMENT_WORDS = {"gpu": "GPU", "offload": "GPU+offload", "split": "GPU+CPU", "cpu": "CPU"}
 
 
+def level_words(level: str) -> str:
+    """'runs-well' -> 'runs well': words for people; the JSON's level fields keep the tokens."""
+    return level.replace("-", " ")
+
+
 @dataclass(frozen=True)
 class VariantVerdict:
     quant: str
