@@ -412,3 +412,21 @@ def test_a_training_sequence_longer_than_the_models_context_fails_as_a_long_cont
     assert main([*argv, "--sequence", "8192"]) == 1
     assert "its maximum training sequence is 4,096 tokens, fewer than the 8,192 asked for" in capsys.readouterr().out
     assert main([*argv, "--sequence", "2048"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("machine", "wanted", "code", "line"),
+    [
+        # a 24 GB card with a desktop on it: usable is what is checked, and the line says what the rest is
+        ("nvidia-rtx4090", "24GB", 1, "FAIL GPU memory >= 24.0 GB: usable GPU memory (NVIDIA GeForce RTX 4090) is 22.4 GB "
+                                      "of 24.0 GB (1.6 GB in use or kept by the driver), needs 24.0 GB"),
+        ("nvidia-h200", "12GB", 0, "ok   GPU memory >= 12.0 GB: usable GPU memory (NVIDIA H200) is 139.8 GB of 140.4 GB "
+                                   "(0.6 GB in use or kept by the driver), needs 12.0 GB"),
+        # unified memory: the rest is the system's (Metal's working set of a 16 GB Mac, less what is in use)
+        ("mac-m2-air-16gb", "16GB", 1, "FAIL GPU memory >= 16.0 GB: usable GPU memory (Apple M2 (10-core GPU)) is 5.2 GB "
+                                       "of 16.0 GB (10.8 GB in use or kept for the system), needs 16.0 GB"),
+    ],
+)
+def test_a_gpu_memory_bound_names_the_total_beside_the_usable_memory(capsys, machine, wanted, code, line):
+    got, out, _ = check(capsys, "--min-gpu-memory", wanted, "--machine", str(FIXTURES / machine))
+    assert (got, out.strip()) == (code, line)

@@ -562,7 +562,23 @@ def _evaluate_memory(requirement: Requirement, hardware: Hardware, problems: lis
     if status == "not-met" and requirement.min_gpu_memory_bytes is not None:
         # A GPU that is there but unusable: pass on the probe's hint (driver, permissions).
         hints = gpu_hints(problems)
-    return Outcome(requirement, status, f"{what} is {fmt_gb(have)}, needs {fmt_gb(wanted)}", hints)
+    return Outcome(requirement, status, f"{what} is {fmt_gb(have)}{_of_total(requirement, hardware, have)}, needs {fmt_gb(wanted)}", hints)
+
+
+def _of_total(requirement: Requirement, hardware: Hardware, usable: int | None) -> str:
+    """Where a GPU's usable memory is less than its total, both: a 24 GB card failing '--min-gpu-memory 24GB' says
+    what the rest is taken by, so the figure is not read as the card's size. (Usable is what is checked: it is what
+    a model can be loaded into now.)"""
+    if requirement.min_gpu_memory_bytes is None or not usable:
+        return ""
+    device = gpu_device(hardware)
+    totals = [gpu.memory_total_bytes for gpu in hardware.accelerators
+              if device is not None and gpu.name == device.name and gpu.memory_total_bytes]
+    total = sum(totals[: device.count]) if device is not None and len(totals) >= device.count else None
+    if not total or total - usable < 0.05 * 1024**3:
+        return ""
+    taken = "in use or kept for the system" if device.unified else "in use or kept by the driver"
+    return f" of {fmt_gb(total)} ({fmt_gb(total - usable)} {taken})"
 
 
 def exit_code(outcomes: list[Outcome]) -> ExitCode:
