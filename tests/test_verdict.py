@@ -328,3 +328,14 @@ def test_every_placement_has_words_and_every_front_end_uses_them(capsys):
     assert main(["report", "--machine", machine, "--task", "text-generation"]) == 0
     table = capsys.readouterr().out
     assert "GPU+CPU" in table and "SPLIT" not in table
+
+
+def test_large_speeds_in_the_text_tables_have_thousands_separators(capsys):
+    import re
+
+    from gpuready.frontends.cli import main
+    assert main(["report", "--machine", "tests/fixtures/machines/nvidia-h200", "--task", "text-generation"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if re.search(r"\bGPU\b", line)]
+    numbers = [cell for line in rows for cell in re.findall(r"(?<![\d.,])\d[\d,]*(?![\d.,]|\s*GB)", line.split("GPU", 1)[1])]
+    assert numbers and any(int(n.replace(",", "")) >= 1000 for n in numbers)  # the H200's prompt speeds
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", n) for n in numbers), numbers  # 16,372, never 16372

@@ -96,11 +96,11 @@ def speed_cell(verdict: Verdict) -> str:
     if speed is None or verdict.placement is None:
         return "-"
     if unit == "tokens/s":
-        return f"{speed:.1f}" if speed < 10 else f"{speed:.0f}"
+        return f"{speed:.1f}" if speed < 10 else f"{speed:,.0f}"
     if unit == "s/image":
-        return f"{speed:.1f} s/image" if speed < 100 else f"{speed:.0f} s/image"
+        return f"{speed:.1f} s/image" if speed < 100 else f"{speed:,.0f} s/image"
     if unit == "x realtime":
-        return f"{speed:.1f}x" if speed < 100 else f"{speed:.0f}x"
+        return f"{speed:.1f}x" if speed < 100 else f"{speed:,.0f}x"
     if unit == "chunks/s":
         return f"{speed * 60:,.0f}/min"
     return f"{speed:,.1f} {unit}" if speed < 10 else f"{speed:,.0f} {unit}"
@@ -110,7 +110,7 @@ def prompt_cell(verdict: Verdict) -> str:
     """Prompt tokens/s of a text-generation verdict."""
     speed = getattr(verdict.estimate, "speed", None)
     prompt = getattr(speed, "prompt_tokens_per_s", None)
-    return f"{prompt:.0f}" if prompt and verdict.placement else "-"
+    return f"{prompt:,.0f}" if prompt and verdict.placement else "-"
 
 
 def runtime_cell(verdict: Verdict) -> str:
