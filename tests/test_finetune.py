@@ -230,3 +230,21 @@ def test_the_committed_fine_tuning_accuracy_is_what_the_scorer_prints_now():
     assert (script.parent / "FINETUNE_ACCURACY.md").read_text(encoding="utf-8") == text
     # The Hugging Face rows are the path the point estimate models: within 25% of each published memory.
     assert all(abs(row["error"]) <= 0.25 for row in module.scored_rows() if row["implementation"] == "Hugging Face + FA2")
+
+
+@pytest.mark.parametrize(
+    ("flags", "note"),
+    [
+        ((), "(sequence 2,048 tokens, micro-batch 1, LoRA rank 16, gradient checkpointing on; change with --sequence, "
+             "--micro-batch, --lora-rank, --no-checkpointing)"),
+        (("--sequence", "4096", "--micro-batch", "2", "--lora-rank", "64", "--no-checkpointing"),
+         "(sequence 4,096 tokens, micro-batch 2, LoRA rank 64, gradient checkpointing off; change with --sequence, "
+         "--micro-batch, --lora-rank, --no-checkpointing)"),
+    ],
+)
+def test_the_text_report_states_the_recipe_fine_tuning_is_judged_at(capsys, flags, note):
+    from gpuready.frontends.cli import main
+    assert main(["report", "--machine", "tests/fixtures/machines/nvidia-rtx4090", "--task", "fine-tuning", *flags]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    title = next(i for i, line in enumerate(lines) if line.startswith("Fine-tuning:"))
+    assert lines[title + 1] == "  " + note

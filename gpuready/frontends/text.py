@@ -199,6 +199,18 @@ def render(report: Report, task: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def finetune_settings(options) -> str:
+    """The recipe every fine-tuning verdict is judged at, and the flags that change it."""
+    from gpuready.tasks import finetune
+
+    sequence = options.sequence_tokens or finetune.DEFAULT_SEQUENCE_TOKENS
+    batch = options.micro_batch or finetune.DEFAULT_MICRO_BATCH
+    rank = options.lora_rank or finetune.DEFAULT_LORA_RANK
+    checkpointing = "on" if options.checkpointing else "off"
+    return (f"sequence {sequence:,} tokens, micro-batch {batch}, LoRA rank {rank}, gradient checkpointing {checkpointing}; "
+            "change with --sequence, --micro-batch, --lora-rank, --no-checkpointing")
+
+
 def task_tables(report: Report, summary, verdicts: list[Verdict], only_group: str | None = None) -> list[str]:
     """A task's note and table; a task with groups (speech, search) gets one table a group, each in one unit."""
     from gpuready.tasks.search import DEFAULT_DOCUMENTS
@@ -219,6 +231,8 @@ def task_tables(report: Report, summary, verdicts: list[Verdict], only_group: st
             note += "; CONTEXT shows a model's own maximum where it is shorter"
             header, cells = [*header, "CONTEXT"], (*cells, context_cell(requested))
             right = right | {len(header) - 1}
+    if summary.task == "fine-tuning":
+        note = finetune_settings(report.options)
     lines = [f"  ({note.format(documents=report.options.documents or DEFAULT_DOCUMENTS)})"] if note else []
     if not summary.groups:
         return lines + table([verdict_row(v, cells) for v in verdicts], header, right=right)
