@@ -48,9 +48,15 @@ def _device_groups(text: str) -> str:
     return "".join(line + "\n" for line in kept)
 
 
+def _process_ids(text: str) -> str:
+    """/proc/self/status cut to the Uid, Gid and Groups lines the AMD probe reads (may this process open /dev/kfd?):
+    the rest is the recording process's own state (its PIDs, namespaces, CPU and memory masks, signal sets)."""
+    return "".join(line + "\n" for line in text.splitlines() if line.partition(":")[0] in ("Uid", "Gid", "Groups"))
+
+
 # Files a probe reads only part of, recorded as that part alone (whatever --include-identifiers says):
 # /run/.containerenv (Podman) only needs to exist, yet names the container and its image.
-_REDUCED_FILES = {"/etc/group": _device_groups, "/run/.containerenv": lambda text: ""}
+_REDUCED_FILES = {"/etc/group": _device_groups, "/proc/self/status": _process_ids, "/run/.containerenv": lambda text: ""}
 
 
 class Scrubber:

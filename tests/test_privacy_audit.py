@@ -188,3 +188,13 @@ def test_a_kubernetes_pods_uid_and_container_id_stay_out_of_reports_and_recordin
     report = json.loads(texts["report.json"])
     assert report["hardware"]["memory"]["limit_bytes"] == 4 * 1024**3  # the limit is still found
     assert "pod<uuid>" in report["hardware"]["memory"]["limit_source"]
+
+
+def test_a_recording_keeps_only_the_process_ids_the_amd_probe_reads(capsys, tmp_path):
+    machine = FIXTURES / "amd-rx7900xtx"
+    target = tmp_path / "again"
+    assert main(["record", "--machine", str(machine), str(target)]) == 0
+    status = (target / "root" / "proc" / "self" / "status").read_text()
+    assert [line.split(":")[0] for line in status.splitlines()] == ["Uid", "Gid", "Groups"]
+    # ...and the replay still tells that this user may open /dev/kfd (the render group)
+    assert probe_hardware(ReplayHost(target))[0].gpus == probe_hardware(ReplayHost(machine))[0].gpus
