@@ -117,15 +117,63 @@ def rtx4090():
     return hardware
 
 
-def test_on_an_rtx_4090_llama_3_1_8b_fine_tunes_with_lora_and_not_fully():
+def test_on_an_rtx_4090_llama_3_1_8b_fine_tunes_with_qlora_whose_whole_memory_range_fits():
     verdicts = {v.model_id: v for v in judge_all(CATALOG, rtx4090(), Options(), task="fine-tuning")}
     llama = verdicts["llama-3.1-8b"]
+    # LoRA needs 20.6 GB at its estimate but 24.7 GB at the top of its range, over the 22.4 GB usable: QLoRA's
+    # 11.0 GB (13.1 GB at the top) is picked at the same level, not the method that may run out of memory.
     assert (llama.task, llama.level, llama.quant, llama.placement, llama.runtime, llama.speed_unit) == (
-        "fine-tuning", "runs", "lora", "gpu", "PyTorch (CUDA) + PEFT", "training tokens/s")
+        "fine-tuning", "runs", "qlora", "gpu", "PyTorch (CUDA) + PEFT + bitsandbytes", "training tokens/s")
     assert {v.quant: v.level for v in llama.variants} == {
         "full-adamw": "does-not-fit", "full-8bit": "does-not-fit", "lora": "runs", "qlora": "runs"}
-    assert llama.estimate.memory.total_bytes == sum(memory_components(CATALOG.get("llama-3.1-8b"), Recipe("lora", 2048)).values()) + 350 * 1024**2
+    assert llama.estimate.memory.total_bytes == sum(memory_components(CATALOG.get("llama-3.1-8b"), Recipe("qlora", 2048)).values()) + 350 * 1024**2
     assert set(verdicts) == {m.id for m in LLMS}
+    (lora,) = [v for v in judge_all(CATALOG, rtx4090(), Options(method="lora"), task="fine-tuning") if v.model_id == "llama-3.1-8b"]
+    assert "at the high end of its memory range it needs 24.7 GB of the 22.4 GB usable, so it may run out of memory" in lora.reasons
+
+
+@pytest.mark.parametrize(
+    ("high_gb", "usable_gb", "speed_level", "level", "said"),
+    [
+        (20.0, 22.4, "runs-well", "runs-well", False),  # the whole range fits: unchanged
+        (22.4, 22.4, "runs-well", "runs-well", False),  # exactly at the top: fits
+        (24.7, 22.4, "runs-well", "runs", True),  # over at the top: at most 'runs', with the figures
+        (24.7, 22.4, "slow", "slow", True),  # already below 'runs': the level stays, the risk is said
+    ],
+)
+def test_a_method_over_usable_memory_at_the_top_of_its_range_is_at_most_runs(high_gb, usable_gb, speed_level, level, said):
+    import dataclasses
+
+    from gpuready.tasks import finetune, judge
+    from gpuready.tasks.base import TaskEstimate
+    from gpuready.tasks.devices import Device
+    gpu = Device("gpu", "Card", "cuda", int(usable_gb * 1024**3), 1e12, 1e14)
+    cpu = Device("cpu", "CPU", "cpu", 64 * 1024**3, 5e10, 1e12)
+    estimate = TaskEstimate("m", "lora", "gpu", finetune.MemoryParts(()), 0, 0, 1000.0, "training tokens/s", 0.5,
+                            (("memory_high_bytes", float(int(high_gb * 1024**3))),), ())
+    task = dataclasses.replace(finetune.TASK, estimate=lambda *a: estimate, level=lambda *a: (speed_level, []),
+                               refuse=lambda *a: None, quality=lambda *a: (1.0, None))
+    judged = judge.judge_variant(task, CATALOG.get("llama-3.1-8b"), "lora", CATALOG, gpu, cpu, Options())
+    assert (judged.level, judged.at_risk) == (level, said)
+    risk = f"at the high end of its memory range it needs {high_gb:.1f} GB of the {usable_gb:.1f} GB usable, so it may run out of memory"
+    assert any(risk in reason for reason in judged.reasons) == said
+
+
+def test_on_an_h200_an_8b_model_is_fully_fine_tuned_with_the_8_bit_optimiser_whose_range_fits():
+    hardware, _ = probe_hardware(ReplayHost(FIXTURES / "nvidia-h200"))
+    (llama,) = [v for v in judge_all(CATALOG, hardware, Options(), task="fine-tuning") if v.model_id == "llama-3.1-8b"]
+    # full-adamw fits with 0.2 GB to spare at its estimate (139.6 of 139.8 GB) and needs 167.6 GB at the top of its
+    # range: counted 'runs', and full-8bit (94.8 GB, 113.7 at the top) is picked, running well
+    variants = {v.quant: v.level for v in llama.variants}
+    assert (llama.quant, llama.level) == ("full-8bit", "runs-well")
+    assert variants == {"full-adamw": "runs", "full-8bit": "runs-well", "lora": "runs-well", "qlora": "runs-well"}
+
+
+def test_other_tasks_are_never_at_risk():
+    from gpuready.tasks import registry
+    others = [task for task in registry.BUILTIN if task.name != "fine-tuning"]
+    assert others and {task.at_risk(None, None, None, None) for task in others} == {None}
+    assert finetune.TASK.at_risk is finetune.at_risk
 
 
 def test_a_fixed_method_that_does_not_fit_names_the_methods_that_would():

@@ -171,6 +171,9 @@ class Task:
     least_memory(model, chosen, candidates, catalog, cpu, options) -> for a model that fits
         nowhere, the memory it needs at its smallest (None: the smallest variant judged).
     notes(model, hardware, gpu) -> lines added to the reasons (an NPU that is not used).
+    at_risk(model, estimate, gpu, cpu) -> why a variant that fits at its point estimate may still run out of
+        memory (fine-tuning: the high end of its memory range is over what is usable), or None; such a
+        variant is judged at most 'runs', so one whose whole range fits is picked before it.
     context(model, options) -> the context length judged, or None where a task has none.
     groups: the parts of the task a person asks about on their own (speech: listening and speaking).
     """
@@ -190,6 +193,7 @@ class Task:
     context: Callable[..., int | None] = never
     least_memory: Callable[..., str] | None = None
     describe_after_band: Callable[..., str] = no_words
+    at_risk: Callable[..., str | None] = never
     # Among runnable variants, whether a fuller GPU placement beats quality: for text generation a
     # split GPU+CPU placement is several times slower, so yes; elsewhere the higher quality wins.
     placement_first: bool = False

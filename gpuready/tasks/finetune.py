@@ -14,7 +14,7 @@ from dataclasses import replace
 from gpuready.tasks import judge as one_judge
 from gpuready.tasks import text
 from gpuready.tasks.base import MemoryParts, Task, TaskEstimate, level_at_least, place_whole
-from gpuready.tasks.devices import Device
+from gpuready.tasks.devices import Device, one_card
 from gpuready.tasks.finetune_memory import (
     FULL_METHODS,
     METHODS,
@@ -115,6 +115,18 @@ def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, opti
                         "training tokens/s", SPEED_UNCERTAINTY, details, tuple(basis))
 
 
+def at_risk(model, estimate: TaskEstimate, gpu: Device | None, cpu: Device) -> str | None:
+    """A method that fits at its point estimate but not at the high end of its memory range (the caching allocator's
+    reserve, ALLOCATOR_MARGIN): a run that meets that end runs out of memory, so another method is safer."""
+    high = dict(estimate.details).get("memory_high_bytes")
+    # data parallel: each card of a group holds a whole copy, so one card's memory is what counts
+    usable = (one_card(gpu) if estimate.placement == "gpu" and gpu is not None else cpu).usable_memory_bytes
+    if high is None or usable is None or high <= usable:
+        return None
+    return (f"at the high end of its memory range it needs {fmt_gb(high)} of the {fmt_gb(usable)} usable, "
+            "so it may run out of memory")
+
+
 def refuse(model, variant: str, estimate: TaskEstimate, gpu: Device | None, catalog) -> str | None:
     """bitsandbytes' 8-bit optimisers and QLoRA's 4-bit base need their runtime's GPU."""
     backends = METHOD_BACKENDS.get(variant)
@@ -197,6 +209,7 @@ TASK = Task(
     quality=quality,
     refuse=refuse,
     suggest=suggest,
+    at_risk=at_risk,
     context=sequence_tokens,
     least_memory=least_memory,
     placement_first=True,

@@ -29,6 +29,7 @@ class Judged:
     preference: float  # higher is picked first among variants at the same level
     quality: str | None  # lossless | near-lossless | good | fair | poor | None
     supported: bool = True  # False: no runtime here runs this variant, wherever it is placed (judged does-not-fit)
+    at_risk: bool = False  # fits at its estimate but may run out of memory (Task.at_risk): a safe one goes first
 
     @property
     def fits(self) -> bool:
@@ -65,8 +66,8 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
     estimate = task.estimate(model, variant, catalog, gpu, cpu, options)
     preference, quality = task.quality(model, variant, catalog)
 
-    def judged(level: str, reasons: list[str], supported: bool = True) -> Judged:
-        return Judged(variant, level, estimate, tuple(reasons), preference, quality, supported)
+    def judged(level: str, reasons: list[str], supported: bool = True, at_risk: bool = False) -> Judged:
+        return Judged(variant, level, estimate, tuple(reasons), preference, quality, supported, at_risk)
 
     refusal = task.refuse(model, variant, estimate, gpu, catalog)
     if refusal and fit_unread(task, model, variant, estimate, gpu, catalog):
@@ -104,16 +105,26 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
     if adjusted != level:
         speed_reasons = [*speed_reasons, f"{variant} is of {quality} quality: counted one level lower than its speed "
                                            f"('{level_words(level)}')"]
-    return judged(adjusted, reasons + list(speed_reasons))
+    risk = task.at_risk(model, estimate, gpu, cpu)
+    if risk and LEVELS.index(adjusted) < LEVELS.index(AT_RISK_BEST):
+        adjusted, speed_reasons = AT_RISK_BEST, [*speed_reasons, f"{risk}: counted '{level_words(AT_RISK_BEST)}' at best"]
+    elif risk:
+        speed_reasons = [*speed_reasons, risk]
+    return judged(adjusted, reasons + list(speed_reasons), at_risk=bool(risk))
+
+
+# The best level of a variant that may run out of memory (Task.at_risk): it runs, but not "well".
+AT_RISK_BEST = "runs"
 
 
 def choice_key(judged: Judged, placement_first: bool):
     """Best level first (judge_variant already counted a low-quality variant a level lower), a variant no runtime here
-    runs after every level, "unknown" too (it may run); among runnable variants the fullest GPU placement (where the
+    runs after every level, "unknown" too (it may run); at one level, one that may run out of memory last; among runnable variants the fullest GPU placement (where the
     task says so), then the preferred quality; among the others the smallest (the closest to fitting)."""
     runnable = judged.level in RUNNABLE
     return (
         LEVELS.index(judged.level) if judged.supported else len(LEVELS),
+        judged.at_risk,  # at the same level, a variant whose whole memory range fits before one that may run out
         PLACEMENT_ORDER.index(judged.estimate.placement) if runnable and placement_first else 0,
         -judged.preference if runnable else judged.estimate.memory.total_bytes,
         judged.estimate.memory.total_bytes,
