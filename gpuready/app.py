@@ -175,15 +175,19 @@ def report(request: Request, catalog: Catalog | None = None, hardware: tuple[Har
     loaded = Loaded(*hardware) if hardware else load(request)
     if loaded.applied is not None:
         options = replace(options, measured_speeds=loaded.measured_speeds)
-    resident = with_models(loaded.hardware, everything, options)
-    if resident is not None:
-        result = build_report(loaded.hardware, loaded.problems, catalog, options, resident.hardware, resident.verdicts)
-    else:
-        result = build_report(loaded.hardware, loaded.problems, catalog, options)
+
+    def judged(hardware: Hardware, problems: list[Problem], options: Options) -> Report:
+        resident = with_models(hardware, everything, options)
+        if resident is not None:
+            return build_report(hardware, problems, catalog, options, resident.hardware, resident.verdicts)
+        return build_report(hardware, problems, catalog, options)
+
+    result = judged(loaded.hardware, loaded.problems, options)
     if loaded.applied is not None and not (request.gpu or request.memory):  # a what-if is not the measured machine
         from gpuready.bench.apply import summarise
 
-        result = summarise(loaded.applied, result, catalog, options)
+        # the baseline is judged as the report is (--task, --with's memory taken first), only without the measurements
+        result = summarise(loaded.applied, result, judged, options)
     return result
 
 

@@ -137,10 +137,12 @@ def test_report_lists_the_verdicts_whose_level_the_measurements_changed(catalog,
     hardware = cpu_machine(32, bandwidth_gb_s=51.2)
     cache.save(measured(hardware, memory_read_bytes_per_s=Spread(9e9, 10e9, 11e9, 5)), tmp_path)
     applied = apply_measurements(hardware, [], tmp_path)
-    report = summarise(applied, build_report(applied.hardware, [], catalog, Options()), catalog, Options())
-    without = {v.model_id: v.level for v in build_report(hardware, [], catalog, Options()).verdicts}
-    expected = tuple(LevelChange(v.task, v.model_id, v.model_name, without[v.model_id], v.level)
-                     for v in report.verdicts if without[v.model_id] != v.level)
+    report = summarise(applied, build_report(applied.hardware, [], catalog, Options()),
+                       lambda hardware, problems, options: build_report(hardware, problems, catalog, options), Options())
+    # one verdict per model, task and part of it: Llama 3.1 8B's fine-tuning verdict is not its text-generation one
+    without = {(v.task, v.group, v.model_id): v.level for v in build_report(hardware, [], catalog, Options()).verdicts}
+    expected = tuple(LevelChange(v.task, v.model_id, v.model_name, without[v.task, v.group, v.model_id], v.level, v.group)
+                     for v in report.verdicts if without[v.task, v.group, v.model_id] != v.level)
     assert expected  # a fifth of the bandwidth moves some verdicts
     assert report.measured.changed == expected
     assert report.measured.figures == ("memory bandwidth 10.0 GB/s measured (was 51 GB/s, user)",)
@@ -149,14 +151,45 @@ def test_report_lists_the_verdicts_whose_level_the_measurements_changed(catalog,
     assert data["measured"]["changed"][0] == dataclasses.asdict(expected[0])
 
 
-def test_level_changes_ignores_verdicts_that_kept_their_level():
-    class V:
-        def __init__(self, model_id, level):
-            self.task, self.model_id, self.model_name, self.level = "text-generation", model_id, model_id.upper(), level
+class V:
+    def __init__(self, model_id, level, task="text-generation", group=None):
+        self.task, self.group, self.model_id, self.model_name, self.level = task, group, model_id, model_id.upper(), level
 
+
+def test_level_changes_ignores_verdicts_that_kept_their_level():
     assert level_changes([V("a", "runs"), V("b", "slow")], [V("a", "runs"), V("b", "runs")]) == (
         LevelChange("text-generation", "b", "B", "slow", "runs"),
     )
+
+
+def test_level_changes_compares_a_model_with_itself_in_the_same_task():
+    # Keyed by model alone, the fine-tuning verdict (judged after) overwrote the text-generation one, and every
+    # model whose two levels differ was listed as changed though neither moved.
+    without = [V("llama", "runs-well"), V("llama", "too-slow", "fine-tuning"), V("bge", "runs", "document-search", "embedding")]
+    same = [V("llama", "runs-well"), V("llama", "too-slow", "fine-tuning"), V("bge", "runs", "document-search", "embedding")]
+    assert level_changes(without, same) == ()
+    moved = [V("llama", "slow"), V("llama", "too-slow", "fine-tuning"), V("bge", "slow", "document-search", "embedding")]
+    assert level_changes(without, moved) == (
+        LevelChange("text-generation", "llama", "LLAMA", "runs-well", "slow"),
+        LevelChange("document-search", "bge", "BGE", "runs", "slow", "embedding"),
+    )
+
+
+def test_the_text_report_lists_the_changes_under_each_task():
+    from gpuready.bench.apply import MeasuredSummary, render_summary
+    summary = MeasuredSummary("2026-12-05", ("memory bandwidth 29.2 GB/s measured (was 51 GB/s, table)",), (
+        LevelChange("text-generation", "mistral-7b", "Mistral 7B", "runs", "slow"),
+        LevelChange("document-search", "bge-m3", "BGE-M3", "runs-well", "runs", "embedding"),
+        LevelChange("text-generation", "gemma-3-27b", "Gemma 3 27B", "slow", "too-slow"),
+    ))
+    assert render_summary(summary).splitlines()[3:] == [
+        "  verdicts changed by the measurements:",
+        "    Text generation:",
+        "      Mistral 7B: runs -> slow",
+        "      Gemma 3 27B: slow -> too slow",
+        "    Embedding:",
+        "      BGE-M3: runs well -> runs",
+    ]
 
 
 # --- llama-bench --------------------------------------------------------------------------
@@ -280,3 +313,20 @@ def test_the_cpu_kernels_run_and_give_positive_rates():
     for spread in (result.read_bytes_per_s, result.copy_bytes_per_s, result.fp32_flops):
         assert spread.samples == 2 and 0 < spread.minimum <= spread.median <= spread.maximum
     assert result.threads == 2
+
+
+def test_with_a_resident_model_the_baseline_is_judged_with_its_memory_taken_too(catalog, tmp_path):
+    # --with takes the resident model's memory before anything is judged; the baseline was judged on the whole
+    # machine, so models that fit only beside nothing were listed as moved by the measurements.
+    from gpuready.app import Request, report
+    hardware = cpu_machine(32, bandwidth_gb_s=51.2)
+    cache.save(measured(hardware, memory_read_bytes_per_s=Spread(40e9, 50e9, 52e9, 5)), tmp_path)
+    applied = apply_measurements(hardware, [], tmp_path)
+    options = Options(with_models=("qwen2.5-14b",))
+    result = report(Request(options=options), catalog, (applied.hardware, [], applied))
+    baseline = report(Request(options=options), catalog, (hardware, []))
+    assert result.measured.changed == level_changes(baseline.verdicts, result.verdicts)
+    # the whole machine's baseline (the old one) lists also what the resident model's memory did
+    whole = report(Request(), catalog, (hardware, []))
+    memory_only = set(level_changes(whole.verdicts, result.verdicts)) - set(result.measured.changed)
+    assert memory_only and all(change.level_without != "does-not-fit" for change in memory_only)

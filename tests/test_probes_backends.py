@@ -9,6 +9,8 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 from gpuready.hardware import GPU, Backend, Problem
 from gpuready.host import LiveHost, ReplayHost, command_slug
 from gpuready.probes import backends, pyinfo
@@ -247,3 +249,20 @@ def test_two_vulkan_gpus_of_one_vendor_with_one_probed_leave_one_unseen(tmp_path
     # No vulkaninfo: nothing to compare, no Problem.
     (tmp_path / "bare").mkdir()
     assert backends.unseen_vulkan_gpus((), linux_machine(tmp_path / "bare", {})) == []
+
+
+@pytest.mark.parametrize(
+    ("packages", "said"),
+    [
+        ({"torch": None, "openvino": None, "onnxruntime": None}, True),  # nobody to ask: the report says so
+        ({"torch": None, "openvino": "2024.6.0", "onnxruntime": None}, False),  # OpenVINO answered
+    ],
+)
+def test_torch_with_neither_framework_installed_says_so(tmp_path, packages, said):
+    answer = {"machine": "x86_64", "packages": packages, "openvino_devices": ["CPU"]}
+    python = fake_python(tmp_path, f"echo '{json.dumps(answer)}'")
+    _, problems = backends.python_backends(LiveHost(), python, torch=True)
+    assert [(p.severity, p.message.startswith("--torch: neither PyTorch nor OpenVINO is installed for fakepython"),
+             "gpuready[torch]" in p.hint) for p in problems] == ([("info", True, True)] if said else [])
+    # without --torch nothing was asked, and nothing is said
+    assert backends.python_backends(LiveHost(), python, torch=False)[1] == []

@@ -19,6 +19,7 @@ from gpuready.bench import cache
 from gpuready.bench.results import Measurements
 from gpuready.bench.stats import Spread
 from gpuready.tasks.devices import MEASURED_HERE
+from gpuready.tasks.verdict import level_words
 from gpuready.hardware import Hardware, Problem
 
 MPS_NAME = "Apple GPU (MPS)"  # what torch_worker calls the one GPU PyTorch's MPS backend drives
@@ -122,6 +123,7 @@ class LevelChange:
     model_name: str
     level_without: str  # judged with the table figures
     level: str  # judged with this machine's measurements
+    group: str | None = None  # the part of the task (speech-to-text, embedding...), where it has parts
 
 
 @dataclass(frozen=True)
@@ -134,23 +136,26 @@ class MeasuredSummary:
 
 
 def level_changes(without, with_measurements) -> tuple[LevelChange, ...]:
-    """Verdicts whose level differs between two lists of verdicts of the same models."""
-    before = {v.model_id: v.level for v in without}
+    """Verdicts whose level differs between two lists of verdicts of the same models. A verdict is one model in one
+    task (and part of it): Llama 3.1 8B has a text-generation verdict and a fine-tuning one, each compared with its own."""
+    def key(verdict):
+        return verdict.task, verdict.group, verdict.model_id
+
+    before = {key(v): v.level for v in without}
     return tuple(
-        LevelChange(v.task, v.model_id, v.model_name, before[v.model_id], v.level)
+        LevelChange(v.task, v.model_id, v.model_name, before[key(v)], v.level, v.group)
         for v in with_measurements
-        if v.model_id in before and before[v.model_id] != v.level
+        if key(v) in before and before[key(v)] != v.level
     )
 
 
-def summarise(applied: Applied, report, catalog, options):
-    """The report with a MeasuredSummary: judged once without the measurements to see what they changed."""
+def summarise(applied: Applied, report, judged, options):
+    """The report with a MeasuredSummary: judged once more without the measurements to see what they changed.
+    ``judged(hardware, problems, options)`` judges as the report was judged (its catalogue, its --with models)."""
     if applied.measurements is None:
         return report
-    from gpuready.report import build_report
-
     plain = dataclasses.replace(options, measured_speeds=())
-    baseline = build_report(applied.unmeasured, list(applied.problems), catalog, plain)
+    baseline = judged(applied.unmeasured, list(applied.problems), plain)
     summary = MeasuredSummary(applied.measurements.measured_at, applied.notes, level_changes(baseline.verdicts, report.verdicts))
     return dataclasses.replace(report, measured=summary)
 
@@ -159,8 +164,13 @@ def render_summary(summary: MeasuredSummary) -> str:
     lines = [f"\nMeasured on this machine ({summary.measured_at}; `gpuready bench --show`):"]
     lines += [f"  {figure}" for figure in summary.figures]
     if summary.changed:
+        from gpuready.tasks.registry import title
+
         lines.append("  verdicts changed by the measurements:")
-        lines += [f"    {c.model_name}: {c.level_without} -> {c.level}" for c in summary.changed]
+        for task in dict.fromkeys(c.group or c.task for c in summary.changed):  # each task (or part) in order met
+            lines.append(f"    {title(task)}:")
+            lines += [f"      {c.model_name}: {level_words(c.level_without)} -> {level_words(c.level)}"
+                      for c in summary.changed if (c.group or c.task) == task]
     else:
         lines.append("  no verdict's level changed because of them")
     return "\n".join(lines) + "\n"

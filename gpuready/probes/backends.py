@@ -316,7 +316,17 @@ def python_backends(host: Host, python: str, torch: bool) -> tuple[list[Backend]
     except ValueError as error:
         return [], [Problem("backends", f"{what}: {python} printed something gpuready cannot read ({error})",
                             "Run `python -m gpuready.probes.pyinfo --import` by hand to see the error.", "warning")]
-    return _python_backends_from(info, torch), []
+    return _python_backends_from(info, torch), not_installed(info["packages"], python) if torch else []
+
+
+def not_installed(packages: dict, python: str) -> list[Problem]:
+    """--torch asked PyTorch and OpenVINO which devices they see: where neither is installed there was nobody to ask,
+    which the report says rather than showing nothing."""
+    if packages.get("torch") or packages.get("openvino"):
+        return []
+    return [Problem("backends", f"--torch: neither PyTorch nor OpenVINO is installed for {python}, so no framework was asked "
+                                "which devices it sees",
+                    "pip install 'gpuready[torch]' (or torch, or openvino) into this Python, then run with --torch again.", "info")]
 
 
 def _python_backends_from(info: dict, torch: bool) -> list[Backend]:
