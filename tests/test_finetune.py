@@ -296,3 +296,14 @@ def test_the_text_report_states_the_recipe_fine_tuning_is_judged_at(capsys, flag
     lines = capsys.readouterr().out.splitlines()
     title = next(i for i, line in enumerate(lines) if line.startswith("Fine-tuning:"))
     assert lines[title + 1] == "  " + note
+
+
+def test_the_estimate_breakdown_keeps_its_columns_for_long_part_names(capsys):
+    from gpuready.frontends.cli import main
+    assert main(["estimate", "--machine", "tests/fixtures/machines/nvidia-rtx4090", "--task", "fine-tuning", "--method", "qlora",
+                 "llama-3.1-8b"]) == 0
+    out = capsys.readouterr().out
+    memory = out.split("Memory\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert memory[0].startswith("  base weights (NF4, embeddings 16-bit)")
+    assert len({line.index(" GB") for line in memory}) == 1  # every size ends in one column
+    assert "\n  1,259 training tokens/s\n" in out  # a +/-50% figure without cents

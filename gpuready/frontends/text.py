@@ -280,10 +280,12 @@ def render_task_estimate(verdict: Verdict) -> str:
     estimate = verdict.estimate
     if estimate is not None:
         lines += [f"Variant   {estimate.quant}, placement {estimate.placement}", "", "Memory"]
-        lines += [f"  {part.label:<34} {fmt_gb(part.bytes):>10}  ({part.where})" for part in estimate.memory.parts]
-        lines.append(f"  {'total':<34} {fmt_gb(estimate.memory.total_bytes):>10}  (available: {fmt_gb(verdict.memory_available_bytes)})")
+        width = max(34, *(len(part.label) for part in estimate.memory.parts))  # "base weights (NF4, embeddings 16-bit)"
+        lines += [f"  {part.label:<{width}} {fmt_gb(part.bytes):>10}  ({part.where})" for part in estimate.memory.parts]
+        lines.append(f"  {'total':<{width}} {fmt_gb(estimate.memory.total_bytes):>10}  (available: {fmt_gb(verdict.memory_available_bytes)})")
         if estimate.speed is not None:
-            lines += ["", f"Speed ({band_words(estimate.uncertainty)})", f"  {estimate.speed:,.2f} {estimate.speed_unit}"]
+            shown = f"{estimate.speed:,.0f}" if estimate.speed >= 100 else f"{estimate.speed:.3g}"  # the band is tens of %
+            lines += ["", f"Speed ({band_words(estimate.uncertainty)})", f"  {shown} {estimate.speed_unit}"]
         lines += energy_lines(verdict) + npu_lines(verdict)
         lines += ["", "Basis"] + [f"  {line}" for line in estimate.basis]
     lines += ["", "Why"] + [f"  {reason}" for reason in verdict.reasons]
