@@ -75,6 +75,7 @@ class Row:
     cores: int = 0
     extra: tuple = ()
     kept_out: str | None = None  # why the row is scored but not fitted
+    passes: int = 1  # tts: network passes per output frame
 
     @property
     def in_fit(self) -> bool:
@@ -144,31 +145,84 @@ def realtime_predict(row: Row, encoder_fits: dict[str, dict], decoder_table: dic
 THREAD_EXPONENTS = tuple(i / 20 for i in range(21))
 
 
-def tts_fit(rows: list[Row], exponents=THREAD_EXPONENTS, per_model: bool | str = False) -> dict:
+@dataclass(frozen=True)
+class GpuTerms:
+    """The GPU terms a formula carries: an fp32 run at the GPU's FP32 rate (False: every GPU row at its FP16 peak), and
+    fixed seconds per second of audio (per network pass where `per_pass`) fitted on `fixed_grid` ((0.0,): none)."""
+    fp32: bool = True
+    fixed_grid: tuple = (0.0,)
+    per_pass: bool = False
+
+
+NO_GPU_TERMS = GpuTerms(fp32=False)
+
+
+def tts_fit(rows: list[Row], exponents=THREAD_EXPONENTS, per_model: bool | str = False, gpu: GpuTerms = GpuTerms()) -> dict:
     """TTS_EFFICIENCY and TTS_CPU_THREAD_EXPONENT: per backend, the median of (FLOPs per second of audio / peak) /
     measured seconds per second, a CPU row's share divided by threads^-a first (each CPU thread's share falls as a
     power of the threads used), with a on `exponents` where the rows' median error is least ((0.0,): no thread
     term, the formula gpuready carries while the term does not pass its rule, thread_term). per_model "gpu": also
-    TTS_MODEL_EFFICIENCY, each catalogue model's own median on each GPU backend it has rows on."""
-    return tts_fit_terms(rows, per_model, (0.0,), exponents)
+    TTS_MODEL_EFFICIENCY, each catalogue model's own median on each GPU backend it has rows on. `gpu`: the fixed GPU
+    seconds (TTS_FIXED_SECONDS) on its grid, taken off each GPU row's time before its share is read."""
+    return tts_fit_terms(rows, per_model, (0.0,), exponents, gpu.fixed_grid, gpu.per_pass)
 
 
-def thread_term(rows: list[Row]) -> tuple["Tried", "Tried", tuple[float, ...]]:
-    """The formula without and with the thread term, held out, and the exponent grid gpuready's formula fits on:
-    THREAD_EXPONENTS where the thread term passes the rule a term is kept by (it lowers the LODO median of the
-    formula without it and LOSO's does not rise), else (0.0,). Each formula is cross-validated once, here."""
-    both = try_formula("both", rows, True, True)
-    power = try_formula("power", rows, True, True, exponents=THREAD_EXPONENTS)
+@dataclass
+class GpuChain:
+    """The GPU terms judged in turn, held out: `base` the formula before them (every GPU row at its FP16 peak), `fp32`
+    with fp32 runs at the FP32 rate, `fixed` and `per_pass` with a fixed GPU time per second of audio (once, or once per
+    network pass) on top of the carried one, and `terms` the GPU terms that pass the rule a term is kept by."""
+    base: "Tried"
+    fp32: "Tried"
+    fixed: "Tried"
+    per_pass: "Tried"
+    terms: GpuTerms
+
+    @property
+    def fp32_kept(self) -> bool:
+        return self.fp32.lowers(self.base)
+
+    @property
+    def before_fixed(self) -> "Tried":
+        return self.fp32 if self.fp32_kept else self.base
+
+
+def gpu_chain(rows: list[Row]) -> GpuChain:
+    """The GPU terms (fp32 at the FP32 rate, then a fixed GPU time per second of audio or per pass), each kept only if
+    it lowers the LODO median of the formula carried before it without raising LOSO's; of the two fixed forms, the one
+    with the lower LODO median where both pass."""
+    base = try_formula("base", rows, True, True, gpu=NO_GPU_TERMS)
+    fp32 = try_formula("fp32", rows, True, True, gpu=GpuTerms())
+    carried_terms = GpuTerms(fp32=fp32.lowers(base))
+    carried = fp32 if carried_terms.fp32 else base
+    fixed_terms = dataclasses.replace(carried_terms, fixed_grid=FIXED_SECONDS)
+    pass_terms = dataclasses.replace(fixed_terms, per_pass=True)
+    fixed = try_formula("fixed", rows, True, True, gpu=fixed_terms)
+    per_pass = try_formula("per pass", rows, True, True, gpu=pass_terms)
+    passing = [(t, terms) for t, terms in ((fixed, fixed_terms), (per_pass, pass_terms)) if t.lowers(carried)]
+    if passing:
+        carried_terms = min(passing, key=lambda p: p[0].lodo_median)[1]
+    return GpuChain(base, fp32, fixed, per_pass, carried_terms)
+
+
+def thread_term(rows: list[Row], gpu: GpuTerms | None = None) -> tuple["Tried", "Tried", tuple[float, ...]]:
+    """The formula without and with the thread term (both carrying the GPU terms kept, gpu_chain), held out, and the
+    exponent grid gpuready's formula fits on: THREAD_EXPONENTS where the thread term passes the rule a term is kept by
+    (it lowers the LODO median of the formula without it and LOSO's does not rise), else (0.0,)."""
+    gpu = gpu_chain(rows).terms if gpu is None else gpu
+    both = try_formula("both", rows, True, True, gpu=gpu)
+    power = try_formula("power", rows, True, True, exponents=THREAD_EXPONENTS, gpu=gpu)
     return both, power, THREAD_EXPONENTS if power.lowers(both) else (0.0,)
 
 
-def model_term(rows: list[Row], base: "Tried", grid: tuple[float, ...]) -> tuple["Tried", bool]:
+def model_term(rows: list[Row], base: "Tried", grid: tuple[float, ...], gpu: GpuTerms | None = None) -> tuple["Tried", bool]:
     """The formula carried so far (`base`, with or without the thread term) with each catalogue model's own efficiency
     on a GPU backend (TTS_MODEL_EFFICIENCY), held out, and whether it passes the rule a term is kept by against `base`.
     A GPU runs F5-TTS's DiT as a few large matrix multiplies and Kokoro's LSTMs and small convolutions as many short
     kernels, so the share of peak each reaches differs by model, where a CPU's differs far less (its convolutions are
     vectorised alike)."""
-    tried = try_formula("model", rows, True, True, per_model="gpu", exponents=grid)
+    gpu = gpu_chain(rows).terms if gpu is None else gpu
+    tried = try_formula("model", rows, True, True, per_model="gpu", exponents=grid, gpu=gpu)
     return tried, tried.lowers(base)
 
 
@@ -240,19 +294,33 @@ def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
     return rows, skipped
 
 
+# The precision a GPU row ran at where its source does not state it: the default of the runtime it names. Kokoro's
+# PyTorch model (hexgrad/kokoro kokoro/model.py KModel) is built and loaded in fp32 and Kokoro-FastAPI moves it to the
+# GPU as it is (api/src/inference/kokoro_v1.py: KModel(...).eval(), then .cuda(); no .half() or autocast); F5-TTS's
+# loader casts the model to fp16 on a CUDA GPU of compute capability 7 or more (src/f5_tts/infer/utils_infer.py
+# load_checkpoint, dtype None -> torch.float16), which the paper's and the L20 benchmark's PyTorch runs use.
+RUNTIME_PRECISION = {"kokoro-82m": "fp32", "f5-tts": "fp16", "piper-medium": "fp32"}
+
+
+def tts_precision(raw: dict, model) -> str:
+    """The precision a row ran at: as stated, else its runtime's default (RUNTIME_PRECISION)."""
+    stated = raw.get("precision", "")
+    return stated if stated in speech.VARIANT_BITS else RUNTIME_PRECISION.get(model.id, "fp16")
+
+
 def tts_row(se, raw: dict, model, device: devices.Device, common: dict) -> Row:
     """A text-to-speech row as gpuready estimates it (the vocoder counted at its rates, a Raspberry Pi at its stated
-    clock), with the plain counts kept in `extra` for the terms table: (FLOPs without the vocoder term, peak at the
-    assumed clock)."""
+    clock, an fp32 run on a GPU at its FP32 rate), with the plain counts kept in `extra` for the terms table: (FLOPs
+    without the vocoder term, peak at the assumed clock or, on a GPU, the FP16 peak)."""
     passes = 2 * raw["nfe"] if raw.get("nfe") else model.passes_per_frame
     plain = dataclasses.replace(model, vocoder_params=0.0, vocoder_flops_per_second=0.0)
     if device.kind == "cpu":
         device = dataclasses.replace(device, clock_hz=devices.stated_cpu_clock_hz(device.name))
         common["cores"] = min(se.CPU_SPECS[raw["cpu_hint"]][1], raw.get("threads") or 10**6)
-    peak, _ = speech.tts_peak_flops(device)
+    peak, _ = speech.tts_peak_flops(device, tts_precision(raw, model))
     measured = tts_measured(raw)
     return Row(kind="tts", label=f"{model.id} ({raw['voice']})", measured=measured,
-               work=speech.tts_flops_per_audio_second(model, passes), kept_out=tts_kept_out(raw),
+               work=speech.tts_flops_per_audio_second(model, passes), kept_out=tts_kept_out(raw), passes=passes,
                extra=(speech.tts_flops_per_audio_second(plain, passes), device.flops), **{**common, "peak": peak})
 
 
@@ -469,27 +537,79 @@ def thread_share(row: Row, exponent: float) -> float:
     return (row.cores or 1) ** -exponent if row.backend == "cpu" else 1.0
 
 
-def tts_fit_terms(rows: list[Row], per_model: bool | str, serials=(0.0,), exponents=(0.0,)) -> dict:
+# The fixed GPU term's grid (tasks/speech.py TTS_FIXED_SECONDS): 0 to 30 ms per second of audio (or per network pass
+# per second of audio) in steps of 0.1 ms.
+FIXED_SECONDS = tuple(i / 10_000 for i in range(301))
+
+
+def fixed_units(row: Row, per_pass: bool) -> float:
+    """How many times a row pays the fixed GPU time per second of audio: once, or once per network pass (F5-TTS's
+    flow-matching steps x guidance passes); never on a CPU."""
+    if row.backend == "cpu":
+        return 0.0
+    return row.passes if per_pass else 1.0
+
+
+def implied_share(row: Row, serial: float, exponent: float, fixed: float, per_pass: bool) -> float | None:
+    """The share of peak a row implies once the fixed time is taken off its seconds per second of audio (None: the
+    fixed time alone exceeds what the row measured, so the row refutes it)."""
+    seconds = 1 / row.measured - fixed * fixed_units(row, per_pass)
+    if seconds <= 0:
+        return None
+    return row.work / (row.peak * seconds) * amdahl(row, serial) / thread_share(row, exponent)
+
+
+def share_table(rows: list[Row], per_model: bool | str, serial: float, exponent: float, fixed: float,
+                per_pass: bool) -> dict | None:
+    """Per backend (and per model, `per_model`) medians of the shares the rows imply; None where a row refutes `fixed`."""
+    implied = defaultdict(list)
+    for row in rows:
+        value = implied_share(row, serial, exponent, fixed, per_pass)
+        if value is None:
+            return None
+        implied[row.backend].append(value)
+        if per_model is True or (per_model == "gpu" and row.backend != "cpu"):
+            implied[(tts_model(row), row.backend)].append(value)
+    table = {k: statistics.median(v) for k, v in implied.items()}
+    if per_model:
+        # a backend's own figure is what a model without rows there takes: each model with rows there counts
+        # once (its median), so the model with the most published rows does not decide it alone
+        for backend in [k for k in table if isinstance(k, str) and (per_model is True or k != "cpu")]:
+            table[backend] = statistics.median(v for k, v in table.items() if isinstance(k, tuple) and k[1] == backend)
+    return table
+
+
+def fixed_fit(rows: list[Row], per_model: bool | str, fixed_grid, per_pass: bool) -> float:
+    """The fixed GPU seconds on `fixed_grid` that give the GPU rows (the only ones it acts on) their least median
+    error, refitting their shares at each; values a row refutes (more than its measured time) are skipped."""
+    gpu_rows = [r for r in rows if r.backend != "cpu"]
+    if not gpu_rows:
+        return 0.0
+    best = (None, 0.0)
+    for fixed in fixed_grid:
+        table = share_table(gpu_rows, per_model, 0.0, 0.0, fixed, per_pass)
+        if table is None:
+            continue
+        fits = {"table": table, "serial": 0.0, "exponent": 0.0, "fixed": fixed, "per_pass": per_pass}
+        error = statistics.median(ape(tts_predict_terms(r, fits), r.measured) for r in gpu_rows)
+        if best[0] is None or error < best[0] - 1e-9:
+            best = (error, fixed)
+    return best[1]
+
+
+def tts_fit_terms(rows: list[Row], per_model: bool | str, serials=(0.0,), exponents=(0.0,), fixed_grid=(0.0,),
+                  per_pass: bool = False) -> dict:
     """Candidate text-to-speech fits: per-backend (and optionally per-model: True on every backend, "gpu" on GPU
     backends only, where the backend's figure becomes the median of its models' medians) medians, with the Amdahl
     serial share and the thread exponent on the grids given, at the pair that gives the least median error on these
-    rows."""
+    rows, and the fixed GPU seconds per second of audio (per network pass where `per_pass`) on `fixed_grid`, chosen on
+    the GPU rows (fixed_fit)."""
+    fixed = fixed_fit(rows, per_model, fixed_grid, per_pass)
     best = None
     for serial in serials:
         for exponent in exponents:
-            implied = defaultdict(list)
-            for row in rows:
-                value = row.work * row.measured / row.peak * amdahl(row, serial) / thread_share(row, exponent)
-                implied[row.backend].append(value)
-                if per_model is True or (per_model == "gpu" and row.backend != "cpu"):
-                    implied[(tts_model(row), row.backend)].append(value)
-            table = {k: statistics.median(v) for k, v in implied.items()}
-            if per_model:
-                # a backend's own figure is what a model without rows there takes: each model with rows there counts
-                # once (its median), so the model with the most published rows does not decide it alone
-                for backend in [k for k in table if isinstance(k, str) and (per_model is True or k != "cpu")]:
-                    table[backend] = statistics.median(v for k, v in table.items() if isinstance(k, tuple) and k[1] == backend)
-            fits = {"table": table, "serial": serial, "exponent": exponent}
+            table = share_table(rows, per_model, serial, exponent, fixed, per_pass)
+            fits = {"table": table, "serial": serial, "exponent": exponent, "fixed": fixed, "per_pass": per_pass}
             error = statistics.median(ape(tts_predict_terms(r, fits), r.measured) for r in rows)
             if best is None or error < best[0] - 1e-9:
                 best = (error, fits)
@@ -500,14 +620,18 @@ def tts_predict_terms(row: Row, fits: dict) -> float:
     table = fits["table"]
     backends = {k: v for k, v in table.items() if isinstance(k, str)}
     efficiency = table.get((tts_model(row), row.backend)) or fallback_efficiency(backends, row.backend)
-    return row.peak * efficiency * thread_share(row, fits["exponent"]) / (row.work * amdahl(row, fits["serial"]))
+    compute = row.work * amdahl(row, fits["serial"]) / (row.peak * efficiency * thread_share(row, fits["exponent"]))
+    return 1 / (compute + fits.get("fixed", 0.0) * fixed_units(row, fits.get("per_pass", False)))
 
 
-def tts_variant(rows: list[Row], vocoder: bool, clock: bool) -> list[Row]:
-    """The rows under a candidate count: with or without the vocoder's FLOPs at its upsampled rates, and with a
-    Raspberry Pi's peak at its stated clock or at the assumed 3.0 GHz (`extra` holds the plain count and peak)."""
-    return [dataclasses.replace(r, work=r.work if vocoder else r.extra[0], peak=r.peak if clock else r.extra[1])
-            for r in rows]
+def tts_variant(rows: list[Row], vocoder: bool, clock: bool, fp32: bool = True) -> list[Row]:
+    """The rows under a candidate count: with or without the vocoder's FLOPs at its upsampled rates, with a Raspberry
+    Pi's peak at its stated clock or at the assumed 3.0 GHz, and with a GPU's fp32 run at its FP32 rate or at its FP16
+    peak (`extra` holds the plain count and the plain peak)."""
+    def peak(row: Row) -> float:
+        kept = clock if row.backend == "cpu" else fp32
+        return row.peak if kept else row.extra[1]
+    return [dataclasses.replace(r, work=r.work if vocoder else r.extra[0], peak=peak(r)) for r in rows]
 
 
 @dataclass
@@ -540,10 +664,11 @@ class Tried:
 
 
 def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_model: bool | str = False, serials=(0.0,),
-                exponents=(0.0,)) -> Tried:
-    variant = tts_variant(rows, vocoder, clock)
-    in_sample, lodo, loso = cross_validated(variant, lambda train: tts_fit_terms(train, per_model, serials, exponents),
-                                            tts_predict_terms)
+                exponents=(0.0,), gpu: GpuTerms = NO_GPU_TERMS) -> Tried:
+    variant = tts_variant(rows, vocoder, clock, gpu.fp32)
+    in_sample, lodo, loso = cross_validated(
+        variant, lambda train: tts_fit_terms(train, per_model, serials, exponents, gpu.fixed_grid, gpu.per_pass),
+        tts_predict_terms)
     return Tried(name, len(variant), lodo, loso, in_sample)
 
 
@@ -558,7 +683,10 @@ def per_device_pair(rows: list[Row], without: Tried, with_term: Tried) -> str:
 
 
 def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], both: "Tried", power: "Tried",
-                    grid=THREAD_EXPONENTS, gpu_model: "Tried | None" = None, model_kept: bool = False) -> None:
+                    grid=THREAD_EXPONENTS, gpu_model: "Tried | None" = None, model_kept: bool = False,
+                    chain: GpuChain | None = None) -> None:
+    chain = gpu_chain(rows) if chain is None else chain
+    gpu = chain.terms
     cpus = len({r.device for r in rows if r.backend == "cpu"})
     gpus = len({r.device for r in rows if r.backend != "cpu"})
     out.append(f"\nTerms tried, each judged held out ({cpus} CPU devices, {gpus} GPUs; a term is kept only if it lowers "
@@ -572,31 +700,48 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
                         rows, False, True)
     vocoder = try_formula("... the vocoder's FLOPs at its upsampled rates (catalog/speech.toml, from the published "
                           "generator configurations) in place of 2 x its weights x frames", rows, True, False)
+    base = dataclasses.replace(chain.base, name="... both: the vocoder counted and a Raspberry Pi at 1.8 GHz (every GPU "
+                               "row at its FP16 peak: the formula before the GPU terms)")
+    fp32 = dataclasses.replace(chain.fp32, name="... an fp32 run on a GPU at its FP32 (non-tensor) rate, not its FP16 "
+                               "tensor peak (Kokoro's PyTorch runs; tasks/speech.py tts_peak_flops)")
+    fixed = dataclasses.replace(chain.fixed, name="... + a fixed GPU time per second of audio (tasks/speech.py "
+                                "TTS_FIXED_SECONDS; fitted on the GPU rows on a 0.1 ms grid)")
+    per_pass = dataclasses.replace(chain.per_pass, name="... + a fixed GPU time per network pass per second of audio "
+                                   "(F5-TTS pays it once per flow-matching step and guidance pass; the same grid)")
     carried = "**" if grid == (0.0,) and not model_kept else ""
-    both = dataclasses.replace(both, name=f"{carried}... both: the vocoder counted and a Raspberry Pi at 1.8 GHz (the "
-                               f"formula before the thread term){': gpuready' + chr(39) + 's formula' if carried else ''}"
-                               f"{carried}")
-    amdahl_term = try_formula("... both, x Amdahl: a serial share of the one-thread work does not spread over the "
-                              "threads used (CPU rows; the cores the peak counts; share fitted on a 0.05 grid)", rows,
-                              True, True, serials=serials)
+    both = dataclasses.replace(both, name=f"{carried}... with the GPU terms kept (the formula before the thread term)"
+                               f"{': gpuready' + chr(39) + 's formula' if carried else ''}{carried}")
+    amdahl_term = try_formula("... with the GPU terms kept, x Amdahl: a serial share of the one-thread work does not "
+                              "spread over the threads used (CPU rows; the cores the peak counts; share fitted on a 0.05 "
+                              "grid)", rows, True, True, serials=serials, gpu=gpu)
     power_carried = grid == THREAD_EXPONENTS and not model_kept
-    power = dataclasses.replace(power, name=f"{'**' if power_carried else ''}... both, x threads^-a: each CPU thread's "
+    power = dataclasses.replace(power, name=f"{'**' if power_carried else ''}... with the GPU terms kept, x threads^-a: each CPU thread's "
                                 f"share falls as a power of the threads used (document search's CPU term; a fitted on a "
                                 f"0.05 grid){': gpuready' + chr(39) + 's formula**' if power_carried else ''}")
     # "gpuready's formula" is the one carried: with the thread term where it passes its rule (grid), else without
     formula = power if grid == THREAD_EXPONENTS else both
     if gpu_model is None:
-        gpu_model, model_kept = model_term(rows, formula, grid)
+        gpu_model, model_kept = model_term(rows, formula, grid, gpu)
     torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
-                             per_model="gpu" if model_kept else False, exponents=grid)
+                             per_model="gpu" if model_kept else False, exponents=grid, gpu=gpu)
     per_model = try_formula("... each catalogue model's own efficiency on every backend, CPU too (the backend's where "
-                            "the model has no rows)", rows, True, True, per_model=True, exponents=grid)
+                            "the model has no rows)", rows, True, True, per_model=True, exponents=grid, gpu=gpu)
     gpu_model = dataclasses.replace(gpu_model, name=f"{'**' if model_kept else ''}... with each catalogue model's own "
                                     "efficiency on a GPU backend (TTS_MODEL_EFFICIENCY; the backend's where the model has "
                                     "no rows there, and CPU rows keep the backend's)"
                                     f"{': gpuready' + chr(39) + 's formula**' if model_kept else ''}")
     carried_formula = gpu_model if model_kept else formula
-    counts_best = both.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
+    counts_best = base.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
+    fixed_kept = gpu.fixed_grid != (0.0,)
+
+    def fixed_verdict(term: Tried, mine: bool) -> str:
+        against = term.against(chain.before_fixed)
+        if fixed_kept and mine:
+            return f"**yes**: {against}" + (", the lower LODO of the two fixed forms" if
+                                             fixed.lowers(chain.before_fixed) and per_pass.lowers(chain.before_fixed) else "")
+        if term.lowers(chain.before_fixed):
+            return f"no: {against}, but the other fixed form lowers LODO further"
+        return f"no: {against}"
     thread_terms = [t for t in (amdahl_term, power) if t.lowers(both)]
     chosen = min(thread_terms, key=lambda t: t.lodo_median) if thread_terms else None
 
@@ -608,11 +753,15 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
         return f"no: {term.against(both)}"
 
     kept = {
-        plain.name: (f"no: both count terms below lower LODO ({plain.lodo_median:.0f}% -> {both.lodo_median:.0f}%) and "
-                     f"LOSO ({plain.loso_median:.0f}% -> {both.loso_median:.0f}%)"),
+        plain.name: (f"no: both count terms below lower LODO ({plain.lodo_median:.0f}% -> {base.lodo_median:.0f}%) and "
+                     f"LOSO ({plain.loso_median:.0f}% -> {base.loso_median:.0f}%)"),
         clock.name: "yes, with the vocoder count" if counts_best else "yes (see the narrative)",
         vocoder.name: "yes, with the clock" if counts_best else "yes (see the narrative)",
-        both.name: "yes, as the base of the thread terms" + ("" if counts_best else " (one count term alone does better)"),
+        base.name: "yes, as the base of the GPU terms" + ("" if counts_best else " (one count term alone does better)"),
+        fp32.name: ("**yes**: " if gpu.fp32 else "no: ") + fp32.against(base),
+        fixed.name: fixed_verdict(fixed, not gpu.per_pass),
+        per_pass.name: fixed_verdict(per_pass, gpu.per_pass),
+        both.name: "yes, as the base of the thread terms",
         amdahl_term.name: thread_verdict(amdahl_term),
         power.name: thread_verdict(power),
         torch_rows.name: "no: another runtime than gpuready estimates (below)",
@@ -620,18 +769,19 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
         per_model.name: (("would be kept: " if per_model.lowers(carried_formula) else "no: ")
                          + per_model.against(carried_formula)),
     }
-    for tried in (plain, clock, vocoder, both, amdahl_term, power, gpu_model, per_model, torch_rows):
+    for tried in (plain, clock, vocoder, base, fp32, fixed, per_pass, both, amdahl_term, power, gpu_model, per_model,
+                  torch_rows):
         out.append(f"| {tried.name} | {tried.rows} | {summary(tried.lodo.values())} | {summary(tried.loso.values())} "
                    f"| {statistics.median(tried.in_sample.values()):.0f}% | {kept[tried.name]} |")
     cpu_rows = [r for r in rows if r.backend == "cpu"]
-    fits = tts_fit(rows, THREAD_EXPONENTS)
+    fits = tts_fit(rows, THREAD_EXPONENTS, gpu=gpu)
     one_thread = defaultdict(list)
     for row in cpu_rows:
         one_thread[row.device.removeprefix("cpu: ")].append(row.work * row.measured / row.peak
                                                            / thread_share(row, fits["exponent"]))
     shares = ", ".join(f"{statistics.median(v):.2f} on the {device}" for device, v in sorted(one_thread.items()))
     pi = "cpu: Raspberry Pi 4 Model B"
-    without_pi = tts_fit([r for r in rows if r.device != pi])["exponent"] if any(r.device == pi for r in rows) else None
+    without_pi = tts_fit([r for r in rows if r.device != pi], gpu=gpu)["exponent"] if any(r.device == pi for r in rows) else None
     threads = sorted({r.cores for r in cpu_rows})
     out.append("\nWhy these terms: gpuready assumes a 3.0 GHz all-core clock for every CPU (gpuready/tasks/devices.py "
                "ASSUMED_CPU_CLOCK_HZ), but a Raspberry Pi 4 runs at 1.8 GHz (Raspberry Pi 4 product brief, "
@@ -641,7 +791,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
                "49.2 GFLOPs with 17.3M, so Kokoro costs 8.4x Piper per second of audio, not 3.8x; sherpa-onnx's "
                "Raspberry Pi 4 table measures 7.8x to 9.7x (one to four threads, Kokoro v0.19 and v1.0). "
                f"The clock alone gives LODO {clock.lodo_median:.0f}% and the vocoder count alone "
-               f"{vocoder.lodo_median:.0f}%; together {both.lodo_median:.0f}% (LOSO {both.loso_median:.0f}%). "
+               f"{vocoder.lodo_median:.0f}%; together {base.lodo_median:.0f}% (LOSO {base.loso_median:.0f}%). "
                "The thread terms carry what a flat share of all cores' peak cannot: the Pi speeds up only 2.2x to "
                "2.4x from one to four threads (sherpa-onnx's table), so each thread's share of a core's peak falls as "
                f"threads are added. With the power term (a = {fits['exponent']:.2f} fitted on all rows) the share of a "
@@ -663,6 +813,34 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
                   "CPUs the estimate without the term leans fast.\n"))
 
 
+def gpu_narrative(gpu_rows: list[Row], fits: dict, carried: Tried, gpu_model: Tried, model_kept: bool,
+                  out: list[str]) -> None:
+    """What the GPU rows imply: each one's share of the peak it runs at once the fixed GPU time is taken off."""
+    fixed, per_pass = fits["fixed"], fits["per_pass"]
+    implied = sorted((implied_share(r, 0.0, 0.0, fixed, per_pass) or float("inf"), tts_model(r), r.device)
+                     for r in gpu_rows)
+    shares = "; ".join(f"{model} on the {device} {share:.2f}" for share, model, device in implied)
+    kokoro = "; ".join(f"the {r.device} {r.measured:.1f}x real time ({1e3 / r.measured:.1f} ms per second of audio) at "
+                       f"{r.peak / 1e12:.0f} TFLOPS FP32" for r in sorted(gpu_rows, key=lambda r: r.peak)
+                       if tts_model(r) == "kokoro-82m")
+    if model_kept:
+        verdict = "Each model's own figure on a GPU backend (TTS_MODEL_EFFICIENCY, terms tried below) is kept."
+    else:
+        verdict = ("Each model's own figure on a GPU backend (TTS_MODEL_EFFICIENCY, terms tried below) is not kept: "
+                   f"{gpu_model.against(carried)}.")
+    out.append("\nThe CUDA rows are one GPU each, so each GPU held out is predicted from the others' rows. F5-TTS runs in "
+               "fp16 (its loader casts the model to fp16 on a GPU of compute capability 7 or more) and is counted at the "
+               "FP16 tensor peak; Kokoro's PyTorch model runs in fp32 (neither hexgrad/kokoro nor Kokoro-FastAPI casts "
+               "it) and is counted at the FP32 rate, as gpuready counts an fp32 variant on a GPU (PyTorch leaves TF32 "
+               "off for matrix multiplies by default and on for cuDNN convolutions, whose dense TF32 rate on a GeForce "
+               "card equals its FP32 rate). The share of that peak each row implies once the fixed GPU time "
+               f"({fixed * 1e3:.1f} ms per {'network pass per ' if per_pass else ''}second of audio) is taken off its "
+               f"time: {shares}. Kokoro's speed on a GPU does not follow peak FLOPS ({kokoro}): a pass of its "
+               "small LSTMs and convolutions is many short kernels, each launched from Python at a cost a faster GPU "
+               "does not shorten, so part of its time is a floor per second of audio that a share of peak cannot carry; "
+               f"the fixed term carries it. {verdict}")
+
+
 def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     out.append("## Text to speech\n")
     out.append("Rows: benchmarks/validation/speech-tts.toml, speech-tts-more.toml, speech-tts-devices.toml, "
@@ -670,16 +848,19 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
                "(real-time factors as published, or the two timings they come from where a source prints no ratio). The estimate: FLOPs per second of audio (2 x the parameters outside "
                "the vocoder x output frames per second x network passes per frame, plus the vocoder's own FLOPs at its "
                "upsampled rates, catalog/speech.toml) over peak FLOPS (a CPU at the clock catalog/cpus.toml states for "
-               "it, else the assumed 3.0 GHz) x a per-backend efficiency (tasks/speech.py TTS_EFFICIENCY; on a CPU, "
-               "one thread's share x threads^-TTS_CPU_THREAD_EXPONENT), so x real time = peak x efficiency / FLOPs per "
-               "second of audio. Scored as speech to text is.\n")
+               "it, else the assumed 3.0 GHz; a GPU running fp32 weights at its FP32 rate, else its FP16 tensor peak) x "
+               "a per-backend efficiency (tasks/speech.py TTS_EFFICIENCY; on a CPU, one thread's share x "
+               "threads^-TTS_CPU_THREAD_EXPONENT), plus on a GPU a fixed time per second of audio (TTS_FIXED_SECONDS), "
+               "so x real time = 1 / (FLOPs per second of audio / (peak x efficiency) + fixed seconds). Scored as "
+               "speech to text is.\n")
     rows = [r for r in all_rows if r.in_fit]
     if not rows:
         out.append("No rows.\n")
         return
-    both, power, grid = thread_term(rows)
+    chain = gpu_chain(rows)
+    both, power, grid = thread_term(rows, chain.terms)
     carried = power if grid == THREAD_EXPONENTS else both  # gpuready's formula, already cross-validated
-    gpu_model, model_kept = model_term(rows, carried, grid)
+    gpu_model, model_kept = model_term(rows, carried, grid, chain.terms)
     if model_kept:
         carried = gpu_model
     errors = (carried.in_sample, carried.lodo, carried.loso)
@@ -698,7 +879,7 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     for (model, backend, device), indices in sorted(groups.items()):
         out.append(f"| {model} | {backend} | {device} | {len(indices)} | {summary(lodo[i] for i in indices)} "
                    f"| {summary(in_sample[i] for i in indices)} |")
-    fits = tts_fit(rows, grid, "gpu" if model_kept else False)
+    fits = tts_fit(rows, grid, "gpu" if model_kept else False, chain.terms)
     outside = [r for r in all_rows if not r.in_fit]
     if outside:
         out.append("\nRows kept out of the fit (scored against the fitted constants):\n")
@@ -731,32 +912,18 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     out.append(f"\nThread exponent a (tasks/speech.py TTS_CPU_THREAD_EXPONENT), fitted with it on the 0.05 grid where "
                f"the thread term passes its rule, else 0 (each thread the same share): {fits['exponent']:.2f} "
                f"(constant {speech.TTS_CPU_THREAD_EXPONENT}).")
+    for backend in sorted({r.backend for r in rows if r.backend != "cpu"}):
+        se.FITS[("TTS_FIXED_SECONDS (milliseconds)", backend)] = (fits["fixed"] * 1e3,
+                                                                 speech.TTS_FIXED_SECONDS.get(backend, 0.0) * 1e3)
+    out.append(f"\nFixed GPU time (tasks/speech.py TTS_FIXED_SECONDS), fitted with the GPU shares on the GPU rows where "
+               f"the fixed term passes its rule, else 0: {fits['fixed'] * 1e3:.1f} ms per "
+               f"{'network pass per ' if fits['per_pass'] else ''}second of audio (constant "
+               f"{speech.TTS_FIXED_SECONDS.get('cuda', 0.0) * 1e3:g} ms).")
     gpu_note = [r for r in rows if r.backend != "cpu"]
     if len({r.device for r in gpu_note}) > 1:
-        implied = sorted((r.work * r.measured / r.peak, tts_model(r), r.device) for r in gpu_note)
-        shares = "; ".join(f"{model} on the {device} {share:.2f}" for share, model, device in implied)
-        kokoro = "; ".join(f"the {r.device} {r.measured:.1f}x real time at {r.peak / 1e12:.0f} TFLOPS FP16"
-                           for r in sorted(gpu_note, key=lambda r: r.peak) if tts_model(r) == "kokoro-82m")
-        f5_rows = sum(tts_model(r) == "f5-tts" for r in gpu_note)
-        if model_kept:
-            verdict = ("Each model's own figure on a GPU backend (TTS_MODEL_EFFICIENCY, terms tried below) is the term "
-                       "that carries it.")
-        else:
-            verdict = ("Each model's own figure on a GPU backend (TTS_MODEL_EFFICIENCY, terms tried below) lowers the "
-                       f"held-out error by device ({carried.lodo_median:.0f}% -> {gpu_model.lodo_median:.0f}%) but raises "
-                       f"it by source ({carried.loso_median:.0f}% -> {gpu_model.loso_median:.0f}%: one publication's "
-                       "F5-TTS rows, held out, are predicted from the others', whose shares of peak differ 2x), so it is "
-                       f"not kept: every model takes the CUDA median, which {f5_rows} of the {len(gpu_note)} rows, "
-                       "F5-TTS's, decide, and Kokoro's GPU estimates run fast.")
-        out.append("\nThe CUDA rows are one GPU each, so each GPU held out is predicted from the others' rows. The share of "
-                   f"FP16 peak each row implies: {shares}. Kokoro reaches a far smaller share of a GPU's FP16 peak than "
-                   "F5-TTS (its LSTMs and small convolutions run as many short kernels; F5-TTS's DiT is 22 layers of "
-                   "1,024-wide matrix multiplies over every frame at once), which one per-backend efficiency cannot "
-                   f"carry. {verdict} Kokoro's speed does not follow peak FLOPS either ({kokoro}; the RTX 3090 Ti's is "
-                   "one short request, a smoke test on a GPU shared with a speech-to-text server, the RTX 4060 Ti's "
-                   "Kokoro-FastAPI's long-chunk benchmark).")
+        gpu_narrative(gpu_note, fits, carried, gpu_model, model_kept, out)
     tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, both, power, grid,
-                    gpu_model, model_kept)
+                    gpu_model, model_kept, chain)
     band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
     se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)
     out.append(f"\nBand (tasks/speech.py TTS_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "

@@ -3,6 +3,7 @@ in benchmarks/score_speech.py (leave one device out refits without the held-out 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import statistics
@@ -160,14 +161,17 @@ def test_a_models_own_gpu_efficiency_where_the_term_is_kept(monkeypatch, backend
 def test_the_model_term_is_carried_exactly_when_the_scorer_keeps_it():
     # F5-TTS's rows imply several times Kokoro's share of FP16 peak on CUDA: the reason the term is tried
     tts = [r for r in scorer_rows() if r.kind == "tts" and r.in_fit]
+    at_fp16_peak = score_speech.tts_variant(tts, True, True, fp32=False)
+    assert score_speech.tts_fit(at_fp16_peak, (0.0,), "gpu")["table"]["f5-tts", "cuda"] > 3 * score_speech.tts_fit(
+        at_fp16_peak, (0.0,), "gpu")["table"]["kokoro-82m", "cuda"]
     table = score_speech.tts_fit(tts, (0.0,), "gpu")["table"]
-    assert table["f5-tts", "cuda"] > 3 * table["kokoro-82m", "cuda"]
     # per model, a backend's own figure is the median of its models' medians (each model once)
     assert table["cuda"] == pytest.approx(statistics.median([table["f5-tts", "cuda"], table["kokoro-82m", "cuda"]]))
     # gpuready carries the per-model table only where the held-out rule keeps the term
-    both, power, grid = score_speech.thread_term(tts)
+    terms = score_speech.gpu_chain(tts).terms
+    both, power, grid = score_speech.thread_term(tts, terms)
     carried = power if grid == score_speech.THREAD_EXPONENTS else both
-    _, kept = score_speech.model_term(tts, carried, grid)
+    _, kept = score_speech.model_term(tts, carried, grid, terms)
     if kept:
         assert speech.TTS_MODEL_EFFICIENCY == pytest.approx({k: v for k, v in table.items() if isinstance(k, tuple)}, abs=0.005)
     else:
@@ -242,6 +246,75 @@ def test_more_flops_or_bandwidth_never_makes_speech_to_text_slower(model_id):
 def test_more_flops_never_makes_text_to_speech_slower(model_id):
     tts = CATALOG.get(model_id)
     assert speech.tts_realtime(tts, gpu(100e12))[0] > speech.tts_realtime(tts, gpu(50e12))[0]
+
+
+@pytest.mark.parametrize(
+    ("device", "variant", "peak"),
+    [
+        # an fp32 run on a GPU with tensor cores: its FP32 (non-tensor) rate, not the FP16 tensor peak
+        (devices.Device("gpu", "RTX 3090 Ti", "cuda", None, 1008e9, 80e12, vector_flops=40e12), "fp32", 40e12),
+        (devices.Device("gpu", "H200", "cuda", None, 4800e9, 989e12, vector_flops=67e12), "fp32", 67e12),
+        # fp16 keeps the tensor peak
+        (devices.Device("gpu", "RTX 3090 Ti", "cuda", None, 1008e9, 80e12, vector_flops=40e12), "fp16", 80e12),
+        # no FP32 figure in the table, or FP16 no faster than FP32 (Pascal): the peak as it is
+        (gpu(44.1e12), "fp32", 44.1e12),
+        (devices.Device("gpu", "GTX 1080 Ti", "cuda", None, 484e9, 11.3e12, vector_flops=11.3e12), "fp32", 11.3e12),
+        # a CPU's peak is FP32 already
+        (devices.Device("cpu", "AMD Ryzen 9 5950X", "cpu", None, 51.2e9, 1.536e12), "fp32", 1.536e12),
+    ],
+)
+def test_an_fp32_run_on_a_gpu_is_counted_at_its_fp32_rate(device, variant, peak):
+    assert speech.tts_peak_flops(device, variant)[0] == pytest.approx(peak)
+
+
+@pytest.mark.parametrize(
+    ("backend", "fixed"),
+    [("cuda", 0.01), ("rocm", 0.01), ("metal", 0.01), ("cpu", 0.0)],  # other GPU backends take CUDA's; a CPU none
+)
+def test_the_fixed_gpu_time_adds_exactly_its_seconds_per_second_of_audio(monkeypatch, backend, fixed):
+    monkeypatch.setattr(speech, "TTS_FIXED_SECONDS", {"cuda": 0.01})
+    monkeypatch.setattr(speech, "TTS_EFFICIENCY", {"cpu": 0.25, "cuda": 0.2})
+    monkeypatch.setattr(speech, "TTS_MODEL_EFFICIENCY", {})
+    kind = "cpu" if backend == "cpu" else "gpu"
+    device = devices.Device(kind, "Test", backend, None, 1e12, 100e12, vector_flops=50e12, cores=None)
+    piper = CATALOG.get("piper-medium")
+    efficiency = speech.tts_efficiency(backend, None, "piper-medium")[0]
+    peak = 100e12 if kind == "cpu" else 50e12  # Piper's fp32 weights run at the FP32 rate on a GPU
+    # 7.0692484e9 FLOPs per second of audio / (peak x efficiency) + the fixed time
+    realtime, basis = speech.tts_realtime(piper, device, "fp32")
+    assert realtime == pytest.approx(1 / (7.0692484e9 / (peak * efficiency) + fixed))
+    assert ("ms per second of audio" in basis[0]) == bool(fixed)
+
+
+def test_a_gpus_text_to_speech_speed_never_passes_one_over_the_fixed_time():
+    for model_id in ("piper-medium", "kokoro-82m", "f5-tts"):
+        fastest = speech.tts_realtime(CATALOG.get(model_id), gpu(1e18), "fp16")[0]
+        assert fastest < 1 / speech.TTS_FIXED_SECONDS["cuda"]
+
+
+@pytest.mark.parametrize("variant", ["fp16", "fp32"])
+@pytest.mark.parametrize(
+    "device",
+    [gpu(100e12), devices.Device("gpu", "H200", "cuda", None, 4800e9, 989e12, vector_flops=67e12),
+     devices.Device("cpu", "AMD Ryzen 9 5950X", "cpu", None, 51.2e9, 1.536e12, cores=16)],
+)
+def test_a_model_costing_more_flops_per_second_of_audio_is_never_faster(device, variant):
+    # with no per-model efficiency, speed falls as FLOPs per second of audio rise: Piper, then Kokoro, then F5-TTS
+    models = sorted((CATALOG.get(m) for m in ("piper-medium", "kokoro-82m", "f5-tts")), key=speech.tts_flops_per_audio_second)
+    speeds = [speech.tts_realtime(m, device, variant)[0] for m in models]
+    if not speech.TTS_MODEL_EFFICIENCY:
+        assert speeds == sorted(speeds, reverse=True)
+    bigger = dataclasses.replace(models[1], params=2 * models[1].params)
+    assert speech.tts_realtime(bigger, device, variant)[0] < speech.tts_realtime(models[1], device, variant)[0]
+
+
+def test_an_h200_speaks_piper_and_kokoro_at_fp32_within_the_fixed_times_ceiling():
+    # before the FP32 rate and the fixed time, fp32 Piper and Kokoro on an H200 came out at 26,592x and 3,157x real time
+    h200 = devices.Device("gpu", "H200", "cuda", None, 4800e9, 989e12, vector_flops=67e12)
+    for model_id in ("piper-medium", "kokoro-82m"):
+        realtime, basis = speech.tts_realtime(CATALOG.get(model_id), h200, "fp32")
+        assert realtime < 1 / speech.TTS_FIXED_SECONDS["cuda"]
+        assert "FP32 rate" in basis[0]
 
 
 def test_bands_are_at_least_the_median_held_out_error():
@@ -430,3 +503,73 @@ def test_gpuready_speaks_each_fitted_cpu_row_as_the_scorer_predicts_it_with_gpur
         assert realtime == pytest.approx(score_speech.tts_predict(tts, constants))
         checked += 1
     assert checked == 32
+
+
+@pytest.mark.parametrize(
+    ("model_id", "precision", "variant"),
+    [
+        ("kokoro-82m", "not stated", "fp32"),  # hexgrad/kokoro and Kokoro-FastAPI run the fp32 weights uncast
+        ("f5-tts", "not stated", "fp16"),  # F5-TTS's loader casts to fp16 on a CUDA GPU of compute capability >= 7
+        ("piper-medium", "not stated", "fp32"),
+        ("kokoro-82m", "fp16", "fp16"),  # a stated precision stands
+        ("f5-tts", "fp32", "fp32"),
+    ],
+)
+def test_a_rows_precision_is_as_stated_else_its_runtimes_default(model_id, precision, variant):
+    assert score_speech.tts_precision({"precision": precision}, CATALOG.get(model_id)) == variant
+
+
+def gpu_row(device: str, peak: float, measured: float, passes: int = 1, work: float = 1e12, source: str = "s"):
+    return score_speech.Row(kind="tts", backend="cuda", device=device, source=source, label="m (v)", measured=measured,
+                            work=work, peak=peak, passes=passes)
+
+
+def test_the_fixed_gpu_time_and_share_are_recovered_from_rows_that_follow_them():
+    # x real time = 1 / (1e12 / (peak x 0.2) + 5 ms): 20, 40 and 80 TFLOPS GPUs
+    rows = [gpu_row(d, p, 1 / (1e12 / (p * 0.2) + 0.005)) for d, p in (("a", 20e12), ("b", 40e12), ("c", 80e12))]
+    fits = score_speech.tts_fit(rows, (0.0,), gpu=score_speech.GpuTerms(fixed_grid=score_speech.FIXED_SECONDS))
+    assert fits["fixed"] == pytest.approx(0.005) and fits["table"]["cuda"] == pytest.approx(0.2)
+    assert score_speech.tts_predict_terms(rows[1], fits) == pytest.approx(rows[1].measured)
+    # without the fixed grid the share alone is fitted
+    assert score_speech.tts_fit(rows, (0.0,))["fixed"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("fixed", "per_pass", "passes", "share"),
+    [
+        (0.0, False, 1, 1e12 * 10 / 50e12),  # 0.1 s per second of audio, all compute: 0.2 of a 50 TFLOPS peak
+        (0.05, False, 64, 1e12 / (50e12 * 0.05)),  # half of it fixed: the share doubles
+        (0.001, True, 50, 1e12 / (50e12 * 0.05)),  # 1 ms x 50 passes is the same 50 ms
+        (0.1, False, 1, None),  # the fixed time alone takes all the row measured: refuted
+        (0.2, False, 1, None),
+    ],
+)
+def test_a_gpu_rows_share_is_read_after_the_fixed_time(fixed, per_pass, passes, share):
+    row = gpu_row("a", 50e12, 10.0, passes)
+    value = score_speech.implied_share(row, 0.0, 0.0, fixed, per_pass)
+    assert value == (None if share is None else pytest.approx(share))
+
+
+def test_a_cpu_row_pays_no_fixed_gpu_time():
+    cpu_row = row("a", 2.0)
+    assert score_speech.fixed_units(cpu_row, False) == 0.0 and score_speech.fixed_units(cpu_row, True) == 0.0
+    fits = {"table": {"cpu": 0.2}, "serial": 0.0, "exponent": 0.0, "fixed": 0.5, "per_pass": False}
+    assert score_speech.tts_predict_terms(cpu_row, fits) == pytest.approx(10e12 * 0.2 / 1e12)
+
+
+def test_gpuready_speaks_each_fitted_gpu_row_as_the_scorer_predicts_it_with_gpuready_constants():
+    # a GPU with the row's FP16 peak (`extra`) and, for an fp32 run, its FP32 rate (the row's peak) gets the speed the
+    # scorer predicts from gpuready's constants, the fixed GPU time included (rows at the catalogue's passes only)
+    constants = {"table": dict(speech.TTS_EFFICIENCY), "serial": 0.0, "exponent": 0.0,
+                 "fixed": speech.TTS_FIXED_SECONDS.get("cuda", 0.0), "per_pass": False}
+    checked = 0
+    for tts in (r for r in scorer_rows() if r.kind == "tts" and r.backend == "cuda" and r.in_fit):
+        model = CATALOG.get(score_speech.tts_model(tts))
+        if tts.passes != model.passes_per_frame or speech.TTS_MODEL_EFFICIENCY:
+            continue
+        fp32 = tts.peak != tts.extra[1]
+        device = devices.Device("gpu", tts.device, "cuda", None, 1e12, tts.extra[1], vector_flops=tts.peak if fp32 else None)
+        realtime, _ = speech.tts_realtime(model, device, "fp32" if fp32 else "fp16")
+        assert realtime == pytest.approx(score_speech.tts_predict_terms(tts, constants))
+        checked += 1
+    assert checked == 4  # Kokoro on the RTX 3090 Ti and 4060 Ti (fp32), F5-TTS at 32 steps on the RTX 3090 and L20

@@ -160,9 +160,10 @@ def test_text_to_speech_cost_is_parameters_times_frames_times_passes():
     f5 = model("f5-tts")
     device = gpu(24 * 1024**3, flops=100e12)
     # 2 x 336M x 93.75 frames x 64 passes = 4.032e12 FLOPs per second of audio
-    realtime, _ = speech.tts_realtime(f5, device)
+    realtime, _ = speech.tts_realtime(f5, device, "fp16")
     efficiency = speech.TTS_MODEL_EFFICIENCY.get(("f5-tts", "cuda"), speech.TTS_EFFICIENCY["cuda"])
-    assert realtime == pytest.approx(100e12 * efficiency / 4.032e12)
+    # plus the fixed GPU time per second of audio
+    assert realtime == pytest.approx(1 / (4.032e12 / (100e12 * efficiency) + speech.TTS_FIXED_SECONDS["cuda"]))
 
 
 # --- document search --------------------------------------------------------------------

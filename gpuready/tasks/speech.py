@@ -5,7 +5,8 @@ audio in 12 minutes, i.e. 5 minutes of audio per minute). Speech-to-text runs Wh
 encoder-decoder on 30 s windows: the encoder is compute bound (2 x encoder parameters x
 1,500 frames, plus attention over the frames), the decoder is bandwidth bound (every
 generated token reads the decoder's weights once, as in text generation). Text-to-speech
-is compute bound: 2 x parameters x output frames per second of audio x passes.
+is compute bound: 2 x parameters x output frames per second of audio x passes over the peak the
+variant runs at, plus on a GPU a fixed time per second of audio.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ STT_UNCERTAINTY = 0.39
 # cuda: F5-TTS on an RTX 3090 (7 steps on the Fast F5-TTS page; 16 and 32 steps in the F5-TTS paper) and an
 # L20 (32 steps, F5-TTS's own PyTorch benchmark), Kokoro on an RTX 4060 Ti (Kokoro-FastAPI's benchmark) and
 # on an RTX 3090 Ti (a one-request smoke test, speech-tts-devices2.toml); the CUDA figure is the median of
-# the six, so it follows F5-TTS and puts Kokoro 3-8x fast (TTS_MODEL_EFFICIENCY below)). The vocoder
+# the six, Kokoro's at the FP32 rate it runs at and after the fixed GPU time below (TTS_FIXED_SECONDS)). The vocoder
 # count and the stated clock were kept because they lower the leave-one-device-out error without raising
 # the leave-one-source-out one, and the thread term (a thread's share falling as threads^-a) was kept on
 # the same rule before the M4 Pro ONNX and i7-11700 rows; with those rows (and the i9-12900H's thread
@@ -94,13 +95,30 @@ TTS_EFFICIENCY = {"cpu": 0.26, "cuda": 0.19}
 # and an RTX 3090 Ti). TTS_MODEL_EFFICIENCY holds each catalogue model's own median on a GPU backend,
 # with the backend's figure the median of those, where the scorer keeps that term: it lowers the
 # leave-one-device-out error and does not raise the leave-one-source-out one (benchmarks/ACCURACY.md,
-# "Text to speech", terms tried). On the current rows it lowers the first (69% -> 61%) and raises the
-# second (43% -> 50%: F5-TTS's paper rows, held out, are predicted from the L20's and the 7-step
-# row's higher shares), so the table is empty and every model takes the backend's figure, the median
-# of all CUDA rows, until rows show the term again.
+# "Text to speech", terms tried). Once Kokoro is counted at the FP32 rate it runs at and the fixed GPU time is
+# taken off (TTS_FIXED_SECONDS), the term no longer lowers the first, so the table is empty and every model takes
+# the backend's figure, the median of all CUDA rows, until rows show the term again.
 TTS_MODEL_EFFICIENCY: dict[tuple[str, str], float] = {}
 TTS_CPU_THREAD_EXPONENT = 0.0
-TTS_UNCERTAINTY = 1.09
+# A GPU's fp32 run is counted at its FP32 (non-tensor) rate, not the FP16 tensor peak `Device.flops` holds
+# (tts_peak_flops): Kokoro's PyTorch model runs in fp32 (hexgrad/kokoro builds it so and Kokoro-FastAPI moves it to the
+# GPU uncast), and PyTorch leaves TF32 off for matrix multiplies by default (torch.backends.cuda.matmul.allow_tf32,
+# https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices); its cuDNN
+# convolutions may use TF32, whose dense rate on a GeForce card equals the FP32 rate, so a data-center GPU's fp32
+# estimate leans slow. Kept because it lowers the leave-one-device-out error without raising the leave-one-source-out
+# one (benchmarks/ACCURACY.md, "Text to speech", terms tried).
+# TTS_FIXED_SECONDS: seconds a GPU backend spends per second of audio however fast the GPU is. A small model's pass
+# on a GPU is many short kernels (Kokoro's LSTMs, AdaIN layers and vocoder convolutions), each dispatched from Python
+# and launched at a cost a faster GPU does not shorten, so its speed stops following peak FLOPS (Kokoro-FastAPI's
+# RTX 4060 Ti at 22 TFLOPS FP32 speaks 46x real time, a smoke test on an RTX 3090 Ti at 40 TFLOPS 29x). It plays the
+# part of text generation's per-layer fixed time (tasks/text_estimate.py LAYER_SECONDS). Fitted by
+# benchmarks/score_speech.py with the CUDA share on the CUDA rows (the value on a 0.1 ms grid that gives them the
+# least median error, refitting the share at each; a value above a row's whole measured time is refuted by it);
+# kept because it lowers the leave-one-device-out error without raising the leave-one-source-out one. A form paying it
+# once per network pass (F5-TTS's 64) was tried and not kept (ACCURACY.md, terms tried). A GPU backend without rows
+# takes CUDA's; a CPU has none.
+TTS_FIXED_SECONDS = {"cuda": 0.0071}
+TTS_UNCERTAINTY = 0.98
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,14 +249,33 @@ def tts_flops_per_audio_second(model: SpeechModel, passes: int | None = None) ->
     return 2 * frame_params * model.frames_per_second * (passes or model.passes_per_frame) + model.vocoder_flops_per_second
 
 
-def tts_peak_flops(device: Device) -> tuple[float, str]:
+def tts_peak_flops(device: Device, variant: str = "fp16") -> tuple[float, str]:
     """The peak text to speech is estimated against: a CPU's peak at the clock catalog/cpus.toml states for its
-    platform (Raspberry Pi boards) in place of the assumed all-core clock; any other device's peak as it is."""
-    if device.kind != "cpu" or not device.clock_hz:
+    platform (Raspberry Pi boards) in place of the assumed all-core clock; a GPU running fp32 weights at its FP32
+    (non-tensor) rate where the table gives one (FP32_ON_GPU); any other device's peak as it is."""
+    if device.kind != "cpu":
+        if variant == "fp32" and device.vector_flops and device.flops and device.vector_flops < device.flops:
+            return device.vector_flops, (f"{device.vector_flops / 1e12:.1f} TFLOPS ({device.name}'s FP32 rate: fp32 weights "
+                                         "do not run on its FP16 tensor cores)")
+        return device.flops, device_flops_basis(device)
+    if not device.clock_hz:
         return device.flops, device_flops_basis(device)
     peak = device.flops * device.clock_hz / ASSUMED_CPU_CLOCK_HZ
     return peak, (f"{peak / 1e9:.0f} GFLOPS ({device.name} at its stated {device.clock_hz / 1e9:g} GHz, not the assumed "
                   f"{ASSUMED_CPU_CLOCK_HZ / 1e9:g} GHz)")
+
+
+def tts_fixed_seconds(backend: str) -> tuple[float, str]:
+    """Seconds a GPU runtime spends per second of audio whatever the GPU's speed (TTS_FIXED_SECONDS; a GPU backend
+    without a fit takes CUDA's); none on a CPU."""
+    if backend == "cpu":
+        return 0.0, ""
+    value = TTS_FIXED_SECONDS.get(backend, TTS_FIXED_SECONDS.get("cuda", 0.0))
+    if not value:
+        return 0.0, ""
+    own = "" if backend in TTS_FIXED_SECONDS else f" (no TTS measurement for {backend}: CUDA's)"
+    return value, (f" + a fixed {value * 1e3:.1f} ms per second of audio{own} (short kernels launched one after another, "
+                   "which a faster GPU does not shorten; fitted on published TTS real-time factors)")
 
 
 def tts_efficiency(backend: str, threads: int | None = None, model_id: str | None = None) -> tuple[float, str]:
@@ -267,20 +304,22 @@ def tts_efficiency(backend: str, threads: int | None = None, model_id: str | Non
                    f"{f' for {model_id}' if own else ''} x {backend}'s text-generation prompt efficiency relative to CUDA's)")
 
 
-def tts_realtime(model: SpeechModel, device: Device) -> tuple[float | None, list[str]]:
+def tts_realtime(model: SpeechModel, device: Device, variant: str = "fp16") -> tuple[float | None, list[str]]:
+    """x real time = 1 / (FLOPs per second of audio / (peak x efficiency) + the fixed seconds per second of audio)."""
     if not device.flops:
         return None, [f"throughput of {device.name} unknown: speed not estimated"]
     # Every output frame of an utterance goes through the network at once (compute bound, like a
     # prompt); the efficiency is fitted on the rows of benchmarks/validation/speech-tts.toml.
     efficiency, why = tts_efficiency(device.backend, device.cores if device.kind == "cpu" else None, model.id)
     flops = tts_flops_per_audio_second(model)
-    peak, peak_basis = tts_peak_flops(device)
-    seconds = flops / (peak * efficiency)
+    peak, peak_basis = tts_peak_flops(device, variant)
+    fixed, why_fixed = tts_fixed_seconds(device.backend)
+    seconds = flops / (peak * efficiency) + fixed
     frame_params = model.params - model.vocoder_params
     count = (f"2 x {frame_params / 1e6:.0f}M parameters x {model.frames_per_second:g} frames x {model.passes_per_frame} passes"
              + (f" + the vocoder's {model.vocoder_flops_per_second / 1e9:.1f} GFLOPs at its upsampled rates"
                 if model.vocoder_flops_per_second else ""))
-    return 1.0 / seconds, [f"{flops / 1e9:.1f} GFLOPs per second of audio ({count}); {peak_basis} x {why}"]
+    return 1.0 / seconds, [f"{flops / 1e9:.1f} GFLOPs per second of audio ({count}); {peak_basis} x {why}{why_fixed}"]
 
 
 def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device, measured: tuple = ()) -> TaskEstimate:
@@ -302,7 +341,7 @@ def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device, 
                                                                       lines, measured, WINDOW_SECONDS, STT_UNCERTAINTY)
         details = (("encoder_seconds_per_window", encode or 0.0), ("tokens_per_window", float(TOKENS_PER_WINDOW)))
     else:
-        speed, lines = tts_realtime(model, device)
+        speed, lines = tts_realtime(model, device, variant)
         details = ()
         uncertainty = TTS_UNCERTAINTY
     return TaskEstimate(model.id, variant, placement, memory, memory.on("gpu"), memory.on("system"), speed,
