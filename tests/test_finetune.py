@@ -5,7 +5,9 @@ verdicts over the text-generation catalogue, and `check --task fine-tuning` exit
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from gpuready.host import ReplayHost
 from gpuready.probes import probe_hardware
 from gpuready.report import build_report, report_json
 from gpuready.tasks import finetune
+from gpuready.tasks.devices import Device
 from gpuready.tasks.finetune_memory import (
     METHODS,
     Recipe,
@@ -306,4 +309,48 @@ def test_the_estimate_breakdown_keeps_its_columns_for_long_part_names(capsys):
     memory = out.split("Memory\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert memory[0].startswith("  base weights (NF4, embeddings 16-bit)")
     assert len({line.index(" GB") for line in memory}) == 1  # every size ends in one column
-    assert "\n  1,259 training tokens/s\n" in out  # a +/-50% figure without cents
+    assert "\n  1,108 training tokens/s\n" in out  # a +/-50% figure without cents (LoRA 1,259 less the NF4 dequantisation)
+
+
+@pytest.mark.parametrize(("backend", "cards", "checkpointing"), [("cuda", 1, True), ("cuda", 1, False), ("rocm", 2, True),
+                                                                  ("metal", 1, True)])
+def test_qlora_pays_for_dequantising_its_nf4_base_once_a_pass_of_each_step(backend, cards, checkpointing):
+    # TOY: 1e9 parameters, 2 x 10,000 x 1,000 of them embeddings and head (kept 16-bit): 0.98e9 weights in NF4.
+    name = f"{cards} x Card" if cards > 1 else "Card"
+    gpu = Device("gpu", name, backend, 80 * 1024**3 * cards, 1e12, 1e14, count=cards)
+    cpu = Device("cpu", "CPU", "cpu", 64 * 1024**3, 5e10, 1e12)
+    options = Options(sequence_tokens=1000, micro_batch=2, checkpointing=checkpointing)
+    lora = finetune.estimate(TOY, "lora", CATALOG, gpu, cpu, options)
+    qlora = finetune.estimate(TOY, "qlora", CATALOG, gpu, cpu, options)
+    efficiency = finetune.TRAINING_EFFICIENCY[backend]
+    compute_s = 2000 * flops_per_token(TOY, Recipe("lora", 1000, 2, 16, checkpointing)) / (1e14 * efficiency)
+    assert lora.speed == pytest.approx(cards * 2000 / compute_s)
+    # forward, backward (and the recomputed forward): 0.98e9 weights x 10.7 bytes at 1 TB/s each; MLX has no 16-bit copy
+    passes = 3 if checkpointing else 2
+    dequant_s = passes * 0.98e9 * finetune.QLORA_DEQUANT_BYTES_PER_WEIGHT / 1e12 if backend != "metal" else 0.0
+    assert qlora.speed == pytest.approx(cards * 2000 / (compute_s + dequant_s))
+    assert any(f"dequantised to 16-bit {passes} times a step" in line for line in qlora.basis) == (backend != "metal")
+
+
+def test_a_longer_step_hides_more_of_qloras_dequantisation():
+    gpu = Device("gpu", "Card", "cuda", 80 * 1024**3, 1e12, 1e14)
+    cpu = Device("cpu", "CPU", "cpu", 64 * 1024**3, 5e10, 1e12)
+    ratios = []
+    for tokens in (256, 1024, 4096):
+        lora, qlora = (finetune.estimate(TOY, method, CATALOG, gpu, cpu, Options(sequence_tokens=tokens)).speed
+                       for method in ("lora", "qlora"))
+        ratios.append(qlora / lora)
+    assert all(ratio < 1 for ratio in ratios) and ratios == sorted(ratios)
+
+
+def test_the_dequantisation_constant_is_the_median_the_scorer_fits_from_litgpts_rows():
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "score_finetune.py"
+    spec = importlib.util.spec_from_file_location("score_finetune", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.dequant_rows()
+    assert len(rows) == 8
+    # Llama 2 7B LoRA: (3.83 - 2.36) min / 1,000 steps = 88.2 ms; x 1,555 GB/s / (6,476,005,376 weights x 2 passes)
+    llama = next(r for r in rows if r["model"] == "llama-2-7b" and r["script"] == "lora")
+    assert llama["bytes"] == pytest.approx(0.0882 * 1555e9 / (6_476_005_376 * 2), rel=1e-3)
+    assert finetune.QLORA_DEQUANT_BYTES_PER_WEIGHT == pytest.approx(statistics.median(r["bytes"] for r in rows), abs=0.05)

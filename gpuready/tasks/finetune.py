@@ -17,6 +17,7 @@ from gpuready.tasks.base import MemoryParts, Task, TaskEstimate, level_at_least,
 from gpuready.tasks.devices import Device, one_card
 from gpuready.tasks.finetune_memory import (
     FULL_METHODS,
+    embedding_params,
     METHODS,
     Recipe,
     flops_per_token,
@@ -52,6 +53,17 @@ SPEED_UNCERTAINTY = 0.5
 # allocator's reserved-but-unused memory (an assumption; torchtune's tables report reserved
 # peaks for this reason).
 ALLOCATOR_MARGIN = 0.20
+# QLoRA's 4-bit base is dequantised to 16-bit for every matrix product (bitsandbytes' dequantize kernel, then a 16-bit
+# GEMM): once in the forward pass, once in the backward pass for the input gradient, once more where checkpointing
+# recomputes the forward. That memory-bound work is per step and per quantised weight, whatever the step's tokens:
+# a long sequence hides it, a short one does not. Measured as the extra time a step took with the base in NF4 with
+# double quantisation, against the same run in bf16, over the linear weights and the GPU's bandwidth: LitGPT's
+# resource tables (A100-SXM4-40GB, bitsandbytes 0.41.1; benchmarks/validation/fine-tuning-qlora-speed.toml) give
+# 9.1-12.4 bytes a weight a pass on eight runs of four models, median 10.7 (benchmarks/FINETUNE_ACCURACY.md scores it
+# with each model held out): about 4x what reading 0.5 and writing 2 bytes a weight at full bandwidth would take.
+# bitsandbytes only: MLX's quantised LoRA multiplies the packed weights directly (no 16-bit copy).
+QLORA_DEQUANT_BYTES_PER_WEIGHT = 10.7
+QLORA_DEQUANT_BACKENDS = ("cuda", "rocm")
 RUNTIMES = {"cuda": "PyTorch (CUDA)", "rocm": "PyTorch (ROCm)", "metal": "MLX (mlx-lm)", "cpu": "PyTorch (CPU)"}
 # What each method needs beyond PyTorch: bitsandbytes' 8-bit optimisers and 4-bit base run on
 # CUDA and ROCm GPUs; MLX trains LoRA adapters over a quantised model (QLoRA) but has no 8-bit
@@ -85,8 +97,15 @@ def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, opti
     flops = flops_per_token(model, plan)
     efficiency = TRAINING_EFFICIENCY.get(device.backend, TRAINING_EFFICIENCY["cpu"])
     # Data parallel: every card trains on its own micro-batches, so a group's speed adds up.
-    peak = device.flops if placement == "cpu" or gpu is None or not gpu.flops else gpu.flops * gpu.count
-    speed = peak * efficiency / flops if peak else None
+    on_gpu = placement != "cpu" and gpu is not None and bool(gpu.flops)
+    cards = gpu.count if on_gpu else 1
+    card = one_card(gpu) if on_gpu else device
+    dequant_s = dequant_seconds(model, plan, card) if variant == "qlora" else 0.0
+    speed = None
+    if card.flops:
+        step_s = plan.tokens * flops / (card.flops * efficiency) + dequant_s
+        speed = cards * plan.tokens / step_s
+    peak = card.flops * cards if card.flops else None
     loss = next(size for label, size in components.items() if label.startswith("loss"))
     low = memory.total_bytes - loss
     high = int(memory.total_bytes * (1 + ALLOCATOR_MARGIN))
@@ -107,12 +126,36 @@ def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, opti
             f"{' + 2 recomputed' if plan.checkpointing else ''}, plus attention) on {peak / 1e12:.1f} TFLOPS x "
             f"{efficiency:.0%} {device.backend} training efficiency; {speed * 0.5:,.0f}-{speed * 1.5:,.0f} tokens/s"
         )
+        if dequant_s:
+            basis.append(
+                f"NF4 base dequantised to 16-bit {dequant_passes(plan)} times a step (forward, backward"
+                f"{', recompute' if plan.checkpointing else ''}): {quantised_weights(model) / 1e9:.2f}B weights x "
+                f"{QLORA_DEQUANT_BYTES_PER_WEIGHT} bytes at {card.bandwidth_bytes_per_s / 1e9:,.0f} GB/s = "
+                f"{dequant_s * 1e3:,.0f} ms a step of {plan.tokens:,} tokens (bitsandbytes; LitGPT's A100 tables)"
+            )
         if gpu is not None and gpu.count > 1 and placement == "gpu":
             basis.append(f"data parallel over {gpu.name}: each GPU holds a whole copy; speed adds up")
     details = (("trainable_params", float(trainable)), ("flops_per_token", flops),
                ("memory_low_bytes", float(low)), ("memory_high_bytes", float(high)))
     return TaskEstimate(model.id, variant, placement, memory, memory.on("gpu"), memory.on("system"), speed,
                         "training tokens/s", SPEED_UNCERTAINTY, details, tuple(basis))
+
+
+def quantised_weights(model) -> float:
+    """The weights QLoRA stores in NF4: all but the embeddings and output head (finetune_memory's NF4 part)."""
+    return model.params - embedding_params(model)
+
+
+def dequant_passes(plan: Recipe) -> int:
+    return 3 if plan.checkpointing else 2
+
+
+def dequant_seconds(model, plan: Recipe, card: Device) -> float:
+    """Seconds a training step spends dequantising QLoRA's NF4 base on one card (QLORA_DEQUANT_BYTES_PER_WEIGHT);
+    0 where bitsandbytes does not run it or the card's bandwidth is unknown."""
+    if card.backend not in QLORA_DEQUANT_BACKENDS or not card.bandwidth_bytes_per_s:
+        return 0.0
+    return dequant_passes(plan) * quantised_weights(model) * QLORA_DEQUANT_BYTES_PER_WEIGHT / card.bandwidth_bytes_per_s
 
 
 def at_risk(model, estimate: TaskEstimate, gpu: Device | None, cpu: Device) -> str | None:
