@@ -430,3 +430,10 @@ def test_a_training_sequence_longer_than_the_models_context_fails_as_a_long_cont
 def test_a_gpu_memory_bound_names_the_total_beside_the_usable_memory(capsys, machine, wanted, code, line):
     got, out, _ = check(capsys, "--min-gpu-memory", wanted, "--machine", str(FIXTURES / machine))
     assert (got, out.strip()) == (code, line)
+
+
+@pytest.mark.parametrize(("quant", "runtime"), [("fp32", "PyTorch (CUDA)"), ("fp16", "kokoro-onnx (ONNX Runtime, CUDA)")])
+def test_kokoros_fp16_variant_names_the_runtime_that_ships_fp16_weights(quant, runtime):
+    # hexgrad/kokoro runs its PyTorch model in fp32 whatever the GPU; the fp16 file is kokoro-onnx's
+    verdicts = judge_all(CATALOG, with_gpu(ryzen(), "RTX 4090"), Options(quant=quant), task="speech")
+    assert summary(verdicts, "speech")["kokoro-82m"] == ("runs-well", quant, "gpu", runtime)

@@ -698,6 +698,7 @@ def test_enter_opens_the_details_of_a_model_of_every_task(machine):
         assert verdict.model_name in body
         assert ("tokens of context" in body) == (verdict.context_tokens is not None)
         assert ("press c to try another context length" in body) == (verdict.context_tokens is not None)
+        assert ("press c for the settings" in body) == (verdict.context_tokens is None)
         # every task's memory breakdown, by its own parts (text generation: weights, KV cache, ...)
         memory = verdict.estimate.memory
         labels = [part.label for part in memory.parts] if hasattr(memory, "parts") else ["weights", "KV cache"]

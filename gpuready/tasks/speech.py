@@ -363,6 +363,11 @@ def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: Device | None)
     if model.kind == "tts":
         if model.id.startswith("piper"):
             return "Piper (ONNX Runtime, CUDA)" if backend == "cuda" else "Piper (ONNX Runtime, CPU)"
+        if model.id.startswith("kokoro") and estimate.quant == "fp16":
+            # hexgrad/kokoro and Kokoro-FastAPI run the PyTorch model in fp32; the fp16 weights are kokoro-onnx's
+            # kokoro-v1.0.fp16.onnx (https://github.com/thewh1teagle/kokoro-onnx/releases, model-files-v1.0)
+            return {"cuda": "kokoro-onnx (ONNX Runtime, CUDA)", "metal": "kokoro-onnx (ONNX Runtime, CoreML)",
+                    "rocm": "kokoro-onnx (ONNX Runtime, ROCm)"}.get(backend, "kokoro-onnx (ONNX Runtime)")
         return {"cuda": "PyTorch (CUDA)", "metal": "PyTorch (MPS) or MLX", "cpu": "PyTorch (CPU)"}.get(backend, f"PyTorch ({backend})")
     if estimate.quant.startswith("q"):
         return {"cuda": "whisper.cpp (CUDA)", "metal": "whisper.cpp (Metal)", "rocm": "whisper.cpp (ROCm/HIP)",

@@ -93,7 +93,7 @@ class GpureadyApp(App):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("c", "settings", "Context"),
+        Binding("c", "settings", "Settings"),  # context first, then every task's own
         Binding("r", "only_runnable", "Runs only"),
         Binding("w", "whatif", "What-if"),
         Binding("x", "reset_whatif", "Undo"),

@@ -159,8 +159,9 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
         lines(verdict.suggestions, bullet="→ ")
     else:
         text.append("  nothing needed: it already runs as well as this machine allows\n" if verdict.level == "runs-well" else "  no change found in the catalogue's variants\n", style=muted)
-    # the context length changes only the tasks that have one (text generation, fine-tuning)
-    keys = "c to try another context length, w" if verdict.context_tokens is not None else "w"
-    text.append(f"  (press {keys} to try another GPU)\n", style=muted)
+    # the context length changes only the tasks that have one (text generation, fine-tuning); the others have their
+    # own settings in the same dialog (image resolution, documents to index)
+    keys = "c to try another context length" if verdict.context_tokens is not None else "c for the settings"
+    text.append(f"  (press {keys}, w to try another GPU)\n", style=muted)
     text.rstrip()
     return text
