@@ -373,7 +373,9 @@ def text_generation(catalog, out: list[str]) -> None:
                                             f"{model.id} {quant_id}" if depth == 0 else "",
                                             est.matmul_params(model) / device.unpack_flops if device.unpack_flops else 0.0,
                                             known_s=est.padded_expert_seconds(model, device, bf16),
-                                            vendor_class=vendor_class(device)))
+                                            vendor_class=vendor_class(device),
+                                            kv_s=kv_read / device.bandwidth_bytes_per_s, depth=depth,
+                                            label=f"{model.id} {quant_id}"))
             if device.kind == "gpu" and not model.is_moe:
                 baseline.append(ape(0.72 * device.bandwidth_bytes_per_s / weights, row["tokens_per_s"]))
         else:
@@ -459,7 +461,7 @@ def constants_text() -> str:
             tables["PROMPT_SECONDS_PER_TFLOP"][key] = f"{fitted:.2f}e-3"
         elif name == "PROMPT_JOULES_PER_FLOP (picojoules)":
             tables["PROMPT_JOULES_PER_FLOP"][key] = f"{fitted:.4f}e-12"
-        elif name in ("MOE_LAYER_FACTOR", "PROMPT_GEFORCE_RATE", "PROMPT_MOE_EFFICIENCY"):
+        elif name in ("MOE_LAYER_FACTOR", "PROMPT_GEFORCE_RATE", "PROMPT_MOE_EFFICIENCY", "KV_READ_EXTRA"):
             tables[name] = f"{fitted:.2f}"
         elif name in ("BANDWIDTH_EFFICIENCY", "QUANT_FAMILY_EFFICIENCY", "COMPUTE_EFFICIENCY", "PROMPT_EFFICIENCY", "UNPACK_OPS_PER_WEIGHT",
                       "PROMPT_FAMILY_EFFICIENCY", "SPEED_BAND", "PROMPT_BAND", "QUANT_FAMILY_BAND", "PROMPT_FAMILY_BAND"):

@@ -96,10 +96,10 @@ def _identity(row) -> tuple:
 def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str], fits: dict) -> None:
     """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill `fits`."""
     gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation,
-                                         ("layers", "families", "hbm", "moe", "unpack", "lowbit", "intel"),
+                                         ("layers", "families", "hbm", "moe", "unpack", "lowbit", "intel", "kv"),
                                          {"hbm": lambda r: r.memory_class == "hbm", "moe": lambda r: r.moe,
                                           "lowbit": lambda r: r.family == speedfit.LOW_BIT_FAMILY,
-                                          "intel": lambda r: bool(r.vendor_class)})
+                                          "intel": lambda r: bool(r.vendor_class), "kv": lambda r: r.depth > 0})
     # "lowbit": 2- and 3-bit K-quants as their own family (their own unpacking cost), or folded into K-quants.
     gen_rows = speedfit.merge_low_bit(gen_rows, gen_terms["lowbit"])
     # The prompt model in the generation model's form: seconds per token = (2 x active params / peak FLOPS) / e
@@ -205,8 +205,9 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "memory speed is not stated; a "
                "May 2025 Vulkan build on an RTX 2070. Prompt: Intel GPUs under Vulkan and SYCL; a Vulkan RTX 2080 Ti whose "
                "source prints no device line (gpuready assumes Turing gets matrix cores); BF16 MoE on the Radeon 8060S; "
-               "MoE on GB10; the 24-core M1 Max; the H200's quantised prompts of a 1B model (the latest round, below).\n\n"
-               "Latest round: the first rows measured for gpuready on a GPU it was lent (text-generation-h200.toml: one "
+               "MoE on GB10; the 24-core M1 Max; the H200's quantised prompts of a 1B model (the round before, below).\n\n"
+               + depth_round(gen_rows, gen_trials, gen_terms, lodo) + "\n\n"
+               "The round before: the first rows measured for gpuready on a GPU it was lent (text-generation-h200.toml: one "
                "NVIDIA H200, llama.cpp 0c1e570 built there, Llama 3.1 8B and 3.2 1B shapes in Q4_K_M, Q4_0, Q8_0 and F16, "
                "tg128 at depths 0, 4096 and 16384; benchmarks/gpu_run.sh). Held out under the term set of the round "
                "before, every H200 generation row was predicted slow (median 36%, worst 48%): the HBM class (\"hbm\", "
@@ -221,7 +222,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "a fixed prompt cost per layer per token (which fits the H200's two shapes at about 1.2 us beside 218 "
                "TFLOPS): as a third term it raised CUDA's held-out prompt error from 18.9% to 22.8%, and as a third form "
                "of the second term it lost on CUDA (25.5% against 21.6%) and won nowhere by more than half a point.\n\n"
-               "The round before: 30 mixture-of-experts rows on 8 more devices (text-generation-moe.toml: Strix Halo under ROCm, "
+               "Two rounds before: 30 mixture-of-experts rows on 8 more devices (text-generation-moe.toml: Strix Halo under ROCm, "
                "Radeon PRO W7800 and RX 7900 XTX under ROCm, RTX 4090, Tesla P40, A10 and RTX PRO 6000 under CUDA, Mixtral on "
                "an M2 Max): the MoE prompt rows went 44% -> 22% held out and their band covers 76% of them (was 38%); with "
                "them the prompt term choice keeps per-family efficiencies (float 1.18, legacy 1.09 of K-quants; 15.1% "
@@ -303,7 +304,8 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     out.append("A term is kept only if dropping it raises the held-out error, the mean of the leave-one-device-out and "
                "leave-one-source-out medians (tried in order; a dropped term's constants are neutral: efficiency 1.0, "
                "seconds 0). A term for one class of rows (hbm: HBM GPUs; moe: mixture-of-experts models; lowbit: 2- and "
-               "3-bit K-quants; cublas: CUDA prompts of the cuBLAS era; intel: Intel GPUs under Vulkan) is judged on "
+               "3-bit K-quants; cublas: CUDA prompts of the cuBLAS era; intel: Intel GPUs under Vulkan; kv: generation "
+               "after a context already in the KV cache, llama-bench's @d tests) is judged on "
                "that class's own rows, and the other rows' figures are shown beside it: a median over all rows cannot "
                "see a term that fixes a few of them.\n")
     out.append("| model | variant | held-out error | with the term |\n|---|---|---:|---:|")
@@ -329,6 +331,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         record(out, fits, "LAYER_SECONDS (microseconds)", backend, fit.layer_s[backend] * 1e6,
                est.LAYER_SECONDS[backend] * 1e6 if backend in est.LAYER_SECONDS else None)
     record(out, fits, "MOE_LAYER_FACTOR", "all", fit.moe_layer_factor, est.MOE_LAYER_FACTOR)
+    record(out, fits, "KV_READ_EXTRA", "all", fit.kv_extra, est.KV_READ_EXTRA)
     # Without the "lowbit" term, 2- and 3-bit K-quants take the K-quants' constants.
     unpack_ops = {speedfit.LOW_BIT_FAMILY: fit.unpack_ops[speedfit.REFERENCE_FAMILY], **fit.unpack_ops}
     family_share = {speedfit.LOW_BIT_FAMILY: fit.family[speedfit.REFERENCE_FAMILY], **fit.family}
@@ -383,6 +386,45 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         source = row.source.replace("https://github.com/", "").split("/blob/")[0]
         out.append(f"| {row.device} | {row.backend} | {row.variant} | {source} | {1 / row.measured_s:.0f} | {predicted:.0f} | {err:.0f}% |")
     out.append("")
+
+
+def depth_round(gen_rows: list, trials: list, terms: dict, lodo: list) -> str:
+    """The paragraph on generation at depth: the rows, the KV-read term's held-out figures, each series' own k."""
+    deep = [r for r in gen_rows if r.depth]
+    trial = {label.split(",")[0] + ("" if "own" in label else " others"): (score, best) for label, score, best in trials
+             if label.startswith("without kv")}
+    own_without, own_with = trial["without kv"]
+    rest_without, rest_with = trial["without kv others"]
+    fitted = speedfit.fit_generation(gen_rows, **{**terms, "kv": True})
+    implied = speedfit.kv_series(gen_rows, lambda row: fitted.efficiency[speedfit.klass(row, terms["hbm"], terms["intel"])])
+    table = "\n".join(f"| {device} | {backend} | {label} | {low:,} -> {high:,} | {extra:.2f} |"
+                      for device, backend, label, low, high, extra in implied)
+    low, high = min(implied, key=lambda s: s[-1]), max(implied, key=lambda s: s[-1])
+    h200 = [e for r, e in lodo if r.device == "h200" and r.depth]
+    return (f"Latest round: generation at depth (text-generation-depth.toml: llama.cpp's benches/dgx-spark.md at four "
+            f"depths for its five models, an M2 Ultra's Qwen3 0.6B from 2,048 to 32,768 tokens (PR #26570), Strix Halo "
+            f"under ROCm and Vulkan; {len(deep)} generation rows at depth on {len({r.device for r in deep})} devices and "
+            f"{len({r.backend for r in deep})} backends, with the H200's, RX 7900 XTX's and 4x RTX 4090's of earlier "
+            "rounds). On the H200 (issue 10) a token at 16,384 tokens of Llama 3.1 8B Q4_K_M took 0.97 ms more than "
+            "at none, for 2.15 GB more f16 K/V: the cache read at about half the weights' share of bandwidth. "
+            "llama.cpp's flash-attention decode kernel runs one token's query heads over few KV heads (32 over 8 "
+            "there), so it splits the cache's length across blocks and reduces the pieces in a second kernel, where a "
+            "weight matrix-vector product spreads over every row. The term (\"kv\", KV_READ_EXTRA): the KV cache's "
+            "bytes at 1 / (1 + k) of the weights' effective bandwidth, one k for all backends, taken from the series "
+            "of rows at several depths (one device, source and model): between a series' shallowest and deepest row "
+            "the weights and fixed costs are the same, so its extra time per token over the extra cache bytes at its "
+            "backend's efficiency, less 1, is its own k (the table); k is the median over devices of each device's "
+            f"median. Fitted on every row that is {fitted.kv_extra:.2f}; the series run from "
+            f"{low[-1]:.2f} ({low[0]}, {low[2]}) to {high[-1]:.2f} ({high[0]}, {high[2]}). Held out (k from the "
+            f"other devices' series) the depth rows' error is {own_with:.2f}% with the term and {own_without:.2f}% "
+            f"without (the other rows {rest_with:.2f}% and {rest_without:.2f}%), so it is "
+            f"{'kept' if terms['kv'] else 'dropped (KV_READ_EXTRA 0)'}. In this round's first try k was fitted with "
+            "the other constants on every row's relative error, and came out at 0.03: the devices' errors at depth 0 "
+            "decided it. Held out, the H200's "
+            f"depth rows are predicted within {max(h200):.0f}% (median {statistics.median(h200):.0f}%); one k cannot "
+            "serve a series that wants twice it, and more series at depth on large GPUs (H100, MI300X, RTX 5090) are "
+            "what a per-architecture k needs.\n\n"
+            "| device | backend | model | depths | k implied |\n|---|---|---|---|---:|\n" + table)
 
 
 def full_rate(rows: list, on: bool) -> list:

@@ -3,12 +3,14 @@
 A generation row is (backend, quant family, ideal seconds x = bytes read / peak bandwidth,
 layers L, measured seconds per token t, device, source). The model is
 
-    t = x / (e_backend * q_family) + L * c_backend
+    t = x / (e_backend * q_family) + L * c_backend + k x_kv / e_backend
 
 (e: bandwidth efficiency for K-quants, q: the family's efficiency relative to K-quants,
-c: fixed seconds per layer per token). It is linear in (1/e, c) for a fixed q and linear
-in 1/q for fixed (e, c), so the fit alternates two small least-squares problems on the
-relative error (t_predicted / t - 1): no solver library, a few milliseconds.
+c: fixed seconds per layer per token; x_kv: the KV cache's share of x, read by the attention
+kernel, and k its extra cost: the cache is read at e / (1 + k) where the "kv" term is on).
+It is linear in (1/e, c) for a fixed q, in 1/q for fixed (e, c) and in k for the rest, so the
+fit alternates small least-squares problems on the relative error (t_predicted / t - 1): no
+solver library, a few milliseconds.
 
 A prompt row is (backend, family, implied efficiency = measured / (peak FLOPS / 2 x active
 parameters)). The prompt model is fitted in the generation model's form (compute time plus a
@@ -51,6 +53,9 @@ class GenRow:
     known_s: float = 0.0  # seconds a token spends in work no generation constant scales (padded BF16 expert products on Vulkan)
     cublas: bool = False  # prompt rows: quantised weights dequantised to FP16 for cuBLAS (PromptRow.cublas)
     vendor_class: str = ""  # "intel" for Intel GPUs under Vulkan: their own constants when that term is on
+    kv_s: float = 0.0  # KV cache bytes read per token / peak bandwidth (part of ideal_s)
+    depth: int = 0  # tokens already in the context when the test began (llama-bench's @dN)
+    label: str = ""  # model and quant, at every depth (variant is empty at depth: no prompt row pairs with it)
 
 
 def klass(row: GenRow, hbm: bool, intel: bool = False) -> str:
@@ -68,6 +73,7 @@ class GenFit:
     layer_s: dict  # backend -> seconds per layer per token
     moe_layer_factor: float = 1.0  # a mixture-of-experts layer's fixed cost, in dense layers
     unpack_ops: dict = None  # family -> operations per weight to unpack it (compute, not bytes)
+    kv_extra: float = 0.0  # k: the KV cache's read costs (1 + k) x its bytes over the weights' effective bandwidth
 
 
 @dataclass(frozen=True)
@@ -104,14 +110,16 @@ def merge_low_bit(rows: list, on: bool) -> list:
 
 
 def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True,
-                   moe: bool = True, unpack: bool = True, lowbit: bool = True, intel: bool = True) -> GenFit:
-    """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and unpacking ops, MoE factor."""
+                   moe: bool = True, unpack: bool = True, lowbit: bool = True, intel: bool = True, kv: bool = True) -> GenFit:
+    """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and unpacking ops, MoE factor,
+    and the KV cache's extra read cost."""
     rows = merge_low_bit(rows, lowbit)
     inverse = {klass(row, hbm, intel): 1.5 for row in rows}
     fixed = {klass(row, hbm, intel): 0.0 for row in rows}
     ratio = {row.family: 1.0 for row in rows}
     ops = {row.family: 0.0 for row in rows}
     factor = 1.0
+    kv_extra = 0.0
 
     def layer_count(row: GenRow) -> float:
         return row.layers * (factor if row.moe else 1.0)
@@ -119,7 +127,7 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
     def parts(row: GenRow) -> tuple[float, float, float]:
         """Each term's share of the measured time: bytes, fixed per layer, unpacking (with the known seconds)."""
         key = klass(row, hbm, intel)
-        return (row.ideal_s * inverse[key] * ratio[row.family] / row.measured_s,
+        return ((row.ideal_s * ratio[row.family] + row.kv_s * kv_extra) * inverse[key] / row.measured_s,
                 layer_count(row) * fixed[key] / row.measured_s,
                 (row.weight_s * ops[row.family] + row.known_s) / row.measured_s)
 
@@ -127,13 +135,13 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
     by_family = {family: [row for row in rows if row.family == family] for family in ratio}
     previous = None
     for _ in range(ITERATIONS):
-        state = (*inverse.values(), *fixed.values(), *ratio.values(), *ops.values(), factor)
+        state = (*inverse.values(), *fixed.values(), *ratio.values(), *ops.values(), factor, kv_extra)
         if previous and all(abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-12) for a, b in zip(state, previous)):
             break  # converged: no constant moved by a billionth
         previous = state
         for backend in inverse:
             mine = by_class[backend]
-            u = [row.ideal_s * ratio[row.family] / row.measured_s for row in mine]
+            u = [(row.ideal_s * ratio[row.family] + row.kv_s * kv_extra) / row.measured_s for row in mine]
             v = [layer_count(row) / row.measured_s for row in mine]
             y = [1 - parts(row)[2] for row in mine]
             inverse[backend], fixed[backend] = _two_term(u, v, layers, y)
@@ -143,6 +151,8 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
             y = [1 - parts(row)[0] - parts(row)[2] for row in experts]
             suu = sum(a * a for a in u)
             factor = max(1.0, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0  # no row pays the term
+        if kv:
+            kv_extra = series_kv_extra(rows, lambda row: 1 / inverse[klass(row, hbm, intel)])
         if unpack:
             for family in ops:
                 if family == "float":  # F16/BF16 weights need no unpacking
@@ -158,12 +168,46 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
                     continue
                 mine = by_family[family]
                 u = [row.ideal_s * inverse[klass(row, hbm, intel)] / row.measured_s for row in mine]
-                y = [1 - parts(row)[1] - parts(row)[2] for row in mine]
+                y = [1 - row.kv_s * kv_extra * inverse[klass(row, hbm, intel)] / row.measured_s
+                     - parts(row)[1] - parts(row)[2] for row in mine]
                 suu = sum(a * a for a in u)
                 ratio[family] = max(0.2, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0
     return GenFit(efficiency={b: 1 / a for b, a in inverse.items()},
                   family={f: 1 / r for f, r in ratio.items()},
-                  layer_s=dict(fixed), moe_layer_factor=factor, unpack_ops=dict(ops))
+                  layer_s=dict(fixed), moe_layer_factor=factor, unpack_ops=dict(ops), kv_extra=kv_extra)
+
+
+def kv_series(rows: list[GenRow], efficiency) -> list[tuple]:
+    """What each series of rows at several depths says k is: (device, backend, model, shallowest depth, deepest
+    depth, k). Between the shallowest and the deepest row of one device, source and model the weights and fixed
+    costs are the same, so the extra time a token takes is the extra cache read alone:
+    k = measured extra time / (extra cache bytes over the weights' effective bandwidth, ``efficiency(row)``) - 1
+    (0: the cache reads as fast as the weights). Fitting k with the other constants on every row's relative error
+    instead lets the devices' errors at depth 0 decide it (0.03 on the committed rows, against 0.1-0.9 from every
+    series but one)."""
+    series: dict = {}
+    for row in rows:
+        series.setdefault((row.device, row.backend, row.source, row.label), []).append(row)
+    found = []
+    for (device, backend, _, label), mine in sorted(series.items()):
+        mine = sorted(mine, key=lambda r: r.depth)
+        shallow, deep = mine[0], mine[-1]
+        if deep.depth == shallow.depth or deep.kv_s <= shallow.kv_s:
+            continue
+        extra = (deep.measured_s - shallow.measured_s) / ((deep.kv_s - shallow.kv_s) / efficiency(deep)) - 1
+        found.append((device, backend, label, shallow.depth, deep.depth, extra))
+    return found
+
+
+def series_kv_extra(rows: list[GenRow], efficiency) -> float:
+    """One k for every backend: the median over devices of each device's median series k (kv_series), so a device
+    with many series (GB10's five models) counts once; 0 without a series, never below 0."""
+    by_device: dict = {}
+    for device, _, _, _, _, extra in kv_series(rows, efficiency):
+        by_device.setdefault(device, []).append(extra)
+    if not by_device:
+        return 0.0
+    return max(0.0, statistics.median(statistics.median(values) for values in by_device.values()))
 
 
 def _two_term(u: list[float], v: list[float], with_fixed: bool, y: list[float] | None = None) -> tuple[float, float]:
@@ -199,7 +243,8 @@ def predict_generation(row: GenRow, fit: GenFit) -> float:
     family = fit.family.get(row.family, 1.0)
     fixed = fit.layer_s.get(key, 0.0) * (fit.moe_layer_factor if row.moe else 1.0)
     unpack = row.weight_s * (fit.unpack_ops or {}).get(row.family, 0.0)
-    return 1 / (row.ideal_s / (efficiency * family) + row.layers * fixed + unpack + row.known_s)
+    return 1 / (row.ideal_s / (efficiency * family) + row.kv_s * fit.kv_extra / efficiency + row.layers * fixed + unpack
+                + row.known_s)
 
 
 def fit_prompt(rows: list[PromptRow], families: bool = True) -> PromptFit:

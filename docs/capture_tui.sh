@@ -8,17 +8,29 @@ GPUREADY=${1:-.venv-tui/bin/gpuready}
 MACHINES=tests/fixtures/machines
 SESSION=gpuready-capture
 
-# capture NAME WIDTH HEIGHT "ARGS" KEYS...: start the UI, wait for the probe, send each key
-# (0.6 s apart, so ESC is never read as Alt), and save the screen.
+# capture NAME WIDTH HEIGHT "ARGS" KEYS...: start the UI, wait until its tabs are on screen
+# (a fixed sleep lost the first keys on a loaded machine), send each key (KEY_GAP s apart, 0.6 by
+# default, so ESC is never read as Alt), and save the screen.
+KEY_GAP=${KEY_GAP:-0.6}
+wait_for_ui() {
+    for _ in $(seq 1 120); do
+        if tmux capture-pane -p -t "$SESSION" | grep -q "1 Overview"; then
+            sleep 0.5
+            return 0
+        fi
+        sleep 0.25
+    done
+    echo "capture_tui.sh: the UI did not start within 30 s" >&2
+}
 capture() {
     local name=$1 width=$2 height=$3 args=$4
     shift 4
     tmux kill-session -t "$SESSION" 2>/dev/null || true
     tmux new-session -d -s "$SESSION" -x "$width" -y "$height" "$GPUREADY $args; sleep 60"
-    sleep 2.5
+    wait_for_ui
     for key in "$@"; do
         tmux send-keys -t "$SESSION" "$key"
-        sleep 0.6
+        sleep "$KEY_GAP"
     done
     sleep 4.5  # let notifications time out
     tmux capture-pane -p -t "$SESSION" > "docs/$name.txt"

@@ -76,7 +76,7 @@ def test_the_estimator_takes_the_measured_figure_with_its_own_efficiency_band_an
     # its own spread plus the efficiency spread, widened like any band for a family the model predicts worse
     assert verdict.uncertainty == pytest.approx((0.075 + MEASURED_EFFICIENCY_SPREAD) * QUANT_FAMILY_BAND["k-quant"])
     assert any(line.startswith("generation: Test CPU bandwidth 20 GB/s (measured on this machine, 2026-12-03, ±7.5%) x 88% "
-                               "of it reached by llama.cpp, plus ") for line in verdict.estimate.basis)
+                               "of it reached by llama.cpp, the KV cache read at 80% of the weights' rate") for line in verdict.estimate.basis)
 
 
 def test_without_measurements_nothing_changes(tmp_path, catalog):

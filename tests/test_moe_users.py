@@ -17,7 +17,8 @@ from gpuready.tasks import concurrency
 from gpuready.tasks import text_estimate as est
 from gpuready.tasks.devices import Device
 from gpuready.tasks.registry import judge_model, load_catalog
-from gpuready.tasks.text_estimate import (BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY, LAYER_SECONDS, MOE_LAYER_FACTOR,
+from gpuready.tasks.text_estimate import (BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY, KV_READ_EXTRA, LAYER_SECONDS,
+                                          MOE_LAYER_FACTOR,
                                           UNPACK_OPS_PER_WEIGHT, LanguageModel)
 from gpuready.tasks.verdict import Options
 
@@ -67,7 +68,7 @@ def test_a_toy_moes_batched_speed_by_hand(users, share, params, weight_bytes):
     result = concurrency.batched(TOY, TOY_WEIGHTS, kv, users, GPU, CPU, 1.0)
     # The step's weight bytes and every user's half-full cache over effective bandwidth, 10 layers' launches,
     # and unpacking the K-quant weights the step reads (its parameters, not one token's)
-    memory_s = ((weight_bytes + users * kv * 0.5) / (1e12 * BANDWIDTH_EFFICIENCY["cuda"])
+    memory_s = ((weight_bytes + users * kv * 0.5 * (1 + KV_READ_EXTRA)) / (1e12 * BANDWIDTH_EFFICIENCY["cuda"])
                 + 10 * LAYER_SECONDS["cuda"] * MOE_LAYER_FACTOR
                 + params * UNPACK_OPS_PER_WEIGHT["k-quant"] / 100e12)
     compute_s = users * 2 * 4e9 / (100e12 * COMPUTE_EFFICIENCY["cuda"])  # each token multiplies its 4B active

@@ -134,22 +134,108 @@ def test_the_band_is_the_backends_and_never_narrower_than_assumed_bandwidth_allo
     assert est.speed_band(["cuda"], ["assumed"]) == max(est.SPEED_BAND["cuda"], est.SPEED_UNCERTAINTY["assumed"])
 
 
+@pytest.mark.parametrize("kv_extra", [0.0, 0.9])
 @pytest.mark.parametrize("backend", ["cuda", "rocm", "vulkan", "metal", "cpu", "sycl"])
-def test_more_bandwidth_never_slows_generation(backend):
+def test_more_bandwidth_never_slows_generation(backend, kv_extra, monkeypatch):
+    monkeypatch.setattr(est, "KV_READ_EXTRA", kv_extra)
     memory = est.MemoryBreakdown(4_000_000_000, 500_000_000, 0, 0)
     speeds = [est.speed(LLAMA_8B, memory, 8192, gpu(backend, bandwidth), CPU, 1.0, "Q4_K_M").generation_tokens_per_s
               for bandwidth in (100e9, 400e9, 1000e9, 3000e9)]
     assert speeds == sorted(speeds)
 
 
+@pytest.mark.parametrize("kv_extra", [0.0, 0.9])
 @pytest.mark.parametrize("placement", [1.0, 0.5, 0.0])
-def test_a_deeper_context_never_speeds_generation(placement):
+def test_a_deeper_context_never_speeds_generation(placement, kv_extra, monkeypatch):
+    monkeypatch.setattr(est, "KV_READ_EXTRA", kv_extra)
     speeds = []
     for context in (0, 4096, 32768, 131072):
         memory = est.MemoryBreakdown(4_000_000_000, est.kv_cache_bytes(LLAMA_8B, context), 0, 0)
         speed = est.speed(LLAMA_8B, memory, context, gpu(), CPU, placement, "Q4_K_M")
         speeds.append(speed.generation_tokens_per_s_full_context)
     assert speeds == sorted(speeds, reverse=True)
+
+
+# (backend, KV_READ_EXTRA, KV cache bytes): each row's full-context token by hand below.
+KV_CASES = [("cuda", 0.0, 0), ("cuda", 0.0, 2_150_000_000), ("cuda", 0.9, 2_150_000_000), ("metal", 0.5, 1_000_000_000),
+            ("rocm", 0.25, 4_000_000_000)]
+
+
+@pytest.mark.parametrize(("backend", "kv_extra", "kv_bytes"), KV_CASES)
+def test_the_kv_cache_is_read_at_its_own_share_of_the_weights_bandwidth(backend, kv_extra, kv_bytes, monkeypatch):
+    monkeypatch.setattr(est, "KV_READ_EXTRA", kv_extra)
+    memory = est.MemoryBreakdown(4_000_000_000, kv_bytes, 0, 0)
+    result = est.speed(LLAMA_8B, memory, 16384, gpu(backend), CPU, 1.0, "Q4_K_M")
+    effective = 1000e9 * est.BANDWIDTH_EFFICIENCY[backend]
+    # weights at the effective bandwidth, the cache at 1 / (1 + k) of it, the layers' fixed cost, unpacking
+    fixed = 32 * est.LAYER_SECONDS[backend] + unpack_s(8.03e9, 100e12)
+    assert result.generation_tokens_per_s_full_context == pytest.approx(
+        1 / (4e9 / effective + kv_bytes * (1 + kv_extra) / effective + fixed))
+    # an empty context reads no cache, whatever k
+    assert result.generation_tokens_per_s == pytest.approx(1 / (4e9 / effective + fixed))
+
+
+def test_the_h200_reads_its_cache_at_half_the_weights_rate_with_k_near_one(monkeypatch):
+    # text-generation-h200.toml, Llama 3.1 8B Q4_K_M: 275.93 t/s at depth 0, 217.56 at 16,384 (+64 generated
+    # tokens on average): 0.97 ms more a token for 2.15 GB more f16 K/V. At CUDA's efficiency on the H200's
+    # 4.8 TB/s those bytes take about half that, so a k near 0.9 carries the rest.
+    depth_ms = (1 / 217.56 - 1 / 275.93) * 1e3
+    cache = est.kv_cache_bytes(CATALOG.get("llama-3.1-8b"), 16384 + 64)
+    assert cache == pytest.approx(2.15e9, rel=0.01)
+    at_weights_rate = cache / (4.8e12 * est.BANDWIDTH_EFFICIENCY["cuda"]) * 1e3
+    assert 1.6 < depth_ms / at_weights_rate < 2.2
+
+
+def test_the_fit_takes_k_from_each_series_extra_time_at_depth_and_drops_it_when_off():
+    speedfit = load_speedfit()
+    rows = []
+    for backend, efficiency, offset in (("cuda", 0.8, 0.0), ("metal", 0.9, 1e-3), ("rocm", 0.85, 0.0)):
+        for ideal, kv, depth, label in ((4e-3, 0.0, 0, "m"), (4e-3, 1e-3, 4096, "m"), (4e-3, 4e-3, 16384, "m"),
+                                        (8e-3, 2e-3, 8192, "n")):
+            # ideal_s holds the cache's bytes too; the cache pays k = 0.5 more on top. Metal's rows take 1 ms more a
+            # token at every depth (work no term models): the difference between its depths cancels it.
+            seconds = (ideal + kv) / efficiency + kv * 0.5 / efficiency + 32 * 50e-6 + offset
+            rows.append(speedfit.GenRow(backend, "k-quant", ideal + kv, 32, seconds, backend, "s", kv_s=kv, depth=depth,
+                                        label=label))
+    fit = speedfit.fit_generation(rows, families=False, hbm=False, kv=True)
+    assert fit.kv_extra == pytest.approx(0.5, rel=0.05)
+    # one series per device: "n" has a single depth and says nothing about k
+    series = speedfit.kv_series(rows, lambda row: {"cuda": 0.8, "metal": 0.9, "rocm": 0.85}[row.backend])
+    assert [(device, label, low, high) for device, _, label, low, high, _ in series] == [
+        ("cuda", "m", 0, 16384), ("metal", "m", 0, 16384), ("rocm", "m", 0, 16384)]
+    assert [k for *_, k in series] == pytest.approx([0.5, 0.5, 0.5])
+    assert speedfit.fit_generation(rows, families=False, hbm=False, kv=False).kv_extra == 0.0
+
+
+def test_a_series_k_is_the_median_over_devices_and_never_below_zero():
+    speedfit = load_speedfit()
+
+    def series(device: str, k: float, models: int = 1) -> list:
+        made = []
+        for model in range(models):
+            for kv, depth in ((0.0, 0), (2e-3, 8192)):
+                made.append(speedfit.GenRow("cuda", "k-quant", 4e-3 + kv, 32, 4e-3 + kv * (1 + k), device, "s",
+                                            kv_s=kv, depth=depth, label=f"m{model}"))
+        return made
+
+    def unit(row):
+        return 1.0
+
+    # GB10's five series count once: the median of devices (0.2, 0.4, 0.9), not of series
+    assert speedfit.series_kv_extra(series("a", 0.2, 5) + series("b", 0.4) + series("c", 0.9), unit) == pytest.approx(0.4)
+    assert speedfit.series_kv_extra(series("a", -0.3) + series("b", -0.1), unit) == 0.0
+    assert speedfit.series_kv_extra([r for r in series("a", 0.5) if r.depth == 0], unit) == 0.0
+
+
+def test_the_kv_line_is_said_only_where_the_cache_pays_its_own_rate(monkeypatch):
+    def basis() -> str:
+        found = est.estimate(LLAMA_8B, Q4_K_M, 16384, gpu(), CPU, 64 * GIB)
+        return " ".join(found.basis)
+
+    monkeypatch.setattr(est, "KV_READ_EXTRA", 0.0)
+    assert "KV cache read at" not in basis()
+    monkeypatch.setattr(est, "KV_READ_EXTRA", 1.0)
+    assert "the KV cache read at 50% of the weights' rate" in basis()
 
 
 def test_a_larger_quant_never_reads_fewer_bytes():

@@ -19,7 +19,8 @@ from gpuready.tasks import concurrency
 from gpuready.tasks.devices import Device
 from gpuready.tasks.registry import judge_model, load_catalog
 from gpuready.tasks import text_estimate as est
-from gpuready.tasks.text_estimate import BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY, LAYER_SECONDS, UNPACK_OPS_PER_WEIGHT, kv_cache_bytes
+from gpuready.tasks.text_estimate import (BANDWIDTH_EFFICIENCY, COMPUTE_EFFICIENCY, KV_READ_EXTRA, LAYER_SECONDS,
+                                          UNPACK_OPS_PER_WEIGHT, kv_cache_bytes)
 from gpuready.tasks.verdict import Options
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machines"
@@ -43,7 +44,8 @@ def test_a_batched_step_reads_the_weights_once_and_each_users_half_full_cache():
     result = concurrency.batched(LLAMA, weights, kv, 4, GPU, CPU, 1.0)
     # 6 GB over effective bandwidth, plus the step's fixed cost (32 layers' launches) and unpacking the K-quant
     # weights once: the single-user step's terms, paid once for all four users
-    memory_s = ((weights + 4 * kv * 0.5) / (1e12 * BANDWIDTH_EFFICIENCY["cuda"]) + 32 * LAYER_SECONDS["cuda"]
+    # (the caches' bytes once more at KV_READ_EXTRA: attention reads them at 1 / (1 + k) of the weights' rate)
+    memory_s = ((weights + 4 * kv * 0.5 * (1 + KV_READ_EXTRA)) / (1e12 * BANDWIDTH_EFFICIENCY["cuda"]) + 32 * LAYER_SECONDS["cuda"]
                 + LLAMA.active_params * UNPACK_OPS_PER_WEIGHT["k-quant"] / 100e12)
     compute_s = 4 * 2 * LLAMA.active_params / (100e12 * COMPUTE_EFFICIENCY["cuda"])
     assert memory_s > compute_s

@@ -79,8 +79,9 @@ def step_seconds(model: LanguageModel, weights_read: float, kv_bytes_per_user: f
     (text_estimate.step_seconds: bytes, fixed per-layer cost, unpacking) with the step's weights
     (``weights_read``: step_weights_read_bytes, unpacked once) and every user's cache read, or the matrix
     work of ``users`` tokens, whichever is longer."""
-    memory_time = text_estimate.step_seconds(model, weights_read + users * kv_bytes_per_user * AVERAGE_CACHE_FILL,
-                                             device, fraction, family, bf16, step_params_read(model, users))
+    cache_read = users * kv_bytes_per_user * AVERAGE_CACHE_FILL
+    memory_time = text_estimate.step_seconds(model, weights_read + cache_read, device, fraction, family, bf16,
+                                             step_params_read(model, users), kv_bytes=cache_read)
     compute_time = 0.0
     if device.flops:
         compute = device.flops * COMPUTE_EFFICIENCY.get(device.backend, COMPUTE_EFFICIENCY["cpu"])

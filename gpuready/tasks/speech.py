@@ -11,7 +11,7 @@ variant runs at, plus on a GPU a fixed time per second of audio.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import text_estimate
@@ -396,7 +396,7 @@ def refuse(model: SpeechModel, variant: str, estimate: TaskEstimate, gpu: Device
     F5-TTS) run the published fp32 weights (hexgrad/Kokoro-82M ships its 82M parameters as a 327 MB fp32
     file), so a CPU placement is judged at fp32. Whisper's fp16 on a CPU is whisper.cpp's F16 model, which runs."""
     if model.kind == "tts" and estimate.placement == "cpu" and variant == "fp16" and "fp32" in model.quants:
-        return f"fp16 {model.name} runs on a GPU; on the CPU {runtime_name(model, estimate, None)} runs its fp32 weights"
+        return f"fp16 {model.name} runs on a GPU; on the CPU {runtime_name(model, replace(estimate, quant='fp32'), None)} runs its fp32 weights"
     return None
 
 

@@ -52,11 +52,11 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.94,
+    "cpu": 0.95,
     "cuda": 0.88,
-    "metal": 0.91,
+    "metal": 0.89,
     "rocm": 0.91,
-    "sycl": 0.66,
+    "sycl": 0.67,
     "vulkan": 0.90,
     "vulkan-intel": 0.46,
 }
@@ -64,9 +64,9 @@ COMPUTE_EFFICIENCY = {
     "cpu": 0.62,
     "cuda": 0.43,
     "metal": 0.67,
-    "rocm": 0.39,
+    "rocm": 0.38,
     "sycl": 0.30,
-    "vulkan": 0.44,
+    "vulkan": 0.42,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -93,13 +93,13 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 252.1e-6,
-    "cuda": 57.3e-6,
-    "metal": 157.4e-6,
-    "rocm": 94.5e-6,
-    "sycl": 147.0e-6,
-    "vulkan": 34.3e-6,
-    "vulkan-intel": 101.5e-6,
+    "cpu": 250.8e-6,
+    "cuda": 56.6e-6,
+    "metal": 129.4e-6,
+    "rocm": 94.2e-6,
+    "sycl": 147.2e-6,
+    "vulkan": 33.8e-6,
+    "vulkan-intel": 102.0e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -109,15 +109,25 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.74,
-    "k-quant-low": 14.50,
-    "legacy": 3.13,
-    "mxfp4": 13.65,
+    "k-quant": 3.80,
+    "k-quant-low": 14.67,
+    "legacy": 3.24,
+    "mxfp4": 16.38,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
 # ggml_mul_mat_id in llama.cpp's ggml.h. 1.0 when the fit drops the term.
 MOE_LAYER_FACTOR = 1.00
+# The KV cache's extra read cost, k: a generated token reads the cache's bytes at 1 / (1 + k) of the weights'
+# effective bandwidth. llama.cpp's flash-attention decode kernel reads K and V for one token's query heads over few
+# KV heads (8 for Llama 3 8B), so it splits the cache's length over blocks and combines their partial results in a
+# second kernel (ggml-cuda fattn: flash_attn_combine_results; PR #12183 raised its occupancy at batch 1), where a
+# weight matrix-vector product spreads over every row: an H200 read Llama 3.1 8B's cache at about half the
+# weights' rate (benchmarks/validation/text-generation-h200.toml). Taken from the series of rows at several depths
+# (benchmarks/validation/text-generation-depth.toml and others): each series' extra time per token from its shallowest
+# to its deepest row over the extra cache bytes, less 1 (benchmarks/speedfit.py kv_series); the median over devices.
+# 0.0 where the held-out term choice drops it (benchmarks/ACCURACY.md, "Which terms stay").
+KV_READ_EXTRA = 0.25
 # The columns llama.cpp's Vulkan matrix-matrix shader computes for a mixture-of-experts product of one
 # token. ggml_vk_use_mul_mat_vec_id (ggml/src/ggml-vulkan/ggml-vulkan.cpp) sends a MUL_MAT_ID to the
 # matrix-vector shader only for F32, F16 and quantised weights -- in the November 2025 source (ggml
@@ -138,19 +148,19 @@ VULKAN_MOE_TILE_TOKENS = 32
 PROMPT_EFFICIENCY = {
     "cpu": 0.72,
     "cuda": 1.00,
-    "metal": 0.62,
-    "rocm": 0.72,
+    "metal": 0.61,
+    "rocm": 0.80,
     "sycl": 1.00,
-    "vulkan": 0.50,
-    "vulkan-intel": 0.22,
+    "vulkan": 0.53,
+    "vulkan-intel": 0.27,
 }
 PROMPT_SECONDS_PER_TFLOP = {
     "cpu": 0.00e-3,
     "cuda": 0.00e-3,
-    "metal": 1.73e-3,
+    "metal": 1.53e-3,
     "rocm": 0.00e-3,
     "sycl": 0.00e-3,
-    "vulkan": 2.13e-3,
+    "vulkan": 0.00e-3,
     "vulkan-intel": 0.00e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
@@ -161,12 +171,12 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.4662e-12,
+    "cuda": 2.4839e-12,
     "metal": 0.0000e-12,
-    "rocm": 2.1653e-12,
-    "sycl": 1.0884e-12,
-    "vulkan": 0.0000e-12,
-    "vulkan-intel": 0.0000e-12,
+    "rocm": 2.6036e-12,
+    "sycl": 1.1445e-12,
+    "vulkan": 1.2342e-12,
+    "vulkan-intel": 8.7638e-12,
 }
 # The matrix rate llama.cpp's prompt kernels reach on a GeForce RTX card, in multiples of the
 # FLOPS catalog/gpus.toml lists for it. That table gives GeForce cards NVIDIA's FP16 tensor rate
@@ -185,9 +195,9 @@ PROMPT_GEFORCE_RATE = 2.00
 PROMPT_MOE_EFFICIENCY = 0.41
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.15,
+    "float": 1.17,
     "k-quant": 1.00,
-    "legacy": 1.06,
+    "legacy": 1.08,
     "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
@@ -195,12 +205,12 @@ PROMPT_FAMILY_EFFICIENCY = {
 # devices in five fall inside it. Backends measured on fewer than 3 devices get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.36,
-    "cuda": 0.18,
-    "metal": 0.08,
-    "rocm": 0.14,
+    "cpu": 0.34,
+    "cuda": 0.16,
+    "metal": 0.13,
+    "rocm": 0.12,
     "sycl": 0.39,
-    "vulkan": 0.18,
+    "vulkan": 0.15,
     "vulkan-intel": 1.20,
 }
 # A quant family whose kernels the model predicts worse than the rest widens its backend's band: the
@@ -210,18 +220,18 @@ SPEED_BAND = {
 # differs between builds (January 2024 CUDA against 2025 Vulkan), so their speeds carry about 3x the band.
 QUANT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.03,
-    "k-quant-low": 2.73,
+    "k-quant": 1.00,
+    "k-quant-low": 2.57,
     "legacy": 1.00,
-    "mxfp4": 1.07,
+    "mxfp4": 1.00,
 }
 # The prompt's family factor, the same way over prompt rows ("moe": a mixture-of-experts model's prompt);
 # 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
 PROMPT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.25,
+    "k-quant": 1.27,
     "legacy": 1.00,
-    "moe": 2.03,
+    "moe": 1.92,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
@@ -231,10 +241,10 @@ PROMPT_BAND = {
     "cpu": 0.48,
     "cuda": 0.37,
     "metal": 0.08,
-    "rocm": 0.45,
-    "sycl": 1.56,
-    "vulkan": 0.42,
-    "vulkan-intel": 2.35,
+    "rocm": 0.51,
+    "sycl": 1.54,
+    "vulkan": 0.50,
+    "vulkan-intel": 2.30,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "sycl", "vulkan", "vulkan-intel")
@@ -462,18 +472,21 @@ def speed_class(device: Device, table: dict | None = None) -> str:
     return device.backend
 
 
-def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant", layers: float = 0.0) -> float:
-    """Bytes over effective bandwidth, plus the fixed per-layer cost of the layers on this device."""
+def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant", layers: float = 0.0,
+                       kv_bytes: float = 0.0) -> float:
+    """Bytes over effective bandwidth (``kv_bytes`` of them the KV cache's, at KV_READ_EXTRA's cost), plus the fixed
+    per-layer cost of the layers on this device."""
     key = speed_class(device)
     efficiency = bandwidth_efficiency(device) * QUANT_FAMILY_EFFICIENCY.get(family, 1.0)
     fixed = layers * LAYER_SECONDS.get(key, 0.0)
-    return bytes_read / (device.bandwidth_bytes_per_s * efficiency) + fixed
+    attention = kv_bytes * KV_READ_EXTRA / (device.bandwidth_bytes_per_s * bandwidth_efficiency(device))
+    return bytes_read / (device.bandwidth_bytes_per_s * efficiency) + attention + fixed
 
 
 def step_seconds(model: LanguageModel, bytes_read: float, device: Device, fraction: float, family: str = "k-quant",
-                 bf16: bool = False, params_read: float | None = None) -> float:
+                 bf16: bool = False, params_read: float | None = None, kv_bytes: float = 0.0) -> float:
     """One decoding step on a device holding ``fraction`` of the layers: its share of ``bytes_read`` over effective
-    bandwidth, plus its layers' fixed cost, plus unpacking its share of the quantised weights, plus the padded
+    bandwidth (``kv_bytes`` of them, the KV cache's, also at KV_READ_EXTRA), plus its layers' fixed cost, plus unpacking its share of the quantised weights, plus the padded
     expert products of BF16 experts on Vulkan (padded_expert_seconds). A batched step of several users costs the
     same, with every user's KV cache in ``bytes_read`` and, for a mixture of experts, the parameters the step
     reads (``params_read``: more experts than one token's) unpacked (gpuready.tasks.concurrency).
@@ -483,7 +496,7 @@ def step_seconds(model: LanguageModel, bytes_read: float, device: Device, fracti
     unpack = (params * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.unpack_flops
               if device.unpack_flops else 0.0)
     padded = padded_expert_seconds(model, device, bf16) * fraction
-    return _seconds_per_token(bytes_read * fraction, device, family, layers) + unpack + padded
+    return _seconds_per_token(bytes_read * fraction, device, family, layers, kv_bytes * fraction) + unpack + padded
 
 
 def routed_expert_params(model: LanguageModel) -> float:
@@ -619,7 +632,8 @@ def speed(
         if fraction <= 0:
             continue
         empty += step_seconds(model, weights_read, device, fraction, family, bf16)
-        full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, fraction, family, bf16)
+        full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, fraction, family, bf16,
+                             kv_bytes=memory.kv_cache_bytes)
         if device.flops:
             prompt += _prompt_seconds_per_token(model, device, family, bf16) * fraction
     used = [device for device, fraction in devices if fraction > 0]
@@ -705,6 +719,8 @@ def _with_speed_basis(basis: list[str], model: LanguageModel, gpu: Device | None
                 f"generation: {device.name} bandwidth {device.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({device.bandwidth_detail or device.bandwidth_source})"
                 f" x {bandwidth_efficiency(device):.0%} {what}"
                 + (f" x {share:.0%} for {family}" if share != 1.0 else "")
+                + (f", the KV cache read at {1 / (1 + KV_READ_EXTRA):.0%} of the weights' rate (flash-attention decode "
+                   "splits it over few KV heads)" if KV_READ_EXTRA else "")
                 + f", plus {LAYER_SECONDS.get(key, 0.0) * 1e6:.0f} us a layer a token (launch/sync)"
                 + (f", plus {UNPACK_OPS_PER_WEIGHT[family]:.1f} operations a weight to unpack {family} weights"
                    + (f" at {device.unpack_flops / 1e12:.1f} TFLOPS (vector rate)" if device.vector_flops else "")
