@@ -51,6 +51,11 @@ def scored_rows() -> list[dict]:
     return scored
 
 
+def seconds_a_step(minutes_per_1k_iterations: float) -> float:
+    """LitGPT's tables give minutes per 1,000 iterations; one iteration is one optimiser step."""
+    return minutes_per_1k_iterations * 60 / 1000
+
+
 def dequant_rows() -> list[dict]:
     """Each LitGPT run's extra seconds a step with an NF4 base (double quantisation, as gpuready's QLoRA) and the
     bytes a linear weight a pass that implies at the GPU's table bandwidth."""
@@ -58,7 +63,7 @@ def dequant_rows() -> list[dict]:
     bandwidth = next(g for g in gpu_table() if g.id == data["gpu_id"]).bandwidth_bytes_per_s
     rows = []
     for row in data["measurements"]:
-        extra_s = (row["minutes_nf4_dq"] - row["minutes_16bit"]) * 60 / 1000
+        extra_s = seconds_a_step(row["minutes_nf4_dq"]) - seconds_a_step(row["minutes_16bit"])
         rows.append({**row, "bandwidth": bandwidth, "extra_s": extra_s,
                      "bytes": extra_s * bandwidth / (row["linear_weights"] * PASSES)})
     return rows
@@ -71,10 +76,11 @@ def dequant_held_out(rows: list[dict]) -> list[dict]:
     for row in rows:
         constant = statistics.median(r["bytes"] for r in rows if r["model"] != row["model"])
         predicted = PASSES * row["linear_weights"] * constant / row["bandwidth"]
-        step = row["minutes_16bit"] * 60 / 1000
+        measured_step = seconds_a_step(row["minutes_nf4_dq"])
         scored.append({**row, "constant": constant, "predicted_s": predicted,
                        "extra_error": abs(predicted - row["extra_s"]) / row["extra_s"],
-                       "step_error": abs(step + predicted - (step + row["extra_s"])) / (step + row["extra_s"])})
+                       # the predicted NF4 step is the measured bf16 step plus the predicted extra
+                       "step_error": abs(predicted - row["extra_s"]) / measured_step})
     return scored
 
 
@@ -97,11 +103,11 @@ def dequant_section() -> list[str]:
     ]
     for r in rows:
         lines.append(
-            f"| {r['script']} | {r['model']} | {r['linear_weights'] / 1e9:.2f}B | {r['minutes_16bit'] * 0.06:.3f} | "
-            f"{r['minutes_nf4_dq'] * 0.06:.3f} | {r['extra_s'] * 1e3:.1f} | {r['bytes']:.1f} | {r['constant']:.1f} | "
+            f"| {r['script']} | {r['model']} | {r['linear_weights'] / 1e9:.2f}B | {seconds_a_step(r['minutes_16bit']):.3f} | "
+            f"{seconds_a_step(r['minutes_nf4_dq']):.3f} | {r['extra_s'] * 1e3:.1f} | {r['bytes']:.1f} | {r['constant']:.1f} | "
             f"{r['extra_error']:.0%} | {r['step_error']:.0%} |")
     extra = [r["extra_error"] for r in rows]
-    share = [r["extra_s"] / (r["minutes_16bit"] * 0.06) for r in rows]
+    share = [r["extra_s"] / seconds_a_step(r["minutes_16bit"]) for r in rows]
     step = [r["step_error"] for r in rows]
     lines += [
         "",

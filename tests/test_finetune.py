@@ -270,15 +270,20 @@ def test_fine_tuning_has_no_catalogue_file_and_its_verdicts_name_their_own_task(
     assert all(model.task == "text-generation" for model in LLMS) and len(LLMS) == len(CATALOG.for_task("text-generation"))
 
 
-def test_the_committed_fine_tuning_accuracy_is_what_the_scorer_prints_now():
-    import importlib.util
+SCORE_FINETUNE = Path(__file__).resolve().parent.parent / "benchmarks" / "score_finetune.py"
 
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "score_finetune.py"
-    spec = importlib.util.spec_from_file_location("score_finetune", script)
+
+def load_score_finetune():
+    spec = importlib.util.spec_from_file_location("score_finetune", SCORE_FINETUNE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_fine_tuning_accuracy_is_what_the_scorer_prints_now():
+    module = load_score_finetune()
     text = module.report()
-    assert (script.parent / "FINETUNE_ACCURACY.md").read_text(encoding="utf-8") == text
+    assert (SCORE_FINETUNE.parent / "FINETUNE_ACCURACY.md").read_text(encoding="utf-8") == text
     # The Hugging Face rows are the path the point estimate models: within 25% of each published memory.
     assert all(abs(row["error"]) <= 0.25 for row in module.scored_rows() if row["implementation"] == "Hugging Face + FA2")
 
@@ -344,11 +349,7 @@ def test_a_longer_step_hides_more_of_qloras_dequantisation():
 
 
 def test_the_dequantisation_constant_is_the_median_the_scorer_fits_from_litgpts_rows():
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "score_finetune.py"
-    spec = importlib.util.spec_from_file_location("score_finetune", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    rows = module.dequant_rows()
+    rows = load_score_finetune().dequant_rows()
     assert len(rows) == 8
     # Llama 2 7B LoRA: (3.83 - 2.36) min / 1,000 steps = 88.2 ms; x 1,555 GB/s / (6,476,005,376 weights x 2 passes)
     llama = next(r for r in rows if r["model"] == "llama-2-7b" and r["script"] == "lora")
