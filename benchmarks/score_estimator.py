@@ -138,6 +138,11 @@ GEFORCE_FULL_RATE = 2.0
 # before this month on such a GPU ran the other kernel, so its quantised prompt is fitted as its own class
 # ("cublas", the prompt term choice's "cublas" term): gpuready estimates today's builds and never uses it.
 CUBLAS_PROMPT_UNTIL = "2024-06"
+# Until llama.cpp PR #6122 ("llama : greatly reduce output buffer memory usage", merged 2024-03-26, commit
+# 557410b) a batch computed the output projection for every token; since then only for the tokens whose
+# logits are asked for, the last one of a llama-bench prompt (text_estimate.prompt_params). A row dated
+# before April 2024 multiplied the output matrix for each prompt token, so its prompt work counts it.
+ALL_LOGITS_UNTIL = "2024-04"
 PRE_VOLTA = ("Kepler", "Maxwell", "Pascal")
 MEMORY = re.compile(r"^(?:LP)?DDR\d[A-Z]?-(\d{3,5}) (\d+)ch$")
 
@@ -211,6 +216,14 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
 def vendor_class(device: devices.Device) -> str:
     """"intel" for an Intel GPU under Vulkan (gpuready's own test, text_estimate.is_intel_vulkan), else ""."""
     return "intel" if est.is_intel_vulkan(device) else ""
+
+
+def counted_prompt_params(row: dict, model) -> float:
+    """Parameters a row's prompt token multiplied through: the output projection too where its build predates
+    llama.cpp PR #6122 (ALL_LOGITS_UNTIL); an undated row is taken as a later build."""
+    if row.get("measured", "9999") < ALL_LOGITS_UNTIL:
+        return est.matmul_params(model)
+    return est.prompt_params(model)
 
 
 def cublas_prompt(row: dict, family: str) -> bool:
@@ -353,7 +366,10 @@ def text_generation(catalog, out: list[str]) -> None:
         where = "Apple" if backend == "metal" else ("CPU" if backend == "cpu" else "GPU")
         family = est.quant_family(quant_id)
         bytes_read = est.weights_read_bytes(model, weights) + kv_read
-        work = 2 * est.matmul_params(model)
+        # A prompt token's work: 2 x the parameters it multiplies through; the output projection only where the
+        # build ran it for every token (ALL_LOGITS_UNTIL), and what it would add kept for the report's comparison.
+        counted = counted_prompt_params(row, model)
+        work = 2 * counted
         # Vulkan without (BF16) matrix cores: the scalar shader at the vector rate (est.vulkan_rate).
         bf16 = est.is_bf16(quant_id)
         vector_share = est.vulkan_rate(device, bf16)
@@ -385,7 +401,8 @@ def text_generation(catalog, out: list[str]) -> None:
                                                   GEFORCE_FULL_RATE if est.is_geforce_rtx(device) and vector_share == 1.0
                                                   else 1.0, model.is_moe,
                                                   work / device.power_watts if device.power_watts else 0.0,
-                                                  vendor_class=vendor_class(device), cublas=cublas_prompt(row, family)))
+                                                  vendor_class=vendor_class(device), cublas=cublas_prompt(row, family),
+                                                  output_share=est.matmul_params(model) / counted - 1))
         if backend == "cpu":
             cpu_rows[kind].append((row["cpu_hint"], row["model"].split(" (")[0], quant_id, row["test"],
                                    row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",

@@ -118,11 +118,11 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
         return speedfit.cross_validate_generation(rows, key, layers=second, families=shares,
                                                   hbm=False, moe=False, unpack=False, intel=intel)
 
-    def form_rows(forms: dict) -> list:
+    def form_rows(forms: dict, rows: list | None = None) -> list:
         return [speedfit.GenRow(r.backend, r.family, r.ideal_s, r.tflop if forms[r.backend] == "ceiling" else r.per_watt,
                                 r.ideal_s / r.implied, r.device, r.source, moe=r.moe, variant=r.variant, rate=r.rate,
                                 cublas=r.cublas, vendor_class=r.vendor_class)
-                for r in prompt_rows]
+                for r in (prompt_rows if rows is None else rows)]
 
     def backend_error(rows: list, backend: str) -> float:
         """The mean of the LODO and LOSO medians over one backend's rows, every term on."""
@@ -139,6 +139,10 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                                                ("geforce", "second", "families", "moe", "cublas", "intel"),
                                                {"moe": lambda r: r.moe, "cublas": lambda r: r.cublas,
                                                 "intel": lambda r: bool(r.vendor_class)})
+    # The same forms and terms with the output projection counted for every prompt token (output_round).
+    every_output = form_rows(prompt_forms, every_output_rows(prompt_rows))
+    every_output_errors = {key: prompt_cv(every_output, key, **prompt_terms) for key in ("device", "source")}
+    output_shares = [r.output_share for r in prompt_rows]
     prompt_rows = form_rows(prompt_forms)
     second_on = prompt_terms["second"]
     fit = speedfit.fit_generation(gen_rows, **gen_terms)
@@ -206,8 +210,9 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "May 2025 Vulkan build on an RTX 2070. Prompt: Intel GPUs under Vulkan and SYCL; a Vulkan RTX 2080 Ti whose "
                "source prints no device line (gpuready assumes Turing gets matrix cores); BF16 MoE on the Radeon 8060S; "
                "MoE on GB10; the 24-core M1 Max; the H200's quantised prompts of a 1B model (the round before, below).\n\n"
+               + output_round(prompt_rows, output_shares, every_output_errors, p_lodo, p_loso, prompt_forms) + "\n\n"
                + depth_round(gen_rows, gen_trials, gen_terms, lodo) + "\n\n"
-               "The round before: the first rows measured for gpuready on a GPU it was lent (text-generation-h200.toml: one "
+               "Two rounds before: the first rows measured for gpuready on a GPU it was lent (text-generation-h200.toml: one "
                "NVIDIA H200, llama.cpp 0c1e570 built there, Llama 3.1 8B and 3.2 1B shapes in Q4_K_M, Q4_0, Q8_0 and F16, "
                "tg128 at depths 0, 4096 and 16384; benchmarks/gpu_run.sh). Held out under the term set of the round "
                "before, every H200 generation row was predicted slow (median 36%, worst 48%): the HBM class (\"hbm\", "
@@ -222,7 +227,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "a fixed prompt cost per layer per token (which fits the H200's two shapes at about 1.2 us beside 218 "
                "TFLOPS): as a third term it raised CUDA's held-out prompt error from 18.9% to 22.8%, and as a third form "
                "of the second term it lost on CUDA (25.5% against 21.6%) and won nowhere by more than half a point.\n\n"
-               "Two rounds before: 30 mixture-of-experts rows on 8 more devices (text-generation-moe.toml: Strix Halo under ROCm, "
+               "Three rounds before: 30 mixture-of-experts rows on 8 more devices (text-generation-moe.toml: Strix Halo under ROCm, "
                "Radeon PRO W7800 and RX 7900 XTX under ROCm, RTX 4090, Tesla P40, A10 and RTX PRO 6000 under CUDA, Mixtral on "
                "an M2 Max): the MoE prompt rows went 44% -> 22% held out and their band covers 76% of them (was 38%); with "
                "them the prompt term choice keeps per-family efficiencies (float 1.18, legacy 1.09 of K-quants; 15.1% "
@@ -264,7 +269,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "in earlier rounds: the untied input embedding left out of the bytes and FLOPs a token needs (8.8% -> "
                "8.6%), unpacking at the GPU's vector rate (8.6% -> 8.1%), and the prompt's power limit. Figures of terms "
                "are as measured when each was tried, on the rows of that time.")
-    out.append(f"\nThe prompt median over rows ({statistics.median(e_pp):.1f}%) is below 15% with llama.cpp's Apple Silicon "
+    out.append(f"\nThe prompt median over rows ({statistics.median(e_pp):.1f}%) owes much to llama.cpp's Apple Silicon "
                f"scoreboard among the rows (discussion #4167, from a secondary copy: text-generation-apple.toml; "
                f"{apple['prompt']} of the {len(prompt_rows)} prompt rows are Metal's, predicted within "
                f"{statistics.median(e for r, e in p_lodo if r.backend == 'metal'):.0f}%); each device once it is "
@@ -401,7 +406,7 @@ def depth_round(gen_rows: list, trials: list, terms: dict, lodo: list) -> str:
                       for device, backend, label, low, high, extra in implied)
     low, high = min(implied, key=lambda s: s[-1]), max(implied, key=lambda s: s[-1])
     h200 = [e for r, e in lodo if r.device == "h200" and r.depth]
-    return (f"Latest round: generation at depth (text-generation-depth.toml: llama.cpp's benches/dgx-spark.md at four "
+    return (f"The round before: generation at depth (text-generation-depth.toml: llama.cpp's benches/dgx-spark.md at four "
             f"depths for its five models, an M2 Ultra's Qwen3 0.6B from 2,048 to 32,768 tokens (PR #26570), Strix Halo "
             f"under ROCm and Vulkan; {len(deep)} generation rows at depth on {len({r.device for r in deep})} devices and "
             f"{len({r.backend for r in deep})} backends, with the H200's, RX 7900 XTX's and 4x RTX 4090's of earlier "
@@ -425,6 +430,52 @@ def depth_round(gen_rows: list, trials: list, terms: dict, lodo: list) -> str:
             "serve a series that wants twice it, and more series at depth on large GPUs (H100, MI300X, RTX 5090) are "
             "what a per-architecture k needs.\n\n"
             "| device | backend | model | depths | k implied |\n|---|---|---|---|---:|\n" + table)
+
+
+def every_output_rows(rows: list) -> list:
+    """Prompt rows with the output projection's work counted for every token (builds before llama.cpp PR #6122)."""
+    return [replace(r, implied=r.implied * (1 + r.output_share), ideal_s=r.ideal_s * (1 + r.output_share),
+                    tflop=r.tflop * (1 + r.output_share), per_watt=r.per_watt * (1 + r.output_share), output_share=0.0)
+            for r in rows]
+
+
+def output_round(rows: list, shares: list[float], before: dict, lodo: list, loso: list, forms: dict) -> str:
+    """The paragraph on a prompt's output projection: its share of the work, and the held-out error with and without it."""
+    def medians(errors: dict) -> tuple[float, ...]:
+        return tuple(statistics.median(e for r, e in errors[key] if backend is None or r.backend == backend)
+                     for key in ("device", "source") for backend in (None, "cpu", "cuda"))
+
+    old = medians(before)
+    new = medians({"device": lodo, "source": loso})
+    changed = [(share, row) for share, row in zip(shares, rows) if share > 0]
+    label = {"cpu": "CPU", "cuda": "CUDA", "metal": "Metal", "rocm": "ROCm", "sycl": "SYCL", "vulkan": "Vulkan"}
+
+    def names(backends: list) -> list:
+        return [label.get(b, b) for b in backends]
+
+    ceiling = [b for b, form in sorted(forms.items()) if form == "ceiling"]
+    power = [b for b, form in sorted(forms.items()) if form == "power"]
+    sycl = [r for r in rows if r.backend == "sycl"]
+    top_share, top_row = max(changed, key=lambda pair: pair[0])
+    return ("Latest round: a prompt's output projection. A prompt needs logits for its last token only, and llama.cpp "
+            "has computed them for that token alone since PR #6122 (merged 2024-03-26): the last layer's output goes "
+            "through ggml_get_rows(inp_out_ids) before the output matrix, and a batch without a logits array (llama-bench's "
+            "pp test, a server's prompt) outputs one token. gpuready counted vocab x hidden multiply-adds per prompt token "
+            "for it (text_estimate.prompt_params no longer does; a generated token still pays it). That is "
+            f"{statistics.median(s for s, _ in changed):.0%} of the counted work in the median of the {len(changed)} "
+            f"prompt rows it changes and {top_share:.0%} at most ({top_row.variant}): small models with large vocabularies, "
+            "as Llama 3.2 1B (128,256 x 2,048 of 1.24B parameters) and Qwen2.5 0.5B. Rows dated before April 2024 "
+            "(score_estimator.ALL_LOGITS_UNTIL) ran the older code and keep it counted; mixture-of-experts models keep "
+            "their stated active count (their prompt share is fitted on it). With the same forms and terms, the prompt's "
+            f"LODO median went {old[0]:.1f}% -> {new[0]:.1f}% and LOSO {old[3]:.1f}% -> {new[3]:.1f}% (CPU rows "
+            f"{old[1]:.1f}% -> {new[1]:.1f}% held out by device, CUDA {old[2]:.1f}% -> {new[2]:.1f}%). It is a fact "
+            "of llama.cpp's source, not a fitted term, so it is not put to the term choice. The last layer's "
+            "feed-forward, which also runs for the output token only, is still counted (1/layers of the rest). "
+            "Against the report before it (prompt LODO 15.8%, the power form for every backend but Metal), the form "
+            f"choice above, re-run on the new work, picked the ceiling for {', '.join(names(ceiling))} and the power "
+            f"limit for {', '.join(names(power))}; SYCL's {len(sycl)} rows on {len({r.device for r in sycl})} devices "
+            f"went 28.8% -> {statistics.median(e for r, e in lodo if r.backend == 'sycl'):.1f}% held out by device, "
+            "the one backend that lost (few rows, two forms that fit them about as well).")
 
 
 def full_rate(rows: list, on: bool) -> list:

@@ -94,3 +94,39 @@ def test_the_cublas_class_is_its_own_prompt_family_only_when_the_term_is_on():
     assert [r.family for r in rows] == ["cublas", "legacy"] and shares
     rows, _ = speed_report.prompt_families([old, new], families=True, moe=True, cublas=False)
     assert [r.family for r in rows] == ["legacy", "legacy"]
+
+
+@pytest.mark.parametrize(
+    ("measured", "output_counted"),
+    [
+        ("2024-03", True),   # before llama.cpp PR #6122 (merged 2024-03-26): logits for every prompt token
+        ("2023-11", True),
+        ("2024-04", False),  # after: the output projection for the last token only
+        (None, False),       # undated rows are taken as today's builds
+    ],
+)
+def test_rows_measured_before_pr_6122_count_the_output_projection_for_every_prompt_token(measured, output_counted):
+    from gpuready.tasks.registry import load_catalog
+
+    module = load_scorer("score_estimator_logits")
+    llama = load_catalog().get("llama-3.2-1b")
+    row = {"backend": "cuda", **({"measured": measured} if measured else {})}
+    counted = module.counted_prompt_params(row, llama)
+    head = 128256 * 2048  # Llama 3.2 1B config.json: vocab_size, hidden_size (tied to the input embedding)
+    assert counted == (module.est.matmul_params(llama) if output_counted else module.est.matmul_params(llama) - head)
+
+
+def test_the_output_round_counts_the_head_for_every_token_in_its_comparison():
+    import sys
+    sys.path.insert(0, str(SCRIPT.parent))
+    import speed_report
+    import speedfit
+
+    row = speedfit.PromptRow("cuda", "k-quant", implied=0.5, device="d", source="s", ideal_s=1e-4, tflop=2.0,
+                             per_watt=3.0, output_share=0.25)
+    before = speed_report.every_output_rows([row])[0]
+    # a quarter more work: the ideal time, the ceiling's TFLOPs, the energy's FLOPs a watt and the implied share of
+    # peak scale by 1.25, while the measured time (ideal / implied) stays what was measured; the share is spent
+    assert before.ideal_s == pytest.approx(1.25e-4) and before.tflop == pytest.approx(2.5)
+    assert before.per_watt == pytest.approx(3.75) and before.output_share == 0.0
+    assert before.ideal_s / before.implied == pytest.approx(row.ideal_s / row.implied)

@@ -18,6 +18,8 @@ CATALOG = load_catalog()
 # terms are pinned by hand on the model with that term off.
 LLAMA_8B = replace(CATALOG.get("llama-3.1-8b"), tied_embeddings=None)
 Q4_K_M = CATALOG.quants["Q4_K_M"]
+# A prompt token multiplies all but the 128,256 x 4,096 output projection, which runs for the last token only.
+LLAMA_PROMPT_PARAMS = 8.03e9 - 128256 * 4096
 QWEN_MOE = CATALOG.get("qwen3-30b-a3b")  # 30.5B parameters, 3.3B active, 8 of 128 experts a token
 GIB = 1024**3
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -330,8 +332,10 @@ def test_a_token_reads_the_files_share_of_the_parameters_it_multiplies_through()
     bandwidth = 1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]
     assert 1 / untied.generation_tokens_per_s - fixed == pytest.approx(4.58 * GIB * 7.505e9 / 8.03e9 / bandwidth, rel=1e-3)
     assert 1 / unknown.generation_tokens_per_s - fixed == pytest.approx(4.58 * GIB / bandwidth)
-    # the prompt's FLOPs shrink by the same share: 2 x 7.505e9 per token instead of 2 x 8.03e9
-    assert unknown.prompt_tokens_per_s / untied.prompt_tokens_per_s == pytest.approx(7.505e9 / 8.03e9, rel=1e-3)
+    # the prompt's FLOPs shrink by the same 525M parameters: neither counts the output projection (last token
+    # only), so 2 x (7.505e9 - 525M) per token instead of 2 x (8.03e9 - 525M)
+    assert unknown.prompt_tokens_per_s / untied.prompt_tokens_per_s == pytest.approx(
+        (8.03e9 - 2 * 525_336_576) / (8.03e9 - 525_336_576), rel=1e-3)
 
 
 def test_the_catalogue_rejects_a_tied_embeddings_value_that_is_not_true_or_false():
@@ -375,8 +379,8 @@ def test_a_prompt_token_pays_its_flops_energy_over_the_boards_power_limit(monkey
     memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
     limited = replace(gpu(flops=200e12), power_watts=300.0)
     result = est.speed(LLAMA_8B, memory, 0, limited, CPU, 1.0, "Q4_K_M")
-    work = 2 * 8.03e9
-    # compute at the backend's efficiency, plus 16.06 GFLOP x 2 pJ / 300 W = 107 us a token
+    work = 2 * LLAMA_PROMPT_PARAMS
+    # compute at the backend's efficiency, plus 15.0 GFLOP x 2 pJ / 300 W = 100 us a token
     seconds = work / (200e12 * est.PROMPT_EFFICIENCY["cuda"] * est.PROMPT_FAMILY_EFFICIENCY["k-quant"]) + work * 2e-12 / 300
     assert result.prompt_tokens_per_s == pytest.approx(1 / seconds)
     unknown = est.speed(LLAMA_8B, memory, 0, gpu(flops=200e12), CPU, 1.0, "Q4_K_M")  # no power figure: no power term
@@ -463,7 +467,7 @@ def test_vulkan_prompts_run_at_the_vector_rate_without_matrix_cores(matrix_cores
     assert est.vulkan_rate(device, est.is_bf16(quant)) == rate
     memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
     result = est.speed(LLAMA_8B, memory, 0, device, CPU, 1.0, quant)
-    work = 2 * 8.03e9
+    work = 2 * LLAMA_PROMPT_PARAMS
     family = est.PROMPT_FAMILY_EFFICIENCY.get(est.quant_family(quant), 1.0)
     assert 1 / result.prompt_tokens_per_s == pytest.approx(work / (120e12 * rate * est.PROMPT_EFFICIENCY["vulkan"] * family))
 

@@ -61,12 +61,12 @@ BANDWIDTH_EFFICIENCY = {
     "vulkan-intel": 0.46,
 }
 COMPUTE_EFFICIENCY = {
-    "cpu": 0.62,
+    "cpu": 0.56,
     "cuda": 0.43,
-    "metal": 0.67,
-    "rocm": 0.38,
+    "metal": 0.65,
+    "rocm": 0.37,
     "sycl": 0.30,
-    "vulkan": 0.42,
+    "vulkan": 0.40,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -110,9 +110,9 @@ LAYER_SECONDS = {
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
     "k-quant": 3.80,
-    "k-quant-low": 14.67,
+    "k-quant-low": 14.68,
     "legacy": 3.24,
-    "mxfp4": 16.38,
+    "mxfp4": 16.39,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -147,21 +147,21 @@ VULKAN_MOE_TILE_TOKENS = 32
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
     "cpu": 0.72,
-    "cuda": 1.00,
-    "metal": 0.61,
-    "rocm": 0.80,
-    "sycl": 1.00,
-    "vulkan": 0.53,
-    "vulkan-intel": 0.27,
+    "cuda": 0.95,
+    "metal": 0.58,
+    "rocm": 0.60,
+    "sycl": 0.85,
+    "vulkan": 0.43,
+    "vulkan-intel": 0.21,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 0.00e-3,
+    "cpu": 98.75e-3,
     "cuda": 0.00e-3,
-    "metal": 1.53e-3,
-    "rocm": 0.00e-3,
-    "sycl": 0.00e-3,
-    "vulkan": 0.00e-3,
-    "vulkan-intel": 0.00e-3,
+    "metal": 0.00e-3,
+    "rocm": 7.08e-3,
+    "sycl": 6.02e-3,
+    "vulkan": 1.87e-3,
+    "vulkan-intel": 9.73e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
 # full tensor rate draws more than most boards may (an RTX 4090 at its 450 W limit, an RTX 6000 Ada
@@ -171,12 +171,12 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.4839e-12,
-    "metal": 0.0000e-12,
-    "rocm": 2.6036e-12,
-    "sycl": 1.1445e-12,
-    "vulkan": 1.2342e-12,
-    "vulkan-intel": 8.7638e-12,
+    "cuda": 2.5782e-12,
+    "metal": 0.6064e-12,
+    "rocm": 0.0000e-12,
+    "sycl": 0.0000e-12,
+    "vulkan": 0.0000e-12,
+    "vulkan-intel": 0.0000e-12,
 }
 # The matrix rate llama.cpp's prompt kernels reach on a GeForce RTX card, in multiples of the
 # FLOPS catalog/gpus.toml lists for it. That table gives GeForce cards NVIDIA's FP16 tensor rate
@@ -192,12 +192,12 @@ PROMPT_GEFORCE_RATE = 2.00
 # family's share): ggml_mul_mat_id multiplies each expert by only the tokens routed to it (k of n
 # experts: 4 of 32 for gpt-oss-20b, 8 of 128 for Qwen3-30B-A3B), so a 512-token micro-batch becomes
 # many small products with the router and a gather between them. 1.0 when the fit drops the term.
-PROMPT_MOE_EFFICIENCY = 0.41
+PROMPT_MOE_EFFICIENCY = 0.48
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.17,
+    "float": 1.22,
     "k-quant": 1.00,
-    "legacy": 1.08,
+    "legacy": 1.14,
     "mxfp4": 1.00,
 }
 # The relative band each speed carries: the 80th percentile of the leave-one-device-out
@@ -229,22 +229,22 @@ QUANT_FAMILY_BAND = {
 # 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
 PROMPT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.27,
+    "k-quant": 1.54,
     "legacy": 1.00,
-    "moe": 1.92,
+    "moe": 2.10,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
 # harder to predict than generation (software and power limits, not one memory bus), so its band
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
-    "cpu": 0.48,
-    "cuda": 0.37,
+    "cpu": 0.54,
+    "cuda": 0.38,
     "metal": 0.08,
-    "rocm": 0.51,
-    "sycl": 1.54,
-    "vulkan": 0.50,
-    "vulkan-intel": 2.30,
+    "rocm": 0.43,
+    "sycl": 2.06,
+    "vulkan": 0.48,
+    "vulkan-intel": 2.44,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "sycl", "vulkan", "vulkan-intel")
@@ -394,6 +394,26 @@ def matmul_params(model: LanguageModel) -> float:
     if model.tied_embeddings is False and not model.is_moe and model.vocab_size:
         active -= model.vocab_size * model.hidden_size
     return active
+
+
+def prompt_params(model: LanguageModel) -> float:
+    """Parameters one prompt token multiplies through: matmul_params less the output projection.
+
+    Only the last token of a prompt needs logits, and llama.cpp has computed them for that token
+    alone since PR #6122 (merged 2024-03-26, commit 557410b): the last layer's output goes through
+    ggml_get_rows(inp_out_ids) before the output matrix, so vocab x hidden multiply-adds per prompt
+    token are skipped (a decode of a batch without a logits array, as llama-bench's pp test and a
+    server's prompt are, outputs one token). For Llama 3.2 1B (tied, 128,256 x 2,048) that is 263M of
+    its 1.24B parameters (21%); for Llama 3 8B 525M of the 7.5B a generated token multiplies (7%);
+    for Llama 2 7B 131M (2%). Mixture-of-experts models keep matmul_params: their stated active
+    counts differ on what they include (matmul_params), and their prompt share is fitted on that
+    count (PROMPT_MOE_EFFICIENCY). The last layer's feed-forward, also skipped for all but the
+    output token, is not subtracted (1/layers of the rest).
+    """
+    params = matmul_params(model)
+    if not model.is_moe and model.vocab_size and model.hidden_size:
+        params -= model.vocab_size * model.hidden_size
+    return params
 
 
 def weights_read_bytes(model: LanguageModel, weights_bytes: float) -> float:
@@ -562,8 +582,8 @@ def matrix_rate(device: Device, bf16: bool = False) -> float:
 
 
 def _prompt_seconds_per_token(model: LanguageModel, device: Device, family: str = "k-quant", bf16: bool = False) -> float:
-    """One prompt token: its matrix work (2 x the parameters it multiplies through) in _matrix_seconds."""
-    return _matrix_seconds(2 * matmul_params(model), device, family, bf16, model.is_moe)
+    """One prompt token: its matrix work (2 x the parameters it multiplies through, prompt_params) in _matrix_seconds."""
+    return _matrix_seconds(2 * prompt_params(model), device, family, bf16, model.is_moe)
 
 
 def _matrix_seconds(work: float, device: Device, family: str = "k-quant", bf16: bool = False, moe: bool = False) -> float:
@@ -673,6 +693,10 @@ def estimate(
     if matmul_params(model) != model.active_params:
         basis.append(f"speed: a token reads and multiplies {matmul_params(model) / 1e9:.2f}B of the {model.active_params / 1e9:.2f}B parameters; "
                      f"the {model.vocab_size:,} x {model.hidden_size:,} input embedding, untied from the output, is only gathered from")
+    if prompt_params(model) != matmul_params(model):
+        basis.append(f"prompt: a prompt token multiplies {prompt_params(model) / 1e9:.2f}B parameters; the "
+                     f"{model.vocab_size:,} x {model.hidden_size:,} output projection runs for the last token only "
+                     f"(llama.cpp computes one token's logits for a prompt)")
     if gpu is not None and gpu.usable_memory_bytes:
         memory = memory_breakdown(model, quant, context_tokens, gpu.backend, users)
         overhead = memory.overhead_bytes * gpu.count
