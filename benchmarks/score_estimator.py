@@ -139,9 +139,10 @@ GEFORCE_FULL_RATE = 2.0
 # ("cublas", the prompt term choice's "cublas" term): gpuready estimates today's builds and never uses it.
 CUBLAS_PROMPT_UNTIL = "2024-06"
 # Until llama.cpp PR #6122 ("llama : greatly reduce output buffer memory usage", merged 2024-03-26, commit
-# 557410b) a batch computed the output projection for every token; since then only for the tokens whose
-# logits are asked for, the last one of a llama-bench prompt (text_estimate.prompt_params). A row dated
-# before April 2024 multiplied the output matrix for each prompt token, so its prompt work counts it.
+# 557410b) a batch computed the last layer's feed-forward and the output projection for every token; since
+# then only for the tokens whose logits are asked for, the last one of a llama-bench prompt
+# (text_estimate.prompt_params). A row dated before April 2024 ran both for each prompt token, so its prompt
+# work counts them.
 ALL_LOGITS_UNTIL = "2024-04"
 PRE_VOLTA = ("Kepler", "Maxwell", "Pascal")
 MEMORY = re.compile(r"^(?:LP)?DDR\d[A-Z]?-(\d{3,5}) (\d+)ch$")
@@ -219,7 +220,7 @@ def vendor_class(device: devices.Device) -> str:
 
 
 def counted_prompt_params(row: dict, model) -> float:
-    """Parameters a row's prompt token multiplied through: the output projection too where its build predates
+    """Parameters a row's prompt token multiplied through: the output token's own work too where its build predates
     llama.cpp PR #6122 (ALL_LOGITS_UNTIL); an undated row is taken as a later build."""
     if row.get("measured", "9999") < ALL_LOGITS_UNTIL:
         return est.matmul_params(model)
@@ -366,7 +367,7 @@ def text_generation(catalog, out: list[str]) -> None:
         where = "Apple" if backend == "metal" else ("CPU" if backend == "cpu" else "GPU")
         family = est.quant_family(quant_id)
         bytes_read = est.weights_read_bytes(model, weights) + kv_read
-        # A prompt token's work: 2 x the parameters it multiplies through; the output projection only where the
+        # A prompt token's work: 2 x the parameters it multiplies through; the output token's own only where the
         # build ran it for every token (ALL_LOGITS_UNTIL), and what it would add kept for the report's comparison.
         counted = counted_prompt_params(row, model)
         work = 2 * counted

@@ -139,7 +139,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                                                ("geforce", "second", "families", "moe", "cublas", "intel"),
                                                {"moe": lambda r: r.moe, "cublas": lambda r: r.cublas,
                                                 "intel": lambda r: bool(r.vendor_class)})
-    # The same forms and terms with the output projection counted for every prompt token (output_round).
+    # The same forms and terms with the output token's own work counted for every prompt token (output_round).
     every_output = form_rows(prompt_forms, every_output_rows(prompt_rows))
     every_output_errors = {key: prompt_cv(every_output, key, **prompt_terms) for key in ("device", "source")}
     output_shares = [r.output_share for r in prompt_rows]
@@ -433,14 +433,16 @@ def depth_round(gen_rows: list, trials: list, terms: dict, lodo: list) -> str:
 
 
 def every_output_rows(rows: list) -> list:
-    """Prompt rows with the output projection's work counted for every token (builds before llama.cpp PR #6122)."""
+    """Prompt rows with the output token's own work (the last feed-forward, the output projection) counted for every
+    token, as builds before llama.cpp PR #6122 ran it."""
     return [replace(r, implied=r.implied * (1 + r.output_share), ideal_s=r.ideal_s * (1 + r.output_share),
                     tflop=r.tflop * (1 + r.output_share), per_watt=r.per_watt * (1 + r.output_share), output_share=0.0)
             for r in rows]
 
 
 def output_round(rows: list, shares: list[float], before: dict, lodo: list, loso: list, forms: dict) -> str:
-    """The paragraph on a prompt's output projection: its share of the work, and the held-out error with and without it."""
+    """The paragraph on what a prompt runs for its output token only: its share of the work, and the held-out error
+    with and without it counted for every token."""
     def medians(errors: dict) -> tuple[float, ...]:
         return tuple(statistics.median(e for r, e in errors[key] if backend is None or r.backend == backend)
                      for key in ("device", "source") for backend in (None, "cpu", "cuda"))
@@ -457,11 +459,14 @@ def output_round(rows: list, shares: list[float], before: dict, lodo: list, loso
     power = [b for b, form in sorted(forms.items()) if form == "power"]
     sycl = [r for r in rows if r.backend == "sycl"]
     top_share, top_row = max(changed, key=lambda pair: pair[0])
-    return ("Latest round: a prompt's output projection. A prompt needs logits for its last token only, and llama.cpp "
-            "has computed them for that token alone since PR #6122 (merged 2024-03-26): the last layer's output goes "
-            "through ggml_get_rows(inp_out_ids) before the output matrix, and a batch without a logits array (llama-bench's "
-            "pp test, a server's prompt) outputs one token. gpuready counted vocab x hidden multiply-adds per prompt token "
-            "for it (text_estimate.prompt_params no longer does; a generated token still pays it). That is "
+    return ("Latest round: what a prompt computes for its output token only. A prompt needs logits for its last token "
+            "only, and llama.cpp has computed them for that token alone since PR #6122 (merged 2024-03-26): after the "
+            "last layer's attention the hidden states go through ggml_get_rows(inp_out_ids), so that layer's feed-forward "
+            "and the output matrix run for the output token, and a batch without a logits array (llama-bench's pp test, a "
+            "server's prompt) outputs one token. gpuready counted both for every prompt token: vocab x hidden "
+            "multiply-adds and one layer's feed-forward (text_estimate.prompt_params no longer does; a generated token "
+            "still pays them; the feed-forward is what a layer's parameters leave after attention's projections, "
+            "3 x 4,096 x 14,336 for Llama 3 8B as its config gives). That is "
             f"{statistics.median(s for s, _ in changed):.0%} of the counted work in the median of the {len(changed)} "
             f"prompt rows it changes and {top_share:.0%} at most ({top_row.variant}): small models with large vocabularies, "
             "as Llama 3.2 1B (128,256 x 2,048 of 1.24B parameters) and Qwen2.5 0.5B. Rows dated before April 2024 "
@@ -469,8 +474,7 @@ def output_round(rows: list, shares: list[float], before: dict, lodo: list, loso
             "their stated active count (their prompt share is fitted on it). With the same forms and terms, the prompt's "
             f"LODO median went {old[0]:.1f}% -> {new[0]:.1f}% and LOSO {old[3]:.1f}% -> {new[3]:.1f}% (CPU rows "
             f"{old[1]:.1f}% -> {new[1]:.1f}% held out by device, CUDA {old[2]:.1f}% -> {new[2]:.1f}%). It is a fact "
-            "of llama.cpp's source, not a fitted term, so it is not put to the term choice. The last layer's "
-            "feed-forward, which also runs for the output token only, is still counted (1/layers of the rest). "
+            "of llama.cpp's source, not a fitted term, so it is not put to the term choice. "
             "Against the report before it (prompt LODO 15.8%, the power form for every backend but Metal), the form "
             f"choice above, re-run on the new work, picked the ceiling for {', '.join(names(ceiling))} and the power "
             f"limit for {', '.join(names(power))}; SYCL's {len(sycl)} rows on {len({r.device for r in sycl})} devices "

@@ -52,9 +52,12 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
     memory = est.MemoryBreakdown(LLAMA_WEIGHTS_Q4, LLAMA_KV_8K, LLAMA_COMPUTE, CUDA_OVERHEAD)
     bandwidth = 1000e9 * est.BANDWIDTH_EFFICIENCY["cuda"]
     fixed = 32 * est.LAYER_SECONDS["cuda"] + 8.03e9 * K_OPS / 100e12  # 32 layers' launch/sync + unpacking
-    # A prompt token multiplies all but the 128,256 x 4,096 output projection (run for the last token only):
-    # 2 x that many FLOPs at the backend's efficiency, plus its TFLOPs x the backend's ceiling.
-    prompt_flops = 2 * (8.03e9 - 128256 * 4096)
+    # A prompt token multiplies all but what only the last token runs: the 128,256 x 4,096 output projection and
+    # the last layer's feed-forward (derived as a layer's share of the rest less attention's 4,096 x 128 x 2 x
+    # (32 + 8); with tying not known here, the rest holds the input embedding too): 2 x that many FLOPs at the
+    # backend's efficiency, plus its TFLOPs x the backend's ceiling.
+    layers = 8.03e9 - 128256 * 4096
+    prompt_flops = 2 * (layers - (layers / 32 - 4096 * 128 * 2 * 40))
     prompt_s = prompt_flops / (100e12 * est.PROMPT_EFFICIENCY["cuda"]) + prompt_flops / 1e12 * est.PROMPT_SECONDS_PER_TFLOP["cuda"]
     assert result == est.Estimate(
         model_id="llama-3.1-8b",
@@ -170,14 +173,21 @@ def test_a_bandwidth_the_driver_reports_is_named_as_it_is_not_called_measured(so
 
 def test_a_prompt_token_skips_the_output_projection_that_only_its_last_token_needs():
     # llama.cpp PR #6122: a prompt's logits are computed for the token that asks for them, not for every token.
+    # The last layer's feed-forward runs for that token only too: derived from the layers' parameters, it is the
+    # config.json's 3 x hidden x intermediate within 1%.
     llama_1b = CATALOG.get("llama-3.2-1b")  # tied: the 128,256 x 2,048 matrix is the output projection
-    assert est.prompt_params(llama_1b) == pytest.approx(est.matmul_params(llama_1b) - 128256 * 2048)
+    head = 128256 * 2048
+    ffn = est.last_feed_forward_params(llama_1b, est.matmul_params(llama_1b) - head)
+    assert ffn == pytest.approx(3 * 2048 * 8192, rel=0.01)
+    assert est.prompt_params(llama_1b) == pytest.approx(est.matmul_params(llama_1b) - head - ffn)
     llama_8b = CATALOG.get("llama-3.1-8b")  # untied: the input embedding is already out of matmul_params
-    assert est.prompt_params(llama_8b) == pytest.approx(8.03e9 - 2 * 128256 * 4096)
+    ffn = est.last_feed_forward_params(llama_8b, 8.03e9 - 2 * 128256 * 4096)
+    assert ffn == pytest.approx(3 * 4096 * 14336, rel=0.01)
+    assert est.prompt_params(llama_8b) == pytest.approx(8.03e9 - 2 * 128256 * 4096 - ffn)
     moe = CATALOG.get("qwen3-30b-a3b")  # a mixture of experts keeps its stated active count
     assert est.prompt_params(moe) == est.matmul_params(moe)
     shapeless = replace(LLAMA_8B, vocab_size=0)
     assert est.prompt_params(shapeless) == est.matmul_params(shapeless)  # nothing known to subtract
     basis = est.estimate(llama_1b, Q4_K_M, 4096, CUDA_GPU, CPU, 64 * 1024**3).basis
-    assert any("output projection runs for the last token only" in line for line in basis)
+    assert any("output projection run for the last token only" in line for line in basis)
     assert not any("output projection" in line for line in est.estimate(moe, Q4_K_M, 4096, CUDA_GPU, CPU, 64 * 1024**3).basis)

@@ -18,8 +18,10 @@ CATALOG = load_catalog()
 # terms are pinned by hand on the model with that term off.
 LLAMA_8B = replace(CATALOG.get("llama-3.1-8b"), tied_embeddings=None)
 Q4_K_M = CATALOG.quants["Q4_K_M"]
-# A prompt token multiplies all but the 128,256 x 4,096 output projection, which runs for the last token only.
-LLAMA_PROMPT_PARAMS = 8.03e9 - 128256 * 4096
+# A prompt token multiplies all but what only its last token runs: the 128,256 x 4,096 output projection and
+# the last layer's feed-forward (config.json: 3 x 4,096 x 14,336 intermediate; as derived, the layers' 7.505e9
+# parameters / 32 less attention's 4,096 x 128 x 2 x (32 + 8) a layer).
+LLAMA_PROMPT_PARAMS = 8.03e9 - 128256 * 4096 - ((8.03e9 - 128256 * 4096) / 32 - 4096 * 128 * 2 * 40)
 QWEN_MOE = CATALOG.get("qwen3-30b-a3b")  # 30.5B parameters, 3.3B active, 8 of 128 experts a token
 GIB = 1024**3
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -333,9 +335,12 @@ def test_a_token_reads_the_files_share_of_the_parameters_it_multiplies_through()
     assert 1 / untied.generation_tokens_per_s - fixed == pytest.approx(4.58 * GIB * 7.505e9 / 8.03e9 / bandwidth, rel=1e-3)
     assert 1 / unknown.generation_tokens_per_s - fixed == pytest.approx(4.58 * GIB / bandwidth)
     # the prompt's FLOPs shrink by the same 525M parameters: neither counts the output projection (last token
-    # only), so 2 x (7.505e9 - 525M) per token instead of 2 x (8.03e9 - 525M)
+    # only), so 2 x (7.505e9 - 525M - one feed-forward) per token instead of 2 x (8.03e9 - 525M - one feed-forward)
     assert unknown.prompt_tokens_per_s / untied.prompt_tokens_per_s == pytest.approx(
-        (8.03e9 - 2 * 525_336_576) / (8.03e9 - 525_336_576), rel=1e-3)
+        est.prompt_params(llama) / est.prompt_params(replace(llama, tied_embeddings=None)), rel=1e-6)
+    assert est.prompt_params(replace(llama, tied_embeddings=None)) - est.prompt_params(llama) == pytest.approx(
+        525_336_576 * (1 - 1 / 32))  # not known as untied, the embedding sits among the layers: 1/32 of it in one
+    # layer's feed-forward as derived
 
 
 def test_the_catalogue_rejects_a_tied_embeddings_value_that_is_not_true_or_false():

@@ -61,12 +61,12 @@ BANDWIDTH_EFFICIENCY = {
     "vulkan-intel": 0.46,
 }
 COMPUTE_EFFICIENCY = {
-    "cpu": 0.56,
-    "cuda": 0.43,
-    "metal": 0.65,
-    "rocm": 0.37,
+    "cpu": 0.55,
+    "cuda": 0.42,
+    "metal": 0.64,
+    "rocm": 0.36,
     "sycl": 0.30,
-    "vulkan": 0.40,
+    "vulkan": 0.39,
 }
 # Relative uncertainty of a speed estimate: the spread of the validation set's errors,
 # wider where the bandwidth itself was assumed rather than known.
@@ -146,22 +146,22 @@ VULKAN_MOE_TILE_TOKENS = 32
 # estimators use. A term the held-out fit drops (benchmarks/ACCURACY.md, "Which terms stay") has
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
-    "cpu": 0.72,
-    "cuda": 0.95,
-    "metal": 0.58,
-    "rocm": 0.60,
-    "sycl": 0.85,
-    "vulkan": 0.43,
-    "vulkan-intel": 0.21,
+    "cpu": 0.70,
+    "cuda": 0.94,
+    "metal": 0.55,
+    "rocm": 0.59,
+    "sycl": 0.83,
+    "vulkan": 0.42,
+    "vulkan-intel": 0.20,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 98.75e-3,
+    "cpu": 102.71e-3,
     "cuda": 0.00e-3,
-    "metal": 0.00e-3,
-    "rocm": 7.08e-3,
-    "sycl": 6.02e-3,
-    "vulkan": 1.87e-3,
-    "vulkan-intel": 9.73e-3,
+    "metal": 0.18e-3,
+    "rocm": 7.26e-3,
+    "sycl": 6.41e-3,
+    "vulkan": 1.94e-3,
+    "vulkan-intel": 9.87e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
 # full tensor rate draws more than most boards may (an RTX 4090 at its 450 W limit, an RTX 6000 Ada
@@ -171,8 +171,8 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.5782e-12,
-    "metal": 0.6064e-12,
+    "cuda": 2.6125e-12,
+    "metal": 0.0000e-12,
     "rocm": 0.0000e-12,
     "sycl": 0.0000e-12,
     "vulkan": 0.0000e-12,
@@ -192,10 +192,10 @@ PROMPT_GEFORCE_RATE = 2.00
 # family's share): ggml_mul_mat_id multiplies each expert by only the tokens routed to it (k of n
 # experts: 4 of 32 for gpt-oss-20b, 8 of 128 for Qwen3-30B-A3B), so a 512-token micro-batch becomes
 # many small products with the router and a gather between them. 1.0 when the fit drops the term.
-PROMPT_MOE_EFFICIENCY = 0.48
+PROMPT_MOE_EFFICIENCY = 0.49
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.22,
+    "float": 1.23,
     "k-quant": 1.00,
     "legacy": 1.14,
     "mxfp4": 1.00,
@@ -229,9 +229,9 @@ QUANT_FAMILY_BAND = {
 # 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
 PROMPT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.54,
+    "k-quant": 1.60,
     "legacy": 1.00,
-    "moe": 2.10,
+    "moe": 2.14,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
@@ -240,11 +240,11 @@ PROMPT_FAMILY_BAND = {
 PROMPT_BAND = {
     "cpu": 0.54,
     "cuda": 0.38,
-    "metal": 0.08,
+    "metal": 0.09,
     "rocm": 0.43,
     "sycl": 2.06,
-    "vulkan": 0.48,
-    "vulkan-intel": 2.44,
+    "vulkan": 0.47,
+    "vulkan-intel": 2.43,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
 FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "sycl", "vulkan", "vulkan-intel")
@@ -397,23 +397,34 @@ def matmul_params(model: LanguageModel) -> float:
 
 
 def prompt_params(model: LanguageModel) -> float:
-    """Parameters one prompt token multiplies through: matmul_params less the output projection.
+    """Parameters one prompt token multiplies through: matmul_params less what only the output token runs.
 
     Only the last token of a prompt needs logits, and llama.cpp has computed them for that token
-    alone since PR #6122 (merged 2024-03-26, commit 557410b): the last layer's output goes through
-    ggml_get_rows(inp_out_ids) before the output matrix, so vocab x hidden multiply-adds per prompt
-    token are skipped (a decode of a batch without a logits array, as llama-bench's pp test and a
-    server's prompt are, outputs one token). For Llama 3.2 1B (tied, 128,256 x 2,048) that is 263M of
-    its 1.24B parameters (21%); for Llama 3 8B 525M of the 7.5B a generated token multiplies (7%);
-    for Llama 2 7B 131M (2%). Mixture-of-experts models keep matmul_params: their stated active
-    counts differ on what they include (matmul_params), and their prompt share is fitted on that
-    count (PROMPT_MOE_EFFICIENCY). The last layer's feed-forward, also skipped for all but the
-    output token, is not subtracted (1/layers of the rest).
+    alone since PR #6122 (merged 2024-03-26, commit 557410b): after the last layer's attention, the
+    hidden states go through ggml_get_rows(inp_out_ids) ("skip computing output for unused tokens"),
+    so that layer's feed-forward and the vocab x hidden output projection run for the output token
+    only (a decode of a batch without a logits array, as llama-bench's pp test and a server's prompt
+    are, outputs one token). For Llama 3.2 1B (tied, 128,256 x 2,048) the projection is 263M of its
+    1.24B parameters (21%) and the last feed-forward 50M; for Llama 3 8B 525M and 176M of the 7.5B a
+    generated token multiplies (9% together). Mixture-of-experts models keep matmul_params: their
+    stated active counts differ on what they include (matmul_params), and their prompt share is
+    fitted on that count (PROMPT_MOE_EFFICIENCY).
     """
     params = matmul_params(model)
-    if not model.is_moe and model.vocab_size and model.hidden_size:
-        params -= model.vocab_size * model.hidden_size
-    return params
+    if model.is_moe or not (model.vocab_size and model.hidden_size):
+        return params
+    params -= model.vocab_size * model.hidden_size
+    return params - last_feed_forward_params(model, params)
+
+
+def last_feed_forward_params(model: LanguageModel, body: float) -> float:
+    """One layer's feed-forward: of the layers' parameters (body), what attention's projections leave, a layer.
+
+    Attention's Q and O projections hold hidden x heads x head_dim each, K and V hidden x kv_heads x
+    head_dim; the rest of a layer (norms aside) is its feed-forward. 0 where the shapes leave nothing.
+    """
+    attention = model.hidden_size * model.head_dim * 2 * (model.attention_heads + model.kv_heads)
+    return max(0.0, body / model.layers - attention) if model.layers else 0.0
 
 
 def weights_read_bytes(model: LanguageModel, weights_bytes: float) -> float:
@@ -694,9 +705,9 @@ def estimate(
         basis.append(f"speed: a token reads and multiplies {matmul_params(model) / 1e9:.2f}B of the {model.active_params / 1e9:.2f}B parameters; "
                      f"the {model.vocab_size:,} x {model.hidden_size:,} input embedding, untied from the output, is only gathered from")
     if prompt_params(model) != matmul_params(model):
-        basis.append(f"prompt: a prompt token multiplies {prompt_params(model) / 1e9:.2f}B parameters; the "
-                     f"{model.vocab_size:,} x {model.hidden_size:,} output projection runs for the last token only "
-                     f"(llama.cpp computes one token's logits for a prompt)")
+        basis.append(f"prompt: a prompt token multiplies {prompt_params(model) / 1e9:.2f}B parameters; the last layer's "
+                     f"feed-forward and the {model.vocab_size:,} x {model.hidden_size:,} output projection run for the "
+                     f"last token only (llama.cpp computes one token's logits for a prompt)")
     if gpu is not None and gpu.usable_memory_bytes:
         memory = memory_breakdown(model, quant, context_tokens, gpu.backend, users)
         overhead = memory.overhead_bytes * gpu.count
