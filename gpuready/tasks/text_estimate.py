@@ -4,8 +4,9 @@ device: pure functions, no I/O.
 Memory is a breakdown (weights, KV cache, compute buffers, runtime overhead). Speed
 follows the roofline of token generation: every generated token reads every active
 weight once (bandwidth bound); prompt tokens are processed in batches and are compute
-bound (2 x active parameters FLOPs a token). Each number carries its basis and an
-uncertainty band, and the efficiency constants cite where they come from.
+bound (2 x the parameters a prompt token multiplies, prompt_params, in FLOPs). Each number
+carries its basis and an uncertainty band, and the efficiency constants cite where they come
+from.
 """
 
 from __future__ import annotations
@@ -136,10 +137,10 @@ KV_READ_EXTRA = 0.25
 # (64 with NV_coopmat2): the one token's product is computed 32 times over. Dense BF16 is not affected:
 # ggml_vk_mul_mat lists BF16 for the matrix-vector path. A fact of the source, not fitted.
 VULKAN_MOE_TILE_TOKENS = 32
-# Prompt processing of a language model: seconds per prompt token = 2 x active parameters /
+# Prompt processing of a language model: seconds per prompt token = 2 x prompt_params /
 # (peak FLOPS x PROMPT_EFFICIENCY x family share) + a second term in one of two forms, each
 # backend's own (the one that predicts its held-out rows better, benchmarks/ACCURACY.md, "Which
-# terms stay"): 2 x active parameters in TFLOP x PROMPT_SECONDS_PER_TFLOP, a software ceiling no
+# terms stay"): 2 x prompt_params in TFLOP x PROMPT_SECONDS_PER_TFLOP, a software ceiling no
 # faster GPU lifts (tile shapes, activation quantisation, attention and norms between the matrix
 # products), or the power form below. Fitted like generation (benchmarks/score_estimator.py), every efficiency capped at
 # 1 (the table's peak). COMPUTE_EFFICIENCY above stays the backend scale the image and speech
