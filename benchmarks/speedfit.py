@@ -93,7 +93,7 @@ class PromptRow:
     cublas: bool = False  # quantised weights dequantised to FP16 for cuBLAS (CUDA builds before PR #8075, Volta and newer)
     # What the output token's own work (the last feed-forward, the output projection) would add to the work counted
     # above if it ran for every prompt token, as a share
-    # of it (0 where it did: builds before llama.cpp PR #6122; and for mixture-of-experts models, counted as stated)
+    # of it (0 where it did: builds before llama.cpp PR #6122)
     output_share: float = 0.0
 
 

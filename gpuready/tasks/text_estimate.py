@@ -63,7 +63,7 @@ BANDWIDTH_EFFICIENCY = {
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.55,
-    "cuda": 0.42,
+    "cuda": 0.40,
     "metal": 0.64,
     "rocm": 0.36,
     "sycl": 0.30,
@@ -94,12 +94,12 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 250.8e-6,
+    "cpu": 250.7e-6,
     "cuda": 56.6e-6,
     "metal": 129.4e-6,
     "rocm": 94.2e-6,
     "sycl": 147.2e-6,
-    "vulkan": 33.8e-6,
+    "vulkan": 33.9e-6,
     "vulkan-intel": 102.0e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
@@ -111,9 +111,9 @@ LAYER_SECONDS = {
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
     "k-quant": 3.80,
-    "k-quant-low": 14.68,
+    "k-quant-low": 14.69,
     "legacy": 3.24,
-    "mxfp4": 16.39,
+    "mxfp4": 16.40,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -148,7 +148,7 @@ VULKAN_MOE_TILE_TOKENS = 32
 # neutral constants: 0 seconds a TFLOP, family share 1.0.
 PROMPT_EFFICIENCY = {
     "cpu": 0.70,
-    "cuda": 0.94,
+    "cuda": 0.93,
     "metal": 0.55,
     "rocm": 0.59,
     "sycl": 0.83,
@@ -156,13 +156,13 @@ PROMPT_EFFICIENCY = {
     "vulkan-intel": 0.20,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 102.71e-3,
+    "cpu": 102.80e-3,
     "cuda": 0.00e-3,
-    "metal": 0.18e-3,
-    "rocm": 7.26e-3,
-    "sycl": 6.41e-3,
-    "vulkan": 1.94e-3,
-    "vulkan-intel": 9.87e-3,
+    "metal": 0.17e-3,
+    "rocm": 7.45e-3,
+    "sycl": 6.42e-3,
+    "vulkan": 2.05e-3,
+    "vulkan-intel": 9.91e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
 # full tensor rate draws more than most boards may (an RTX 4090 at its 450 W limit, an RTX 6000 Ada
@@ -172,7 +172,7 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.6125e-12,
+    "cuda": 2.6045e-12,
     "metal": 0.0000e-12,
     "rocm": 0.0000e-12,
     "sycl": 0.0000e-12,
@@ -193,7 +193,7 @@ PROMPT_GEFORCE_RATE = 2.00
 # family's share): ggml_mul_mat_id multiplies each expert by only the tokens routed to it (k of n
 # experts: 4 of 32 for gpt-oss-20b, 8 of 128 for Qwen3-30B-A3B), so a 512-token micro-batch becomes
 # many small products with the router and a gather between them. 1.0 when the fit drops the term.
-PROMPT_MOE_EFFICIENCY = 0.49
+PROMPT_MOE_EFFICIENCY = 0.42
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
     "float": 1.23,
@@ -230,9 +230,9 @@ QUANT_FAMILY_BAND = {
 # 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
 PROMPT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.60,
+    "k-quant": 1.57,
     "legacy": 1.00,
-    "moe": 2.14,
+    "moe": 1.95,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
@@ -240,11 +240,11 @@ PROMPT_FAMILY_BAND = {
 # is wider, and it is stated apart from the generation band.
 PROMPT_BAND = {
     "cpu": 0.54,
-    "cuda": 0.38,
+    "cuda": 0.42,
     "metal": 0.09,
     "rocm": 0.43,
     "sycl": 2.06,
-    "vulkan": 0.47,
+    "vulkan": 0.48,
     "vulkan-intel": 2.43,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
@@ -407,14 +407,18 @@ def prompt_params(model: LanguageModel) -> float:
     only (a decode of a batch without a logits array, as llama-bench's pp test and a server's prompt
     are, outputs one token). For Llama 3.2 1B (tied, 128,256 x 2,048) the projection is 263M of its
     1.24B parameters (21%) and the last feed-forward 50M; for Llama 3 8B 525M and 176M of the 7.5B a
-    generated token multiplies (9% together). Mixture-of-experts models keep matmul_params: their
-    stated active counts differ on what they include (matmul_params), and their prompt share is
-    fitted on that count (PROMPT_MOE_EFFICIENCY).
+    generated token multiplies (9% together). A mixture-of-experts model's stated active count holds
+    the output projection in both publishers' conventions (gpt-oss: 3.61B = 2.39B of experts +
+    0.64B attention + 0.58B unembedding, arXiv 2508.10925 table 1; Qwen3-30B-A3B's 3.3B adds up
+    with embedding and output head), so it is subtracted there too; the last layer's feed-forward
+    is not (its routed share is not derivable from the stated counts).
     """
     params = matmul_params(model)
-    if model.is_moe or not (model.vocab_size and model.hidden_size):
+    if not (model.vocab_size and model.hidden_size):
         return params
     params -= model.vocab_size * model.hidden_size
+    if model.is_moe:
+        return params
     return params - last_feed_forward_params(model, params)
 
 
@@ -706,9 +710,10 @@ def estimate(
         basis.append(f"speed: a token reads and multiplies {matmul_params(model) / 1e9:.2f}B of the {model.active_params / 1e9:.2f}B parameters; "
                      f"the {model.vocab_size:,} x {model.hidden_size:,} input embedding, untied from the output, is only gathered from")
     if prompt_params(model) != matmul_params(model):
-        basis.append(f"prompt: a prompt token multiplies {prompt_params(model) / 1e9:.2f}B parameters; the last layer's "
-                     f"feed-forward and the {model.vocab_size:,} x {model.hidden_size:,} output projection run for the "
-                     f"last token only (llama.cpp computes one token's logits for a prompt)")
+        ffn = "" if model.is_moe else "the last layer's feed-forward and "
+        basis.append(f"prompt: a prompt token multiplies {prompt_params(model) / 1e9:.2f}B parameters; {ffn}the "
+                     f"{model.vocab_size:,} x {model.hidden_size:,} output projection run{'s' if model.is_moe else ''} "
+                     f"for the last token only (llama.cpp computes one token's logits for a prompt)")
     if gpu is not None and gpu.usable_memory_bytes:
         memory = memory_breakdown(model, quant, context_tokens, gpu.backend, users)
         overhead = memory.overhead_bytes * gpu.count
