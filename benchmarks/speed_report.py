@@ -452,11 +452,10 @@ def output_round(rows: list, shares: list[float], before: dict, lodo: list, loso
     changed = [(share, row) for share, row in zip(shares, rows) if share > 0]
     label = {"cpu": "CPU", "cuda": "CUDA", "metal": "Metal", "rocm": "ROCm", "sycl": "SYCL", "vulkan": "Vulkan"}
 
-    def names(backends: list) -> list:
-        return [label.get(b, b) for b in backends]
+    def taking(form: str) -> str:
+        """The backends whose prompt takes this form of the second term, named and in order."""
+        return ", ".join(label.get(b, b) for b, chosen in sorted(forms.items()) if chosen == form)
 
-    ceiling = [b for b, form in sorted(forms.items()) if form == "ceiling"]
-    power = [b for b, form in sorted(forms.items()) if form == "power"]
     sycl = [r for r in rows if r.backend == "sycl"]
     top_share, top_row = max(changed, key=lambda pair: pair[0])
     return ("Latest round: what a prompt computes for its output token only. A prompt needs logits for its last token "
@@ -477,8 +476,8 @@ def output_round(rows: list, shares: list[float], before: dict, lodo: list, loso
             f"{old[1]:.1f}% -> {new[1]:.1f}% held out by device, CUDA {old[2]:.1f}% -> {new[2]:.1f}%). It is a fact "
             "of llama.cpp's source, not a fitted term, so it is not put to the term choice. "
             "Against the report before it (prompt LODO 15.8%, the power form for every backend but Metal), the form "
-            f"choice above, re-run on the new work, picked the ceiling for {', '.join(names(ceiling))} and the power "
-            f"limit for {', '.join(names(power))}; SYCL's {len(sycl)} rows on {len({r.device for r in sycl})} devices "
+            f"choice above, re-run on the new work, picked the ceiling for {taking('ceiling')} and the power "
+            f"limit for {taking('power')}; SYCL's {len(sycl)} rows on {len({r.device for r in sycl})} devices "
             f"went 28.8% -> {statistics.median(e for r, e in lodo if r.backend == 'sycl'):.1f}% held out by device, "
             "the one backend that lost (few rows, two forms that fit them about as well).")
 

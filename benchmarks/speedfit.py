@@ -92,8 +92,7 @@ class PromptRow:
     vendor_class: str = ""  # "intel" for Intel GPUs under Vulkan (GenRow.vendor_class)
     cublas: bool = False  # quantised weights dequantised to FP16 for cuBLAS (CUDA builds before PR #8075, Volta and newer)
     # What the output token's own work (the last feed-forward, the output projection) would add to the work counted
-    # above if it ran for every prompt token, as a share
-    # of it (0 where it did: builds before llama.cpp PR #6122)
+    # above if it ran for every prompt token, as a share of it (0 where it did: builds before llama.cpp PR #6122)
     output_share: float = 0.0
 
 

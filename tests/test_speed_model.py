@@ -338,9 +338,10 @@ def test_a_token_reads_the_files_share_of_the_parameters_it_multiplies_through()
     # only), so 2 x (7.505e9 - 525M - one feed-forward) per token instead of 2 x (8.03e9 - 525M - one feed-forward)
     assert unknown.prompt_tokens_per_s / untied.prompt_tokens_per_s == pytest.approx(
         est.prompt_params(llama) / est.prompt_params(replace(llama, tied_embeddings=None)), rel=1e-6)
+    # not known as untied, the embedding sits among the layers' parameters: 1/32 of it lands in one layer's
+    # feed-forward as derived, and so is subtracted with it
     assert est.prompt_params(replace(llama, tied_embeddings=None)) - est.prompt_params(llama) == pytest.approx(
-        525_336_576 * (1 - 1 / 32))  # not known as untied, the embedding sits among the layers: 1/32 of it in one
-    # layer's feed-forward as derived
+        525_336_576 * (1 - 1 / 32))
 
 
 def test_the_catalogue_rejects_a_tied_embeddings_value_that_is_not_true_or_false():

@@ -392,9 +392,15 @@ def matmul_params(model: LanguageModel) -> float:
     gpt-oss counts exclude it, arXiv 2508.10925 table 1; Qwen3's include it).
     """
     active = model.active_params
-    if model.tied_embeddings is False and not model.is_moe and model.vocab_size:
-        active -= model.vocab_size * model.hidden_size
+    if model.tied_embeddings is False and not model.is_moe:
+        active -= vocab_matrix_params(model)
     return active
+
+
+def vocab_matrix_params(model: LanguageModel) -> float:
+    """One vocab x hidden matrix (the input embedding table, or the output projection); 0 where the vocabulary is
+    not known."""
+    return model.vocab_size * model.hidden_size if model.vocab_size else 0
 
 
 def prompt_params(model: LanguageModel) -> float:
@@ -413,13 +419,11 @@ def prompt_params(model: LanguageModel) -> float:
     with embedding and output head), so it is subtracted there too; the last layer's feed-forward
     is not (its routed share is not derivable from the stated counts).
     """
-    params = matmul_params(model)
-    if not (model.vocab_size and model.hidden_size):
-        return params
-    params -= model.vocab_size * model.hidden_size
-    if model.is_moe:
-        return params
-    return params - last_feed_forward_params(model, params)
+    head = vocab_matrix_params(model)
+    if not head:
+        return matmul_params(model)
+    params = matmul_params(model) - head
+    return params if model.is_moe else params - last_feed_forward_params(model, params)
 
 
 def last_feed_forward_params(model: LanguageModel, body: float) -> float:
@@ -709,11 +713,12 @@ def estimate(
     if matmul_params(model) != model.active_params:
         basis.append(f"speed: a token reads and multiplies {matmul_params(model) / 1e9:.2f}B of the {model.active_params / 1e9:.2f}B parameters; "
                      f"the {model.vocab_size:,} x {model.hidden_size:,} input embedding, untied from the output, is only gathered from")
-    if prompt_params(model) != matmul_params(model):
-        ffn = "" if model.is_moe else "the last layer's feed-forward and "
-        basis.append(f"prompt: a prompt token multiplies {prompt_params(model) / 1e9:.2f}B parameters; {ffn}the "
-                     f"{model.vocab_size:,} x {model.hidden_size:,} output projection run{'s' if model.is_moe else ''} "
-                     f"for the last token only (llama.cpp computes one token's logits for a prompt)")
+    prompt = prompt_params(model)
+    if prompt != matmul_params(model):
+        head = f"the {model.vocab_size:,} x {model.hidden_size:,} output projection"
+        skipped = f"{head} runs" if model.is_moe else f"the last layer's feed-forward and {head} run"
+        basis.append(f"prompt: a prompt token multiplies {prompt / 1e9:.2f}B parameters; {skipped} for the last token "
+                     "only (llama.cpp computes one token's logits for a prompt)")
     if gpu is not None and gpu.usable_memory_bytes:
         memory = memory_breakdown(model, quant, context_tokens, gpu.backend, users)
         overhead = memory.overhead_bytes * gpu.count
