@@ -96,12 +96,15 @@ def _identity(row) -> tuple:
 def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str], fits: dict) -> None:
     """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill `fits`."""
     gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation,
-                                         ("layers", "families", "hbm", "moe", "unpack", "lowbit", "intel", "kv"),
+                                         ("layers", "families", "hbm", "moe", "unpack", "lowbit", "ilowbit", "intel",
+                                          "kv"),
                                          {"hbm": lambda r: r.memory_class == "hbm", "moe": lambda r: r.moe,
                                           "lowbit": lambda r: r.family == speedfit.LOW_BIT_FAMILY,
+                                          "ilowbit": lambda r: r.family == speedfit.I_LOW_BIT_FAMILY,
                                           "intel": lambda r: bool(r.vendor_class), "kv": lambda r: r.depth > 0})
-    # "lowbit": 2- and 3-bit K-quants as their own family (their own unpacking cost), or folded into K-quants.
-    gen_rows = speedfit.merge_low_bit(gen_rows, gen_terms["lowbit"])
+    # "lowbit": 2- and 3-bit K-quants as their own family (their own unpacking cost), or folded into K-quants;
+    # "ilowbit": 1- to 3-bit i-quants (codebook lookups) the same way, or folded into IQ4_NL/IQ4_XS.
+    gen_rows = speedfit.merge_low_bits(gen_rows, gen_terms["lowbit"], gen_terms["ilowbit"])
     # The prompt model in the generation model's form: seconds per token = (2 x active params / peak FLOPS) / e
     # + (2 x active params in TFLOP) x s, where s (seconds per TFLOP, the "layers" slot) is a backend's software
     # ceiling that no faster GPU lifts (an H100 reads a 7B prompt no faster than an RTX 4090 in these rows).
@@ -209,10 +212,11 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "memory speed is not stated; a "
                "May 2025 Vulkan build on an RTX 2070. Prompt: Intel GPUs under Vulkan and SYCL; a Vulkan RTX 2080 Ti whose "
                "source prints no device line (gpuready assumes Turing gets matrix cores); BF16 MoE on the Radeon 8060S; "
-               "MoE on GB10; the 24-core M1 Max; the H200's quantised prompts of a 1B model (the round before, below).\n\n"
+               "MoE on GB10; the 24-core M1 Max; the H200's quantised prompts of a 1B model (three rounds before, below).\n\n"
+               + iquant_round(gen_rows, gen_terms, lodo) + "\n\n"
                + output_round(prompt_rows, output_shares, every_output_errors, p_lodo, p_loso, prompt_forms) + "\n\n"
                + depth_round(gen_rows, gen_trials, gen_terms, lodo) + "\n\n"
-               "Two rounds before: the first rows measured for gpuready on a GPU it was lent (text-generation-h200.toml: one "
+               "Three rounds before: the first rows measured for gpuready on a GPU it was lent (text-generation-h200.toml: one "
                "NVIDIA H200, llama.cpp 0c1e570 built there, Llama 3.1 8B and 3.2 1B shapes in Q4_K_M, Q4_0, Q8_0 and F16, "
                "tg128 at depths 0, 4096 and 16384; benchmarks/gpu_run.sh). Held out under the term set of the round "
                "before, every H200 generation row was predicted slow (median 36%, worst 48%): the HBM class (\"hbm\", "
@@ -227,7 +231,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "a fixed prompt cost per layer per token (which fits the H200's two shapes at about 1.2 us beside 218 "
                "TFLOPS): as a third term it raised CUDA's held-out prompt error from 18.9% to 22.8%, and as a third form "
                "of the second term it lost on CUDA (25.5% against 21.6%) and won nowhere by more than half a point.\n\n"
-               "Three rounds before: 30 mixture-of-experts rows on 8 more devices (text-generation-moe.toml: Strix Halo under ROCm, "
+               "Four rounds before: 30 mixture-of-experts rows on 8 more devices (text-generation-moe.toml: Strix Halo under ROCm, "
                "Radeon PRO W7800 and RX 7900 XTX under ROCm, RTX 4090, Tesla P40, A10 and RTX PRO 6000 under CUDA, Mixtral on "
                "an M2 Max): the MoE prompt rows went 44% -> 22% held out and their band covers 76% of them (was 38%); with "
                "them the prompt term choice keeps per-family efficiencies (float 1.18, legacy 1.09 of K-quants; 15.1% "
@@ -309,7 +313,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
     out.append("A term is kept only if dropping it raises the held-out error, the mean of the leave-one-device-out and "
                "leave-one-source-out medians (tried in order; a dropped term's constants are neutral: efficiency 1.0, "
                "seconds 0). A term for one class of rows (hbm: HBM GPUs; moe: mixture-of-experts models; lowbit: 2- and "
-               "3-bit K-quants; cublas: CUDA prompts of the cuBLAS era; intel: Intel GPUs under Vulkan; kv: generation "
+               "3-bit K-quants; ilowbit: 1- to 3-bit i-quants; cublas: CUDA prompts of the cuBLAS era; intel: Intel GPUs under Vulkan; kv: generation "
                "after a context already in the KV cache, llama-bench's @d tests) is judged on "
                "that class's own rows, and the other rows' figures are shown beside it: a median over all rows cannot "
                "see a term that fixes a few of them.\n")
@@ -337,9 +341,11 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                est.LAYER_SECONDS[backend] * 1e6 if backend in est.LAYER_SECONDS else None)
     record(out, fits, "MOE_LAYER_FACTOR", "all", fit.moe_layer_factor, est.MOE_LAYER_FACTOR)
     record(out, fits, "KV_READ_EXTRA", "all", fit.kv_extra, est.KV_READ_EXTRA)
-    # Without the "lowbit" term, 2- and 3-bit K-quants take the K-quants' constants.
-    unpack_ops = {speedfit.LOW_BIT_FAMILY: fit.unpack_ops[speedfit.REFERENCE_FAMILY], **fit.unpack_ops}
-    family_share = {speedfit.LOW_BIT_FAMILY: fit.family[speedfit.REFERENCE_FAMILY], **fit.family}
+    # Without the "lowbit" ("ilowbit") term, 2- and 3-bit K-quants (1- to 3-bit i-quants) take their parent family's
+    # constants (speedfit.LOW_BIT_PARENT).
+    low = {low: parent for low, parent in speedfit.LOW_BIT_PARENT.items() if parent in fit.unpack_ops}
+    unpack_ops = {**{low: fit.unpack_ops[parent] for low, parent in low.items()}, **fit.unpack_ops}
+    family_share = {**{low: fit.family[parent] for low, parent in low.items()}, **fit.family}
     for family in sorted(unpack_ops):
         record(out, fits, "UNPACK_OPS_PER_WEIGHT", family, unpack_ops[family], est.UNPACK_OPS_PER_WEIGHT.get(family))
     for family in sorted(family_share):
@@ -406,7 +412,7 @@ def depth_round(gen_rows: list, trials: list, terms: dict, lodo: list) -> str:
                       for device, backend, label, low, high, extra in implied)
     low, high = min(implied, key=lambda s: s[-1]), max(implied, key=lambda s: s[-1])
     h200 = [e for r, e in lodo if r.device == "h200" and r.depth]
-    return (f"The round before: generation at depth (text-generation-depth.toml: llama.cpp's benches/dgx-spark.md at four "
+    return (f"Two rounds before: generation at depth (text-generation-depth.toml: llama.cpp's benches/dgx-spark.md at four "
             f"depths for its five models, an M2 Ultra's Qwen3 0.6B from 2,048 to 32,768 tokens (PR #26570), Strix Halo "
             f"under ROCm and Vulkan; {len(deep)} generation rows at depth on {len({r.device for r in deep})} devices and "
             f"{len({r.backend for r in deep})} backends, with the H200's, RX 7900 XTX's and 4x RTX 4090's of earlier "
@@ -430,6 +436,53 @@ def depth_round(gen_rows: list, trials: list, terms: dict, lodo: list) -> str:
             "serve a series that wants twice it, and more series at depth on large GPUs (H100, MI300X, RTX 5090) are "
             "what a per-architecture k needs.\n\n"
             "| device | backend | model | depths | k implied |\n|---|---|---|---|---:|\n" + table)
+
+
+def iquant_round(gen_rows: list, terms: dict, lodo: list) -> str:
+    """The paragraph on i-quants: their rows, their fitted unpacking costs beside the K-quants', their held-out errors,
+    and what the rows of their sources do to the other rows held out."""
+    mine = [r for r in gen_rows if r.family.startswith("i-quant")]
+    if not mine:
+        return ""
+    sources = {r.source for r in mine}
+    others = [r for r in gen_rows if r.source not in sources]
+    without = speedfit.cross_validate_generation(others, "device", **terms)
+    with_them = [(r, e) for r, e in lodo if r.source not in sources]
+    fit = speedfit.fit_generation(gen_rows, **terms)
+    ops = {family: speedfit.unpack_ops_of(fit, family) for family in ("k-quant", "i-quant", speedfit.I_LOW_BIT_FAMILY)}
+
+    def median(errors: list, family: str | None = None, backend: str | None = None) -> float:
+        return statistics.median(e for r, e in errors if (family is None or r.family == family)
+                                 and (backend is None or r.backend == backend))
+
+    def held(family: str) -> str:
+        errs = [e for r, e in lodo if r.family == family]
+        return f"{statistics.median(errs):.0f}% (worst {max(errs):.0f}%, {len(errs)} rows)"
+
+    return ("Latest round: i-quants (text-generation-iquant.toml). gpuready had no row of an i-quant (IQ1_S to IQ4_XS), "
+            "so its fit gave them no unpacking cost, and the catalogue's IQ4_XS files came out at twice Q4_K_M's speed "
+            "wherever unpacking is a large share of a token, as on a 2-core CPU (Llama 3.1 8B on a 2-core AVX-512 "
+            "machine with 51 GB/s: 10.6 against 5.7 tokens/s before this round, 8.1 against 5.6 after). The rows: the i-quants' generation rows of mainline llama.cpp in ikawrakow's "
+            "ik_llama.cpp README (build 081fe431, July 2024; a Ryzen 7950X at 4 threads and an M2 Max CPU at 8) and the "
+            "IQ4_XS pairs of llama.cpp PR #5747 (RTX 4080 under CUDA, M2 Max GPU under Metal), "
+            f"{len(mine)} i-quant rows on {len({r.device for r in mine})} devices. IQ4_NL and IQ4_XS decode a 4-bit index "
+            "through one 16-entry table; IQ1 to IQ3 look 4 or 8 weights up at once in codebooks of 256 to 2,048 "
+            "entries, so they are their own family (\"ilowbit\", kept by the term choice above). Fitted: "
+            f"{ops['i-quant']:.2f} operations a weight for IQ4 and {ops[speedfit.I_LOW_BIT_FAMILY]:.2f} for IQ1-IQ3, "
+            f"against {ops['k-quant']:.2f} for K-quants; held out by device the IQ4 rows' median error is "
+            f"{held('i-quant')}, the IQ1-IQ3 rows' {held(speedfit.I_LOW_BIT_FAMILY)}. The other rows held out by device: "
+            f"{median(without):.2f}% without the new sources' rows and {median(with_them):.2f}% with them (CPU rows "
+            f"{median(without, backend='cpu'):.1f}% and {median(with_them, backend='cpu'):.1f}%). A quantised family "
+            "with no rows at all now takes the K-quants' unpacking cost (text_estimate.unpack_ops_per_weight; "
+            "speedfit.unpack_ops_of in the cross-validation), not none. Not fixed: the same README's 2-thread rows "
+            "have IQ4_XS at 0.84x Q4_K_S's speed on the 7950X (8.08 against 9.61 tokens/s), where at 4 threads they run "
+            "alike (13.36 and 13.24): a CPU's unpacking and memory reads overlap more as threads are added, which a cost "
+            "added to the read time cannot follow, so on CPUs of 2 to 4 cores gpuready still leans towards IQ4_XS. "
+            "Tried and left out: the README's K-quant, legacy and F16 generation rows as references (they pull the CPU "
+            "constants to two machines, the file's header gives the figures), its prompt rows (CPU prompt LODO 21.3% -> "
+            "40.7% with them: in that build only F16, Q8_0 and Q4_0 prompts ran through tinyBLAS), and, for CPU rows, a "
+            "token's time as the larger of its read and its unpacking instead of their sum (held out worse on the CPU "
+            "rows in a first implementation, 15.2% -> 16.3% with the Q4_K_S references).")
 
 
 def every_output_rows(rows: list) -> list:
@@ -458,7 +511,7 @@ def output_round(rows: list, shares: list[float], before: dict, lodo: list, loso
 
     sycl = [r for r in rows if r.backend == "sycl"]
     top_share, top_row = max(changed, key=lambda pair: pair[0])
-    return ("Latest round: what a prompt computes for its output token only. A prompt needs logits for its last token "
+    return ("The round before: what a prompt computes for its output token only. A prompt needs logits for its last token "
             "only, and llama.cpp has computed them for that token alone since PR #6122 (merged 2024-03-26): after the "
             "last layer's attention the hidden states go through ggml_get_rows(inp_out_ids), so that layer's feed-forward "
             "and the output matrix run for the output token, and a batch without a logits array (llama-bench's pp test, a "

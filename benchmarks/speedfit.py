@@ -103,20 +103,40 @@ class PromptFit:
 
 
 LOW_BIT_FAMILY = "k-quant-low"
+I_LOW_BIT_FAMILY = "i-quant-low"
+# Each low-bit family and the family it folds into when its term is dropped: 2- and 3-bit K-quants into K-quants
+# (the "lowbit" term), 1- to 3-bit i-quants into IQ4_NL/IQ4_XS (the "ilowbit" term).
+LOW_BIT_PARENT = {LOW_BIT_FAMILY: REFERENCE_FAMILY, I_LOW_BIT_FAMILY: "i-quant"}
 
 
-def merge_low_bit(rows: list, on: bool) -> list:
-    """Rows with 2- and 3-bit K-quants in their own family (the "lowbit" term), or folded into K-quants."""
+def merge_low_bit(rows: list, on: bool, family: str = LOW_BIT_FAMILY) -> list:
+    """Rows with a low-bit family (2- and 3-bit K-quants by default) in their own family (its term on), or folded into
+    the family it belongs to (LOW_BIT_PARENT)."""
     if on:
         return rows
-    return [replace(row, family=REFERENCE_FAMILY) if row.family == LOW_BIT_FAMILY else row for row in rows]
+    return [replace(row, family=LOW_BIT_PARENT[family]) if row.family == family else row for row in rows]
+
+
+def merge_low_bits(rows: list, lowbit: bool = True, ilowbit: bool = True) -> list:
+    """merge_low_bit for both low-bit families, by their terms' settings."""
+    return merge_low_bit(merge_low_bit(rows, lowbit), ilowbit, I_LOW_BIT_FAMILY)
+
+
+def unpack_ops_of(fit: "GenFit", family: str) -> float:
+    """A family's fitted unpacking operations per weight; a quantised family the fit has no rows of takes the K-quants'
+    (no unpacking is the one answer known to be wrong for it), F16/BF16 none."""
+    ops = fit.unpack_ops or {}
+    if family in ops:
+        return ops[family]
+    return 0.0 if family == "float" else ops.get(REFERENCE_FAMILY, 0.0)
 
 
 def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True,
-                   moe: bool = True, unpack: bool = True, lowbit: bool = True, intel: bool = True, kv: bool = True) -> GenFit:
+                   moe: bool = True, unpack: bool = True, lowbit: bool = True, intel: bool = True, kv: bool = True,
+                   ilowbit: bool = True) -> GenFit:
     """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and unpacking ops, MoE factor,
     and the KV cache's extra read cost."""
-    rows = merge_low_bit(rows, lowbit)
+    rows = merge_low_bits(rows, lowbit, ilowbit)
     inverse = {klass(row, hbm, intel): 1.5 for row in rows}
     fixed = {klass(row, hbm, intel): 0.0 for row in rows}
     ratio = {row.family: 1.0 for row in rows}
@@ -239,13 +259,14 @@ def _two_term(u: list[float], v: list[float], with_fixed: bool, y: list[float] |
 
 
 def predict_generation(row: GenRow, fit: GenFit) -> float:
-    """Predicted tokens per second; backends or families the fit never saw get the pooled median / 1.0."""
+    """Predicted tokens per second; backends or families the fit never saw get the pooled median / 1.0 (a quantised family
+    the K-quants' unpacking cost, unpack_ops_of)."""
     key = next(key for key in (klass(row, True, True), klass(row, True), row.backend, "")
                if key in fit.efficiency or not key)
     efficiency = fit.efficiency.get(key) or statistics.median(fit.efficiency.values())
     family = fit.family.get(row.family, 1.0)
     fixed = fit.layer_s.get(key, 0.0) * (fit.moe_layer_factor if row.moe else 1.0)
-    unpack = row.weight_s * (fit.unpack_ops or {}).get(row.family, 0.0)
+    unpack = row.weight_s * unpack_ops_of(fit, row.family)
     return 1 / (row.ideal_s / (efficiency * family) + row.kv_s * fit.kv_extra / efficiency + row.layers * fixed + unpack
                 + row.known_s)
 
@@ -271,7 +292,7 @@ def error(predicted: float, measured: float) -> float:
 
 def cross_validate_generation(rows: list[GenRow], key: str, **terms) -> list[tuple[GenRow, float]]:
     """Each row with its error when its group (device or source) is left out of the fit."""
-    rows = merge_low_bit(rows, terms.get("lowbit", True))
+    rows = merge_low_bits(rows, terms.get("lowbit", True), terms.get("ilowbit", True))
     out = []
     for group in sorted({getattr(row, key) for row in rows}):
         train = [row for row in rows if getattr(row, key) != group]

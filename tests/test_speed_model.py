@@ -49,7 +49,8 @@ def load_speedfit():
 @pytest.mark.parametrize(
     ("quant", "family"),
     [("Q4_K_M", "k-quant"), ("Q6_K", "k-quant"), ("Q2_K", "k-quant-low"), ("Q3_K_M", "k-quant-low"), ("Q4_0", "legacy"), ("Q8_0", "legacy"), ("F16", "float"),
-     ("BF16", "float"), ("IQ4_XS", "i-quant"), ("MXFP4", "mxfp4"), ("AWQ-4bit", "other")],
+     ("BF16", "float"), ("IQ4_XS", "i-quant"), ("IQ4_NL", "i-quant"), ("IQ3_XXS", "i-quant-low"), ("IQ2_M", "i-quant-low"),
+     ("IQ1_S", "i-quant-low"), ("MXFP4", "mxfp4"), ("AWQ-4bit", "other")],
 )
 def test_each_quantisation_belongs_to_its_kernel_family(quant, family):
     assert est.quant_family(quant) == family
@@ -445,6 +446,54 @@ def test_without_the_lowbit_term_2_and_3_bit_k_quants_are_fitted_as_k_quants():
     fit = speedfit.fit_generation([row, speedfit.GenRow("cuda", "k-quant", 0.01, 32, 0.015, "e", "s", weight_s=1e-4)],
                                   lowbit=False)
     assert "k-quant-low" not in fit.unpack_ops
+
+
+def test_every_quantised_family_pays_an_unpacking_cost_and_an_unfitted_one_pays_the_k_quants():
+    # The bug this guards: i-quants had no fitted cost, so IQ4_XS counted none and looked twice as fast as Q4_K_M on a
+    # 2-core CPU. Every quantised quant gpuready offers unpacks at a cost; F16/BF16 need none.
+    quants = load_catalog().quants
+    assert "IQ4_XS" in quants and "Q4_K_M" in quants
+    for quant in quants.values():
+        family = est.quant_family(quant.id)
+        if family == "other":  # MLX, AWQ, FP8: not llama.cpp's kernels
+            continue
+        assert (est.unpack_ops_per_weight(family) > 0) == (family != "float"), quant.id
+    for family in ("k-quant", "k-quant-low", "legacy", "mxfp4", "i-quant", "i-quant-low"):
+        assert est.unpack_ops_per_weight(family) > 0, family
+    assert est.unpack_ops_per_weight("float") == 0.0
+    assert est.unpack_ops_per_weight("a-family-no-row-measured") == est.UNPACK_OPS_PER_WEIGHT["k-quant"]
+
+
+def test_an_iq4_file_pays_its_own_unpacking_cost_per_weight():
+    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
+    iq4 = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "IQ4_XS")
+    q4 = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
+    # the same bytes and layers: the difference is the two families' unpacking operations a weight
+    assert 1 / iq4.generation_tokens_per_s - 1 / q4.generation_tokens_per_s == pytest.approx(
+        unpack_s(8.03e9, 100e12, "i-quant") - unpack_s(8.03e9, 100e12, "k-quant"))
+
+
+def test_without_the_ilowbit_term_1_to_3_bit_i_quants_are_fitted_as_iq4():
+    speedfit = load_speedfit()
+    low = speedfit.GenRow("cpu", "i-quant-low", 0.01, 32, 0.03, "d", "s", weight_s=1e-4)
+    iq4 = speedfit.GenRow("cpu", "i-quant", 0.01, 32, 0.02, "e", "s", weight_s=1e-4)
+    assert speedfit.merge_low_bits([low], ilowbit=False)[0].family == "i-quant"
+    assert speedfit.merge_low_bits([low], ilowbit=True)[0].family == "i-quant-low"
+    assert speedfit.merge_low_bits([low], lowbit=False)[0].family == "i-quant-low"  # lowbit is the K-quants' term
+    fit = speedfit.fit_generation([low, iq4], ilowbit=False)
+    assert "i-quant-low" not in fit.unpack_ops and fit.unpack_ops["i-quant"] > 0
+
+
+def test_a_family_the_fit_has_no_rows_of_is_predicted_at_the_k_quants_unpacking_cost():
+    speedfit = load_speedfit()
+    # rows made from known constants (efficiency 0.8, 50 us a layer, 3 operations a weight) on several devices
+    rows = [speedfit.GenRow("cpu", "k-quant", ideal, 32, ideal / 0.8 + 32 * 50e-6 + weight * 3.0, f"d{i}", "s", weight_s=weight)
+            for i, (ideal, weight) in enumerate([(0.01, 1e-3), (0.02, 4e-4), (0.005, 2e-3), (0.03, 3e-3)])]
+    fit = speedfit.fit_generation(rows)
+    assert fit.unpack_ops["k-quant"] == pytest.approx(3.0, rel=0.01)
+    unseen = replace(rows[0], family="i-quant")
+    assert speedfit.predict_generation(unseen, fit) == pytest.approx(speedfit.predict_generation(rows[0], fit))
+    assert speedfit.unpack_ops_of(fit, "float") == 0.0
 
 
 # --- Vulkan without matrix cores, and mixture-of-experts prompts -------------------------------

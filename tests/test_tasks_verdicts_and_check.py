@@ -278,13 +278,13 @@ def test_check_task_counts_only_models_that_take_the_context_asked_for(capsys):
 
 def test_check_judges_min_speed_at_the_context_asked_for_and_says_which_speed_it_compared(capsys):
     mac = str(FIXTURES / "mac-m3-max-40c-64gb")
-    # About 23 tokens/s at an empty context passed a 10 tokens/s floor; with 131,072 tokens of cache it is 2.0.
+    # About 23 tokens/s at an empty context passed a 10 tokens/s floor; with 131,072 tokens of cache it is 1.9.
     code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--context", "131072", "--min-speed", "10", "--machine", mac)
     assert code == 1
     assert out.strip() == ("FAIL model phi-3.5-mini @ 131,072 tokens, >= 10 tokens/s: Phi-3.5 mini instruct: "
-                           "about 2.0 tokens/s at 131,072 tokens of context, needs 10 tokens/s")
-    code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--context", "131072", "--min-speed", "2", "--machine", mac)
-    assert code == 0 and out.rstrip().endswith("about 2.0 tokens/s at 131,072 tokens of context")
+                           "about 1.9 tokens/s at 131,072 tokens of context, needs 10 tokens/s")
+    code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--context", "131072", "--min-speed", "1.5", "--machine", mac)
+    assert code == 0 and out.rstrip().endswith("about 1.9 tokens/s at 131,072 tokens of context")
     # Without --context, the headline speed at an empty context, as before.
     code, out, _ = check(capsys, "--model", "phi-3.5-mini", "--min-speed", "10", "--machine", mac)
     assert code == 0 and "tokens of context" not in out

@@ -53,11 +53,11 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.95,
+    "cpu": 0.91,
     "cuda": 0.88,
-    "metal": 0.89,
+    "metal": 0.88,
     "rocm": 0.91,
-    "sycl": 0.67,
+    "sycl": 0.66,
     "vulkan": 0.90,
     "vulkan-intel": 0.46,
 }
@@ -88,19 +88,21 @@ SPEED_UNCERTAINTY = {"driver": 0.25, "table": 0.25, "assumed": 0.5}
 # "Which terms stay" in benchmarks/ACCURACY.md.
 QUANT_FAMILY_EFFICIENCY = {
     "float": 1.00,
+    "i-quant": 1.00,
+    "i-quant-low": 1.00,
     "k-quant": 1.00,
     "k-quant-low": 1.00,
     "legacy": 1.00,
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 250.7e-6,
-    "cuda": 56.6e-6,
-    "metal": 129.4e-6,
-    "rocm": 94.2e-6,
-    "sycl": 147.2e-6,
+    "cpu": 225.8e-6,
+    "cuda": 56.7e-6,
+    "metal": 130.0e-6,
+    "rocm": 94.4e-6,
+    "sycl": 147.1e-6,
     "vulkan": 33.9e-6,
-    "vulkan-intel": 102.0e-6,
+    "vulkan-intel": 101.8e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -110,10 +112,12 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "k-quant": 3.80,
-    "k-quant-low": 14.69,
-    "legacy": 3.24,
-    "mxfp4": 16.40,
+    "i-quant": 1.32,
+    "i-quant-low": 6.03,
+    "k-quant": 3.71,
+    "k-quant-low": 14.64,
+    "legacy": 3.14,
+    "mxfp4": 16.33,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -206,9 +210,9 @@ PROMPT_FAMILY_EFFICIENCY = {
 # devices in five fall inside it. Backends measured on fewer than 3 devices get at
 # least the pooled band and at least +/-50%.
 SPEED_BAND = {
-    "cpu": 0.34,
+    "cpu": 0.28,
     "cuda": 0.16,
-    "metal": 0.13,
+    "metal": 0.14,
     "rocm": 0.12,
     "sycl": 0.39,
     "vulkan": 0.15,
@@ -221,8 +225,10 @@ SPEED_BAND = {
 # differs between builds (January 2024 CUDA against 2025 Vulkan), so their speeds carry about 3x the band.
 QUANT_FAMILY_BAND = {
     "float": 1.00,
+    "i-quant": 1.24,
+    "i-quant-low": 1.00,
     "k-quant": 1.00,
-    "k-quant-low": 2.57,
+    "k-quant-low": 2.52,
     "legacy": 1.00,
     "mxfp4": 1.00,
 }
@@ -254,11 +260,14 @@ TTFT_PROMPT_TOKENS = 512
 
 
 def quant_family(quant_id: str) -> str:
-    """The kernel family of a quantisation id: k-quant (k-quant-low for 2 and 3 bits), legacy, float, i-quant, mxfp4
-    (else "other")."""
+    """The kernel family of a quantisation id: k-quant (k-quant-low for 2 and 3 bits), legacy, float, i-quant
+    (i-quant-low for 1 to 3 bits), mxfp4 (else "other")."""
     name = quant_id.upper().split(" ")[0]
     if name.startswith("IQ"):
-        return "i-quant"
+        # IQ4_NL and IQ4_XS decode a 4-bit index through one 16-entry table (ggml-common.h kvalues_iq4nl), about as
+        # cheap as a K-quant's bit fields; IQ1-IQ3 look 4 or 8 weights up at once in 256- to 2,048-entry codebooks
+        # (iq2xxs_grid, iq3s_grid, iq1s_grid ...) and apply sign masks: their own, larger unpacking cost.
+        return "i-quant" if name.startswith("IQ4") else "i-quant-low"
     if name.startswith("MXFP4"):
         return "mxfp4"
     if name in ("F16", "BF16", "F32", "FP16", "FP32"):
@@ -512,6 +521,14 @@ def speed_class(device: Device, table: dict | None = None) -> str:
     return device.backend
 
 
+def unpack_ops_per_weight(family: str) -> float:
+    """UNPACK_OPS_PER_WEIGHT of a quant family; a quantised family no validation row has fitted takes the K-quants'
+    cost (counting none made an unmeasured family look faster than every measured one), F16/BF16 none."""
+    if family in UNPACK_OPS_PER_WEIGHT:
+        return UNPACK_OPS_PER_WEIGHT[family]
+    return 0.0 if family == "float" else UNPACK_OPS_PER_WEIGHT["k-quant"]
+
+
 def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant", layers: float = 0.0,
                        kv_bytes: float = 0.0) -> float:
     """Bytes over effective bandwidth (``kv_bytes`` of them the KV cache's, at KV_READ_EXTRA's cost), plus the fixed
@@ -533,7 +550,7 @@ def step_seconds(model: LanguageModel, bytes_read: float, device: Device, fracti
     ``params_read`` defaults to one token's, matmul_params."""
     layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
     params = matmul_params(model) if params_read is None else params_read
-    unpack = (params * fraction * UNPACK_OPS_PER_WEIGHT.get(family, 0.0) / device.unpack_flops
+    unpack = (params * fraction * unpack_ops_per_weight(family) / device.unpack_flops
               if device.unpack_flops else 0.0)
     padded = padded_expert_seconds(model, device, bf16) * fraction
     return _seconds_per_token(bytes_read * fraction, device, family, layers, kv_bytes * fraction) + unpack + padded
@@ -768,9 +785,10 @@ def _with_speed_basis(basis: list[str], model: LanguageModel, gpu: Device | None
                 + (f", the KV cache read at {1 / (1 + KV_READ_EXTRA):.0%} of the weights' rate (flash-attention decode "
                    "splits it over few KV heads)" if KV_READ_EXTRA else "")
                 + f", plus {LAYER_SECONDS.get(key, 0.0) * 1e6:.0f} us a layer a token (launch/sync)"
-                + (f", plus {UNPACK_OPS_PER_WEIGHT[family]:.1f} operations a weight to unpack {family} weights"
+                + (f", plus {unpack_ops_per_weight(family):.1f} operations a weight to unpack {family} weights"
                    + (f" at {device.unpack_flops / 1e12:.1f} TFLOPS (vector rate)" if device.vector_flops else "")
-                   if UNPACK_OPS_PER_WEIGHT.get(family) and device.unpack_flops else "")
+                   + ("" if family in UNPACK_OPS_PER_WEIGHT else " (the K-quants' cost: no measured rows of this family)")
+                   if unpack_ops_per_weight(family) and device.unpack_flops else "")
                 + guess
             )
         else:
