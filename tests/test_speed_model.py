@@ -720,3 +720,15 @@ def test_a_term_for_one_class_of_rows_is_judged_on_that_class():
     # The same class at the ordinary rows' 0.8: its own constants predict it no better, so the term goes.
     same = rows[:20] + [replace(r, measured_s=r.ideal_s / 0.8) for r in rows[20:]]
     assert speed_report.choose_terms(same, cv, ("intel",), scope)[0] == {"intel": False}
+
+
+def test_the_basis_says_where_a_family_has_no_measured_rows_of_its_own():
+    iq4 = est._with_speed_basis([], LLAMA_8B, None, CPU, 0.0, "IQ4_XS")
+    q4 = est._with_speed_basis([], LLAMA_8B, None, CPU, 0.0, "Q4_K_M")
+    prompt_iq4 = next(line for line in iq4 if line.startswith("prompt: ") and "TFLOPS" in line)
+    assert "i-quant: no measured prompt rows, taken at the K-quants' efficiency" in prompt_iq4
+    assert not any("no measured" in line for line in q4)
+    # generation: the i-quants' own fitted cost is named; a format no row measured says it takes the K-quants'
+    assert any("operations a weight to unpack i-quant weights" in line and "no measured rows" not in line for line in iq4)
+    tq = est._with_speed_basis([], LLAMA_8B, None, CPU, 0.0, "TQ2_0")
+    assert any("(the K-quants' cost: no measured rows of this family)" in line for line in tq)

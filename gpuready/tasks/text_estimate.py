@@ -812,6 +812,8 @@ def _with_speed_basis(basis: list[str], model: LanguageModel, gpu: Device | None
                    if moe and PROMPT_MOE_EFFICIENCY != 1.0 else "")
                 + (f" x {PROMPT_FAMILY_EFFICIENCY[family]:.0%} for {family}"
                    if not moe and PROMPT_FAMILY_EFFICIENCY.get(family, 1.0) != 1.0 else "")
+                + (f" ({family}: no measured prompt rows, taken at the K-quants' efficiency)"
+                   if not moe and family != "other" and prompt_kernel_family(family) not in PROMPT_FAMILY_EFFICIENCY else "")
                 + (f", plus {PROMPT_SECONDS_PER_TFLOP[pkey] * 1e3:.1f} ms a TFLOP (software ceiling)"
                    if PROMPT_SECONDS_PER_TFLOP.get(pkey) else "")
                 + (f", at most {device.power_watts:.0f} W / {PROMPT_JOULES_PER_FLOP[pkey] * 1e12:.2f} pJ a FLOP"
