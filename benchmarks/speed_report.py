@@ -213,7 +213,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "May 2025 Vulkan build on an RTX 2070. Prompt: Intel GPUs under Vulkan and SYCL; a Vulkan RTX 2080 Ti whose "
                "source prints no device line (gpuready assumes Turing gets matrix cores); BF16 MoE on the Radeon 8060S; "
                "MoE on GB10; the 24-core M1 Max; the H200's quantised prompts of a 1B model (three rounds before, below).\n\n"
-               + iquant_round(gen_rows, gen_terms, lodo) + "\n\n"
+               + iquant_round(gen_rows, gen_terms, fit, lodo) + "\n\n"
                + output_round(prompt_rows, output_shares, every_output_errors, p_lodo, p_loso, prompt_forms) + "\n\n"
                + depth_round(gen_rows, gen_trials, gen_terms, lodo) + "\n\n"
                "Three rounds before: the first rows measured for gpuready on a GPU it was lent (text-generation-h200.toml: one "
@@ -438,9 +438,9 @@ def depth_round(gen_rows: list, trials: list, terms: dict, lodo: list) -> str:
             "| device | backend | model | depths | k implied |\n|---|---|---|---|---:|\n" + table)
 
 
-def iquant_round(gen_rows: list, terms: dict, lodo: list) -> str:
-    """The paragraph on i-quants: their rows, their fitted unpacking costs beside the K-quants', their held-out errors,
-    and what the rows of their sources do to the other rows held out."""
+def iquant_round(gen_rows: list, terms: dict, fit, lodo: list) -> str:
+    """The paragraph on i-quants: their rows, their fitted unpacking costs (``fit``, the generation fit on every row)
+    beside the K-quants', their held-out errors, and what the rows of their sources do to the other rows held out."""
     mine = [r for r in gen_rows if r.family.startswith("i-quant")]
     if not mine:
         return ""
@@ -448,7 +448,6 @@ def iquant_round(gen_rows: list, terms: dict, lodo: list) -> str:
     others = [r for r in gen_rows if r.source not in sources]
     without = speedfit.cross_validate_generation(others, "device", **terms)
     with_them = [(r, e) for r, e in lodo if r.source not in sources]
-    fit = speedfit.fit_generation(gen_rows, **terms)
     ops = {family: speedfit.unpack_ops_of(fit, family) for family in ("k-quant", "i-quant", speedfit.I_LOW_BIT_FAMILY)}
 
     def median(errors: list, family: str | None = None, backend: str | None = None) -> float:

@@ -28,6 +28,8 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
+from gpuready.tasks import text_estimate
+
 REFERENCE_FAMILY = "k-quant"
 # 1 / the highest efficiency a fit may return for its first term (bandwidth for generation,
 # compute for the prompt model): no device beats the peak its table lists, and without this cap
@@ -123,12 +125,9 @@ def merge_low_bits(rows: list, lowbit: bool = True, ilowbit: bool = True) -> lis
 
 
 def unpack_ops_of(fit: "GenFit", family: str) -> float:
-    """A family's fitted unpacking operations per weight; a quantised family the fit has no rows of takes the K-quants'
-    (no unpacking is the one answer known to be wrong for it), F16/BF16 none."""
-    ops = fit.unpack_ops or {}
-    if family in ops:
-        return ops[family]
-    return 0.0 if family == "float" else ops.get(REFERENCE_FAMILY, 0.0)
+    """A family's fitted unpacking operations per weight, by the estimator's own rule for a family without rows
+    (text_estimate.unpack_ops_per_weight: the K-quants' cost; F16/BF16 none)."""
+    return text_estimate.unpack_ops_per_weight(family, fit.unpack_ops or {})
 
 
 def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = True, hbm: bool = True,

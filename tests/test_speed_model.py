@@ -429,13 +429,15 @@ def test_only_bf16_experts_on_vulkan_carry_the_padded_tile_line():
     assert not tiled(QWEN_MOE, bf16, gpu())
 
 
-def test_a_3_bit_k_quant_pays_its_own_unpacking_cost_per_weight():
-    memory = est.MemoryBreakdown(3_000_000_000, 0, 0, 0)
-    q3 = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q3_K_M")
+@pytest.mark.parametrize(("quant", "family", "weights_bytes"), [("Q3_K_M", "k-quant-low", 3_000_000_000),
+                                                                 ("IQ4_XS", "i-quant", 4_000_000_000)])
+def test_a_low_bit_k_quant_or_an_i_quant_pays_its_own_unpacking_cost_per_weight(quant, family, weights_bytes):
+    memory = est.MemoryBreakdown(weights_bytes, 0, 0, 0)
+    own = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, quant)
     q4 = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
     # the same bytes and layers; the unpacking term uses each family's operations a weight
-    assert 1 / q3.generation_tokens_per_s - 1 / q4.generation_tokens_per_s == pytest.approx(
-        unpack_s(8.03e9, 100e12, "k-quant-low") - unpack_s(8.03e9, 100e12, "k-quant"))
+    assert 1 / own.generation_tokens_per_s - 1 / q4.generation_tokens_per_s == pytest.approx(
+        unpack_s(8.03e9, 100e12, family) - unpack_s(8.03e9, 100e12, "k-quant"))
 
 
 def test_without_the_lowbit_term_2_and_3_bit_k_quants_are_fitted_as_k_quants():
@@ -462,15 +464,6 @@ def test_every_quantised_family_pays_an_unpacking_cost_and_an_unfitted_one_pays_
         assert est.unpack_ops_per_weight(family) > 0, family
     assert est.unpack_ops_per_weight("float") == 0.0
     assert est.unpack_ops_per_weight("a-family-no-row-measured") == est.UNPACK_OPS_PER_WEIGHT["k-quant"]
-
-
-def test_an_iq4_file_pays_its_own_unpacking_cost_per_weight():
-    memory = est.MemoryBreakdown(4_000_000_000, 0, 0, 0)
-    iq4 = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "IQ4_XS")
-    q4 = est.speed(LLAMA_8B, memory, 0, gpu(), CPU, 1.0, "Q4_K_M")
-    # the same bytes and layers: the difference is the two families' unpacking operations a weight
-    assert 1 / iq4.generation_tokens_per_s - 1 / q4.generation_tokens_per_s == pytest.approx(
-        unpack_s(8.03e9, 100e12, "i-quant") - unpack_s(8.03e9, 100e12, "k-quant"))
 
 
 def test_without_the_ilowbit_term_1_to_3_bit_i_quants_are_fitted_as_iq4():

@@ -521,12 +521,14 @@ def speed_class(device: Device, table: dict | None = None) -> str:
     return device.backend
 
 
-def unpack_ops_per_weight(family: str) -> float:
-    """UNPACK_OPS_PER_WEIGHT of a quant family; a quantised family no validation row has fitted takes the K-quants'
-    cost (counting none made an unmeasured family look faster than every measured one), F16/BF16 none."""
-    if family in UNPACK_OPS_PER_WEIGHT:
-        return UNPACK_OPS_PER_WEIGHT[family]
-    return 0.0 if family == "float" else UNPACK_OPS_PER_WEIGHT["k-quant"]
+def unpack_ops_per_weight(family: str, table: Mapping[str, float] | None = None) -> float:
+    """A quant family's unpacking operations a weight in ``table`` (UNPACK_OPS_PER_WEIGHT by default; the fit's own
+    table in benchmarks/speedfit.py): a quantised family no validation row has fitted takes the K-quants' cost
+    (counting none made an unmeasured family look faster than every measured one), F16/BF16 none."""
+    table = UNPACK_OPS_PER_WEIGHT if table is None else table
+    if family in table:
+        return table[family]
+    return 0.0 if family == "float" else table.get("k-quant", 0.0)
 
 
 def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant", layers: float = 0.0,
