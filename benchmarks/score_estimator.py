@@ -251,7 +251,8 @@ def cpu_device(row: dict) -> devices.Device | None:
             bandwidth = int(bandwidth * APPLE_CPU_BANDWIDTH_SHARE)
     used = min(cores, row["threads"]) if row.get("threads") else cores
     return devices.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None,
-                      bandwidth_bytes_per_s=bandwidth, flops=devices.cpu_peak_flops(used, features, name))
+                      bandwidth_bytes_per_s=bandwidth, flops=devices.cpu_peak_flops(used, features, name),
+                      fma_flops=devices.cpu_fma_flops(used, features, name))
 
 
 def stated_bandwidth(row: dict) -> int | None:

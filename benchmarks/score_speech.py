@@ -284,7 +284,7 @@ def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
         elif "encode_ms" in raw:
             rows.append(Row(kind="encoder", label=f"{model.id} {raw['precision']}", measured=raw["encode_ms"] / 1000,
                             work=speech.encoder_flops_per_window(model), layers=model.encoder_layers, width=model.d_model,
-                            kept_out=kept_out(raw), **common))
+                            kept_out=kept_out(raw), extra=(device.fma_flops,) if device.fma_flops else (), **common))
         elif raw["implementation"] == "faster-whisper" and raw.get("batch_size") == 1:
             variant = raw["precision"]
             rows.append(Row(kind="realtime", label=f"{model.id} {variant}", measured=raw["audio_seconds"] / raw["wall_seconds"],
@@ -310,18 +310,21 @@ def tts_precision(raw: dict, model) -> str:
 
 def tts_row(se, raw: dict, model, device: devices.Device, common: dict) -> Row:
     """A text-to-speech row as gpuready estimates it (the vocoder counted at its rates, a Raspberry Pi at its stated
-    clock, an fp32 run on a GPU at its FP32 rate), with the plain counts kept in `extra` for the terms table: (FLOPs
-    without the vocoder term, peak at the assumed clock or, on a GPU, the FP16 peak)."""
+    clock, an fp32 run on a GPU at its FP32 rate, an AVX-512 CPU at its FMA pipes' rate), with the plain counts kept in
+    `extra` for the terms table: (FLOPs without the vocoder term, the flags' peak at the assumed clock or, on a GPU,
+    the FP16 peak, the peak as counted but at the flags' figure in place of the FMA pipes' rate)."""
     passes = 2 * raw["nfe"] if raw.get("nfe") else model.passes_per_frame
     plain = dataclasses.replace(model, vocoder_params=0.0, vocoder_flops_per_second=0.0)
     if device.kind == "cpu":
         device = dataclasses.replace(device, clock_hz=devices.stated_cpu_clock_hz(device.name))
         common["cores"] = min(se.CPU_SPECS[raw["cpu_hint"]][1], raw.get("threads") or 10**6)
     peak, _ = speech.tts_peak_flops(device, tts_precision(raw, model))
+    flags_peak, _ = speech.tts_peak_flops(dataclasses.replace(device, fma_flops=None), tts_precision(raw, model))
     measured = tts_measured(raw)
     return Row(kind="tts", label=f"{model.id} ({raw['voice']})", measured=measured,
                work=speech.tts_flops_per_audio_second(model, passes), kept_out=tts_kept_out(raw), passes=passes,
-               extra=(speech.tts_flops_per_audio_second(plain, passes), device.flops), **{**common, "peak": peak})
+               extra=(speech.tts_flops_per_audio_second(plain, passes), device.flops, flags_peak),
+               **{**common, "peak": peak})
 
 
 def is_tts_row(raw: dict, catalog) -> bool:
@@ -366,7 +369,7 @@ def compute_only_cpu(se, raw: dict) -> devices.Device | None:
     name, cores, features = known
     used = min(cores, raw["threads"]) if raw.get("threads") else cores
     return devices.Device(kind="cpu", name=name, backend="cpu", usable_memory_bytes=None, bandwidth_bytes_per_s=None,
-                          flops=devices.cpu_peak_flops(used, features, name))
+                          flops=devices.cpu_peak_flops(used, features, name), fma_flops=devices.cpu_fma_flops(used, features, name))
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -501,20 +504,27 @@ def terms_tried(rows: list[Row], out: list[str]) -> None:
     # A Cortex-A76 (Raspberry Pi 5) has two 128-bit FMA pipes (Arm's Cortex-A76 Software Optimization Guide: FMLA on
     # V0 and V1): 16 FP32 FLOPs a cycle, half the 32 its dotprod flag implies (devices.cpu_flops_per_cycle)
     a76 = [dataclasses.replace(r, peak=r.peak / 2) if "Raspberry Pi 5" in r.device else r for r in encoder_rows]
-    candidates.append(("... with a Raspberry Pi 5's Cortex-A76 at its 16 FP32 FLOPs a cycle, not 32", 1.0, ("cuda",), None))
+    # An AVX-512 CPU at its FMA pipes' rate (catalog/cpus.toml fma_flops_per_cycle, Device.float_flops, as the
+    # PyTorch and ONNX Runtime estimates count it), where that is narrower than the flags' figure: the i7-11850H
+    fma = [dataclasses.replace(r, peak=r.extra[0]) if r.extra else r for r in encoder_rows]
+    why = ("whisper.cpp's CPU encoder runs F16 and int8 dot products, not FP32 FMAs")
+    probes = {id(a76): f"{why}: the A76's FP16 FMLA does 8 lanes, 32 FLOPs a cycle",
+              id(fma): f"{why}; gpuready counts whisper.cpp, as llama.cpp, at the flags' figure"}
+    candidates.append(("... with a Raspberry Pi 5's Cortex-A76 at its 16 FP32 FLOPs a cycle, not 32", 1.0, ("cuda",), a76))
+    candidates.append(("... with AVX-512 CPUs at their FMA pipes' rate where narrower than the flags' (catalog/cpus.toml "
+                       "fma_flops_per_cycle: the i7-11850H's one 512-bit FMA, 32 FP32 FLOPs a cycle, not 64)", 1.0, ("cuda",), fma))
     carried = None
     for name, geforce, widths, kept in candidates:
-        tried = a76 if kept is None else encoder_rows
+        tried = kept if isinstance(kept, list) else encoder_rows
         in_sample, lodo, _ = cross_validated(tried, lambda train: encoder_fit(train, geforce, widths),
                                              lambda row, fits: encoder_predict(row, fits, geforce))
         per = {b: [lodo[i] for i, r in enumerate(tried) if r.backend == b] for b in ("cuda", "cpu")}
         if kept == "yes":
             carried = statistics.median(lodo.values())
-        if kept is None:
+        if isinstance(kept, list):
             median = statistics.median(lodo.values())
             kept = ("yes: lowers the held-out error" if median < carried else
-                    f"no: held-out error rises ({carried:.0f}% -> {median:.0f}%; whisper.cpp's CPU encoder runs F16 "
-                    "and int8 dot products, not FP32 FMAs: the A76's FP16 FMLA does 8 lanes, 32 FLOPs a cycle)")
+                    f"no: held-out error rises ({carried:.0f}% -> {median:.0f}%; {probes[id(tried)]})")
         out.append(f"| {name} | {summary(lodo.values())} | {statistics.median(per['cuda']):.0f}% "
                    f"| {statistics.median(per['cpu']):.0f}% | {statistics.median(in_sample.values()):.0f}% | {kept} |")
     out.append("")
@@ -672,14 +682,27 @@ def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_mode
     return Tried(name, len(variant), lodo, loso, in_sample)
 
 
+def fma_verdict(rows: list[Row], flags: Tried, formula: Tried) -> str:
+    """Whether the flags' figure would do better than the FMA pipes' rate gpuready counts, held out, and how the
+    devices it changes are predicted under each (the FMA width is the hardware's, as the Pi's clock is: kept unless
+    the flags' figure lowers the LODO median without raising LOSO's)."""
+    changed = sorted({r.device for r in rows if r.extra[2] != r.peak})
+    moved = "; ".join(f"{device.removeprefix('cpu: ')} {pair}" for device in changed
+                      if (pair := device_pair(rows, device, flags, formula)))
+    verdict = "would be kept: " if flags.lowers(formula) else "no: "
+    return f"{verdict}{flags.against(formula)} (held out, flags' figure and FMA rate: {moved or 'no row changes'})"
+
+
+def device_pair(rows: list[Row], device: str, first: Tried, second: Tried) -> str:
+    indices = [i for i, r in enumerate(rows) if r.device == device]
+    return (f"{statistics.median(first.lodo[i] for i in indices):.0f}% and "
+            f"{statistics.median(second.lodo[i] for i in indices):.0f}%")
+
+
 def per_device_pair(rows: list[Row], without: Tried, with_term: Tried) -> str:
     """Each CPU device but the Raspberry Pi: its median LODO error without and with a term."""
-    parts = []
-    for device in sorted({r.device for r in rows if r.backend == "cpu" and "Raspberry Pi" not in r.device}):
-        indices = [i for i, r in enumerate(rows) if r.device == device]
-        parts.append(f"{device.removeprefix('cpu: ')} {statistics.median(without.lodo[i] for i in indices):.0f}% "
-                     f"and {statistics.median(with_term.lodo[i] for i in indices):.0f}%")
-    return "; ".join(parts)
+    return "; ".join(f"{device.removeprefix('cpu: ')} {device_pair(rows, device, without, with_term)}"
+                     for device in sorted({r.device for r in rows if r.backend == "cpu" and "Raspberry Pi" not in r.device}))
 
 
 def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], both: "Tried", power: "Tried",
@@ -731,6 +754,11 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
                                     "no rows there, and CPU rows keep the backend's)"
                                     f"{': gpuready' + chr(39) + 's formula**' if model_kept else ''}")
     carried_formula = gpu_model if model_kept else formula
+    flags_rows = [dataclasses.replace(r, peak=r.extra[2]) for r in rows]
+    flags = dataclasses.replace(
+        try_formula("", flags_rows, True, True, per_model="gpu" if model_kept else False, exponents=grid, gpu=gpu),
+        name="... gpuready's formula with an AVX-512 CPU at the flags' 64 FP32 FLOPs a cycle, not its FMA pipes' 32 "
+             "(catalog/cpus.toml fma_flops_per_cycle: Rocket Lake's one 512-bit FMA)")
     counts_best = base.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
     fixed_kept = gpu.fixed_grid != (0.0,)
 
@@ -768,9 +796,10 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
         gpu_model.name: ("**yes**: " if model_kept else "no: ") + gpu_model.against(formula),
         per_model.name: (("would be kept: " if per_model.lowers(carried_formula) else "no: ")
                          + per_model.against(carried_formula)),
+        flags.name: fma_verdict(rows, flags, carried_formula),
     }
     for tried in (plain, clock, vocoder, base, fp32, fixed, per_pass, both, amdahl_term, power, gpu_model, per_model,
-                  torch_rows):
+                  flags, torch_rows):
         out.append(f"| {tried.name} | {tried.rows} | {summary(tried.lodo.values())} | {summary(tried.loso.values())} "
                    f"| {statistics.median(tried.in_sample.values()):.0f}% | {kept[tried.name]} |")
     cpu_rows = [r for r in rows if r.backend == "cpu"]

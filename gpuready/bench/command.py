@@ -101,7 +101,7 @@ def _fmt(spread, scale: float, unit: str) -> str:
 
 def render(measurements: Measurements, hardware) -> str:
     """The measurements as text, next to the figures gpuready would use without them."""
-    from gpuready.tasks.devices import cpu_peak_flops
+    from gpuready.tasks.devices import cpu_float_flops
 
     cpu = hardware.cpu
     lines = [f"Measured on this machine ({measurements.measured_at}"
@@ -113,7 +113,8 @@ def render(measurements: Measurements, hardware) -> str:
     if measurements.memory_copy_bytes_per_s:
         lines.append(f"  memory copy   {_fmt(measurements.memory_copy_bytes_per_s, 1e9, 'GB/s')}")
     if measurements.cpu_fp32_flops:
-        peak = cpu_peak_flops(cpu.physical_cores, cpu.features, cpu.name)
+        # an FP32 matmul runs on the FMA pipes: their rate where narrower than the AVX-512 flag implies (Zen 4)
+        peak = cpu_float_flops(cpu.physical_cores, cpu.features, cpu.name)
         estimate = f"   estimated peak: {peak / 1e9:.0f} GFLOPS" if peak else ""
         lines.append(f"  FP32 matmul   {_fmt(measurements.cpu_fp32_flops, 1e9, 'GFLOPS')}{estimate}")
     for gpu in measurements.gpus:

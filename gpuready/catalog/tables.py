@@ -72,6 +72,11 @@ class CPUPlatform:
     # FP32 FLOPs one core retires a cycle where the ISA flags overstate it: Intel's Gracemont cores run AVX2 on two
     # 128-bit FMA pipes (16, not the 32 of two 256-bit ones). None: the flags' figure holds.
     fp32_flops_per_cycle: int | None = None
+    # FP32 FLOPs one core's FMA pipes retire a cycle where AVX-512 runs on narrower pipes than its flag implies
+    # (Zen 4's two 256-bit FMA pipes; Intel's client Sunny Cove-class cores' one 512-bit FMA): 32, not 64. Text to
+    # speech (PyTorch's and ONNX Runtime's FP32 work) is counted at it; ggml's kernels (llama.cpp, whisper.cpp,
+    # stable-diffusion.cpp) and document search keep the flags' figure. None: the flags' figure holds for both.
+    fma_flops_per_cycle: int | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,7 @@ def cpu_table(directory: Path | None = None) -> tuple[CPUPlatform, ...]:
                 source=entry.text("source"),
                 clock_hz=clock * 1e9 if (clock := entry.number("clock_ghz", required=False)) else None,
                 fp32_flops_per_cycle=int(per) if (per := entry.number("fp32_flops_per_cycle", required=False)) else None,
+                fma_flops_per_cycle=int(fma) if (fma := entry.number("fma_flops_per_cycle", required=False)) else None,
             )
         )
     return tuple(platforms)

@@ -89,10 +89,21 @@ class Device:
     compute_capability: str | None = None
     gfx_target: str | None = None
 
+    # CPU: the FP32 peak of its FMA pipes, where narrower than the ISA flags' `flops` (catalog/cpus.toml
+    # fma_flops_per_cycle: Zen 4, Intel client AVX-512 cores); None elsewhere.
+    fma_flops: float | None = None
+
     @property
     def unpack_flops(self) -> float | None:
         """The rate quantised weights are unpacked at: the vector rate, else the only rate known."""
         return self.vector_flops or self.flops
+
+    @property
+    def float_flops(self) -> float | None:
+        """The peak text to speech's FP32 work (PyTorch, ONNX Runtime) runs against: a CPU's FMA pipes' rate where its
+        platform row gives one, else `flops` (ggml's kernels, in llama.cpp, whisper.cpp and stable-diffusion.cpp, keep
+        `flops`, and so does document search, whose core-scaling fit was made at it)."""
+        return self.fma_flops or self.flops
 
 
 
@@ -123,6 +134,23 @@ def cpu_peak_flops(physical_cores: int | None, features: tuple[str, ...], name: 
     if platform is not None and platform.fp32_flops_per_cycle:
         per_cycle = min(per_cycle, platform.fp32_flops_per_cycle)
     return physical_cores * ASSUMED_CPU_CLOCK_HZ * per_cycle
+
+
+def cpu_fma_flops(physical_cores: int | None, features: tuple[str, ...], name: str | None = None) -> float | None:
+    """FP32 peak of ``physical_cores`` at the assumed clock counted at the FMA pipes' width, where the CPU's platform
+    row states it is narrower than the flags imply (catalog/cpus.toml fma_flops_per_cycle: AVX-512 on Zen 4's 256-bit
+    pipes, Intel client cores' one 512-bit FMA); None where the flags' figure (cpu_peak_flops) holds."""
+    peak = cpu_peak_flops(physical_cores, features, name)
+    platform = match_cpu(name)
+    if peak is None or platform is None or not platform.fma_flops_per_cycle:
+        return None
+    narrower = physical_cores * ASSUMED_CPU_CLOCK_HZ * platform.fma_flops_per_cycle
+    return narrower if narrower < peak else None
+
+
+def cpu_float_flops(physical_cores: int | None, features: tuple[str, ...], name: str | None = None) -> float | None:
+    """The FP32 peak an FP32 matmul runs against: the FMA pipes' rate where narrower, else the flags' figure."""
+    return cpu_fma_flops(physical_cores, features, name) or cpu_peak_flops(physical_cores, features, name)
 
 
 
@@ -301,6 +329,7 @@ def cpu_device(hardware: Hardware) -> Device:
         usable_memory_bytes=hardware.memory.usable_bytes,
         bandwidth_bytes_per_s=bandwidth,
         flops=cpu_peak_flops(cpu.physical_cores, cpu.features, cpu.name),
+        fma_flops=cpu_fma_flops(cpu.physical_cores, cpu.features, cpu.name),
         bandwidth_source=_source_kind(cpu.bandwidth_source),
         cores=cpu.physical_cores,
         clock_hz=stated_cpu_clock_hz(cpu.name),

@@ -39,7 +39,14 @@ def per_core_share(one_core: float, cores: int | None, exponent: float) -> tuple
     return one_core * used**-exponent, used
 
 
-def device_flops_basis(device: Device) -> str:
+def device_flops_basis(device: Device, fma: bool = False) -> str:
+    """The peak an estimate divides by, in words: a CPU's flags' figure, which ggml's kernels (llama.cpp, whisper.cpp,
+    stable-diffusion.cpp) and document search are counted at (Device.flops), or with ``fma`` the float peak text to
+    speech is counted at (its FMA pipes' rate where catalog/cpus.toml gives a narrower one, Device.float_flops)."""
     if device.kind == "cpu":
-        return f"{device.name}: {device.flops / 1e12:.2f} TFLOPS estimated peak (cores x {ASSUMED_CPU_CLOCK_HZ / 1e9:.0f} GHz assumed x FMA width)"
+        peak = device.float_flops if fma else device.flops
+        narrower = (", FMA pipes narrower than its AVX-512 flag implies: catalog/cpus.toml fma_flops_per_cycle"
+                    if fma and device.fma_flops else "")
+        return (f"{device.name}: {peak / 1e12:.2f} TFLOPS estimated peak (cores x "
+                f"{ASSUMED_CPU_CLOCK_HZ / 1e9:.0f} GHz assumed x FMA width{narrower})")
     return f"{device.name}: {device.flops / 1e12:.1f} TFLOPS FP16 peak"
