@@ -873,7 +873,7 @@ def gpu_narrative(gpu_rows: list[Row], fits: dict, carried: Tried, gpu_model: Tr
 def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     out.append("## Text to speech\n")
     out.append("Rows: benchmarks/validation/speech-tts.toml, speech-tts-more.toml, speech-tts-devices.toml, "
-               "speech-tts-cpus.toml, speech-tts-devices2.toml and speech-tts-gpus.toml "
+               "speech-tts-cpus.toml, speech-tts-devices2.toml, speech-tts-gpus.toml and speech-tts-kokoro-fastapi.toml "
                "(real-time factors as published, or the two timings they come from where a source prints no ratio). The estimate: FLOPs per second of audio (2 x the parameters outside "
                "the vocoder x output frames per second x network passes per frame, plus the vocoder's own FLOPs at its "
                "upsampled rates, catalog/speech.toml) over peak FLOPS (a CPU at the clock catalog/cpus.toml states for "

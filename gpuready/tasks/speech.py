@@ -74,12 +74,13 @@ STT_UNCERTAINTY = 0.39
 # Raspberry Pi 4 and a Ryzen 9 5950X (Piper's author), Kokoro in PyTorch and ONNX Runtime on 4 cores
 # of an EPYC 7763 and of a Xeon Platinum 8272CL (heyneo's CPU benchmarks), Kokoro in PyTorch on an
 # Apple M4 Pro (FluidAudio's benchmarks) and in ONNX Runtime on the same chip (Supertonic's README),
-# Kokoro v0.19 in ONNX Runtime on 8 threads of a Core i7-11700 (Kokoro-FastAPI's CPU benchmark),
+# Kokoro v0.19 in ONNX Runtime on 4 and 8 threads of a Core i7-11700 (Kokoro-FastAPI's CPU benchmarks, four runs),
 # Kokoro in PyTorch on 1 to 8 threads of a Core i9-12900H (yapit's thread-scaling table, speech-tts-devices2.toml);
 # cuda: F5-TTS on an RTX 3090 (7 steps on the Fast F5-TTS page; 16 and 32 steps in the F5-TTS paper) and an
-# L20 (32 steps, F5-TTS's own PyTorch benchmark), Kokoro on an RTX 4060 Ti (Kokoro-FastAPI's benchmark) and
-# on an RTX 3090 Ti (a one-request smoke test, speech-tts-devices2.toml); the CUDA figure is the median of
-# the six, Kokoro's at the FP32 rate it runs at and after the fixed GPU time below (TTS_FIXED_SECONDS)). The vocoder
+# L20 (32 steps, F5-TTS's own PyTorch benchmark), Kokoro on an RTX 4060 Ti (Kokoro-FastAPI's benchmarks, seven
+# runs from 13.5x to 46x real time, speech-tts-kokoro-fastapi.toml) and on an RTX 3090 Ti (a one-request smoke test,
+# speech-tts-devices2.toml); the CUDA figure is the median of the twelve, Kokoro's at the FP32 rate it runs at and
+# after the fixed GPU time below (TTS_FIXED_SECONDS)). The vocoder
 # count and the stated clock were kept because they lower the leave-one-device-out error without raising
 # the leave-one-source-out one, and the thread term (a thread's share falling as threads^-a) was kept on
 # the same rule before the M4 Pro ONNX and i7-11700 rows; with those rows (and the i9-12900H's thread
@@ -87,7 +88,7 @@ STT_UNCERTAINTY = 0.39
 # terms tried), so its exponent is 0 (every thread the same share) until rows show it again; the
 # scorer applies the rule and fits the exponent when the term passes. TTS_UNCERTAINTY is the 80th
 # percentile of the rows' leave-one-device-out errors.
-TTS_EFFICIENCY = {"cpu": 0.26, "cuda": 0.19}
+TTS_EFFICIENCY = {"cpu": 0.27, "cuda": 0.21}
 # On a GPU the share of peak depends on the model's kernels, not only the backend: F5-TTS's DiT runs as
 # a few large matrix multiplies (its rows imply 0.18-0.41 of FP16 peak: an RTX 3090 at 16 and 32 steps in
 # the F5-TTS paper and at 7 on the Fast F5-TTS page, an L20 at 32 steps in F5-TTS's own PyTorch
@@ -110,20 +111,21 @@ TTS_CPU_THREAD_EXPONENT = 0.0
 # TTS_FIXED_SECONDS: seconds a GPU backend spends per second of audio however fast the GPU is. A small model's pass
 # on a GPU is many short kernels (Kokoro's LSTMs, AdaIN layers and vocoder convolutions), each dispatched from Python
 # and launched at a cost a faster GPU does not shorten, so its speed stops following peak FLOPS (Kokoro-FastAPI's
-# RTX 4060 Ti at 22 TFLOPS FP32 speaks 46x real time, a smoke test on an RTX 3090 Ti at 40 TFLOPS 29x). It plays the
+# RTX 4060 Ti at 22 TFLOPS FP32 speaks 34x to 46x real time in six of its seven runs, a smoke test on an RTX 3090 Ti
+# at 40 TFLOPS 29x). It plays the
 # part of text generation's per-layer fixed time (tasks/text_estimate.py LAYER_SECONDS). Fitted by
 # benchmarks/score_speech.py with the CUDA share on the CUDA rows (the value on a 0.1 ms grid that gives them the
 # least median error, refitting the share at each; a value above a row's whole measured time is refuted by it);
 # kept because it lowers the leave-one-device-out error without raising the leave-one-source-out one. A form paying it
 # once per network pass (F5-TTS's 64) was tried and not kept (ACCURACY.md, terms tried). A GPU backend without rows
 # takes CUDA's; a CPU has none.
-TTS_FIXED_SECONDS = {"cuda": 0.0071}
+TTS_FIXED_SECONDS = {"cuda": 0.0138}
 # A CPU whose AVX-512 runs on narrower FMA pipes than its flag implies (Zen 4, Intel's client Ice Lake, Tiger Lake and
 # Rocket Lake) is counted at its FMA pipes' rate (Device.float_flops, catalog/cpus.toml fma_flops_per_cycle), as
-# PyTorch's and ONNX Runtime's FP32 kernels run: the Rocket Lake i7-11700's Kokoro row, held out, went from 281% to
-# 90% with it and the medians did not move (ACCURACY.md, terms tried). Whisper's encoder (whisper.cpp) keeps the flags'
+# PyTorch's and ONNX Runtime's FP32 kernels run: the Rocket Lake i7-11700's four Kokoro rows, held out, went from a
+# median of 130% to 34% with it and the LODO median from 45% to 43% (ACCURACY.md, terms tried). Whisper's encoder (whisper.cpp) keeps the flags'
 # figure, as llama.cpp and stable-diffusion.cpp do: ggml's kernels, which the held-out rows favour at it.
-TTS_UNCERTAINTY = 0.93
+TTS_UNCERTAINTY = 0.78
 
 
 @dataclass(frozen=True, kw_only=True)
