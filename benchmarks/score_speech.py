@@ -157,14 +157,16 @@ class GpuTerms:
 NO_GPU_TERMS = GpuTerms(fp32=False)
 
 
-def tts_fit(rows: list[Row], exponents=THREAD_EXPONENTS, per_model: bool | str = False, gpu: GpuTerms = GpuTerms()) -> dict:
+def tts_fit(rows: list[Row], exponents=THREAD_EXPONENTS, per_model: bool | str = False, gpu: GpuTerms = GpuTerms(),
+            by_device: bool = False) -> dict:
     """TTS_EFFICIENCY and TTS_CPU_THREAD_EXPONENT: per backend, the median of (FLOPs per second of audio / peak) /
     measured seconds per second, a CPU row's share divided by threads^-a first (each CPU thread's share falls as a
     power of the threads used), with a on `exponents` where the rows' median error is least ((0.0,): no thread
     term, the formula gpuready carries while the term does not pass its rule, thread_term). per_model "gpu": also
     TTS_MODEL_EFFICIENCY, each catalogue model's own median on each GPU backend it has rows on. `gpu`: the fixed GPU
-    seconds (TTS_FIXED_SECONDS) on its grid, taken off each GPU row's time before its share is read."""
-    return tts_fit_terms(rows, per_model, (0.0,), exponents, gpu.fixed_grid, gpu.per_pass)
+    seconds (TTS_FIXED_SECONDS) on its grid, taken off each GPU row's time before its share is read. `by_device`:
+    each median is over devices (each device's own median first), not over rows (device_term)."""
+    return tts_fit_terms(rows, per_model, (0.0,), exponents, gpu.fixed_grid, gpu.per_pass, by_device)
 
 
 @dataclass
@@ -223,6 +225,16 @@ def model_term(rows: list[Row], base: "Tried", grid: tuple[float, ...], gpu: Gpu
     vectorised alike)."""
     gpu = gpu_chain(rows).terms if gpu is None else gpu
     tried = try_formula("model", rows, True, True, per_model="gpu", exponents=grid, gpu=gpu)
+    return tried, tried.lowers(base)
+
+
+def device_term(rows: list[Row], base: "Tried", grid: tuple[float, ...], per_model: bool | str,
+                gpu: GpuTerms) -> tuple["Tried", bool]:
+    """The formula carried so far (`base`) with each fitted median taken over devices, each device's own median first,
+    instead of over rows, held out, and whether it passes the rule a term is kept by against `base`. A device with many
+    published rows (a Raspberry Pi 4's thread sweeps, one repository's benchmark runs on one RTX 4060 Ti) otherwise
+    decides its backend's share alone, and a held-out device is predicted from that one machine."""
+    tried = try_formula("device", rows, True, True, per_model=per_model, exponents=grid, gpu=gpu, by_device=True)
     return tried, tried.lowers(base)
 
 
@@ -570,17 +582,19 @@ def implied_share(row: Row, serial: float, exponent: float, fixed: float, per_pa
 
 
 def share_table(rows: list[Row], per_model: bool | str, serial: float, exponent: float, fixed: float,
-                per_pass: bool) -> dict | None:
-    """Per backend (and per model, `per_model`) medians of the shares the rows imply; None where a row refutes `fixed`."""
-    implied = defaultdict(list)
+                per_pass: bool, by_device: bool = False) -> dict | None:
+    """Per backend (and per model, `per_model`) medians of the shares the rows imply, over rows or, `by_device`, over
+    devices (the median of each device's own median); None where a row refutes `fixed`."""
+    implied = defaultdict(lambda: defaultdict(list))
     for row in rows:
         value = implied_share(row, serial, exponent, fixed, per_pass)
         if value is None:
             return None
-        implied[row.backend].append(value)
+        group = row.device if by_device else None
+        implied[row.backend][group].append(value)
         if per_model is True or (per_model == "gpu" and row.backend != "cpu"):
-            implied[(tts_model(row), row.backend)].append(value)
-    table = {k: statistics.median(v) for k, v in implied.items()}
+            implied[(tts_model(row), row.backend)][group].append(value)
+    table = {k: statistics.median(statistics.median(v) for v in groups.values()) for k, groups in implied.items()}
     if per_model:
         # a backend's own figure is what a model without rows there takes: each model with rows there counts
         # once (its median), so the model with the most published rows does not decide it alone
@@ -589,7 +603,7 @@ def share_table(rows: list[Row], per_model: bool | str, serial: float, exponent:
     return table
 
 
-def fixed_fit(rows: list[Row], per_model: bool | str, fixed_grid, per_pass: bool) -> float:
+def fixed_fit(rows: list[Row], per_model: bool | str, fixed_grid, per_pass: bool, by_device: bool = False) -> float:
     """The fixed GPU seconds on `fixed_grid` that give the GPU rows (the only ones it acts on) their least median
     error, refitting their shares at each; values a row refutes (more than its measured time) are skipped."""
     gpu_rows = [r for r in rows if r.backend != "cpu"]
@@ -597,7 +611,7 @@ def fixed_fit(rows: list[Row], per_model: bool | str, fixed_grid, per_pass: bool
         return 0.0
     best = (None, 0.0)
     for fixed in fixed_grid:
-        table = share_table(gpu_rows, per_model, 0.0, 0.0, fixed, per_pass)
+        table = share_table(gpu_rows, per_model, 0.0, 0.0, fixed, per_pass, by_device)
         if table is None:
             continue
         fits = {"table": table, "serial": 0.0, "exponent": 0.0, "fixed": fixed, "per_pass": per_pass}
@@ -608,17 +622,17 @@ def fixed_fit(rows: list[Row], per_model: bool | str, fixed_grid, per_pass: bool
 
 
 def tts_fit_terms(rows: list[Row], per_model: bool | str, serials=(0.0,), exponents=(0.0,), fixed_grid=(0.0,),
-                  per_pass: bool = False) -> dict:
+                  per_pass: bool = False, by_device: bool = False) -> dict:
     """Candidate text-to-speech fits: per-backend (and optionally per-model: True on every backend, "gpu" on GPU
     backends only, where the backend's figure becomes the median of its models' medians) medians, with the Amdahl
     serial share and the thread exponent on the grids given, at the pair that gives the least median error on these
     rows, and the fixed GPU seconds per second of audio (per network pass where `per_pass`) on `fixed_grid`, chosen on
     the GPU rows (fixed_fit)."""
-    fixed = fixed_fit(rows, per_model, fixed_grid, per_pass)
+    fixed = fixed_fit(rows, per_model, fixed_grid, per_pass, by_device)
     best = None
     for serial in serials:
         for exponent in exponents:
-            table = share_table(rows, per_model, serial, exponent, fixed, per_pass)
+            table = share_table(rows, per_model, serial, exponent, fixed, per_pass, by_device)
             fits = {"table": table, "serial": serial, "exponent": exponent, "fixed": fixed, "per_pass": per_pass}
             error = statistics.median(ape(tts_predict_terms(r, fits), r.measured) for r in rows)
             if best is None or error < best[0] - 1e-9:
@@ -674,10 +688,11 @@ class Tried:
 
 
 def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_model: bool | str = False, serials=(0.0,),
-                exponents=(0.0,), gpu: GpuTerms = NO_GPU_TERMS) -> Tried:
+                exponents=(0.0,), gpu: GpuTerms = NO_GPU_TERMS, by_device: bool = False) -> Tried:
     variant = tts_variant(rows, vocoder, clock, gpu.fp32)
     in_sample, lodo, loso = cross_validated(
-        variant, lambda train: tts_fit_terms(train, per_model, serials, exponents, gpu.fixed_grid, gpu.per_pass),
+        variant, lambda train: tts_fit_terms(train, per_model, serials, exponents, gpu.fixed_grid, gpu.per_pass,
+                                             by_device),
         tts_predict_terms)
     return Tried(name, len(variant), lodo, loso, in_sample)
 
@@ -707,7 +722,7 @@ def per_device_pair(rows: list[Row], without: Tried, with_term: Tried) -> str:
 
 def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], both: "Tried", power: "Tried",
                     grid=THREAD_EXPONENTS, gpu_model: "Tried | None" = None, model_kept: bool = False,
-                    chain: GpuChain | None = None) -> None:
+                    chain: GpuChain | None = None, device: "tuple[Tried, bool] | None" = None) -> None:
     chain = gpu_chain(rows) if chain is None else chain
     gpu = chain.terms
     cpus = len({r.device for r in rows if r.backend == "cpu"})
@@ -731,32 +746,45 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
                                 "TTS_FIXED_SECONDS; fitted on the GPU rows on a 0.1 ms grid)")
     per_pass = dataclasses.replace(chain.per_pass, name="... + a fixed GPU time per network pass per second of audio "
                                    "(F5-TTS pays it once per flow-matching step and guidance pass; the same grid)")
-    carried = "**" if grid == (0.0,) and not model_kept else ""
+    if gpu_model is None:
+        gpu_model, model_kept = model_term(rows, power if grid == THREAD_EXPONENTS else both, grid, gpu)
+    if device is None:
+        device = device_term(rows, gpu_model if model_kept else power if grid == THREAD_EXPONENTS else both, grid,
+                             "gpu" if model_kept else False, gpu)
+    weighted, by_device = device
+    carried = "**" if grid == (0.0,) and not model_kept and not by_device else ""
     both = dataclasses.replace(both, name=f"{carried}... with the GPU terms kept (the formula before the thread term)"
                                f"{': gpuready' + chr(39) + 's formula' if carried else ''}{carried}")
     amdahl_term = try_formula("... with the GPU terms kept, x Amdahl: a serial share of the one-thread work does not "
                               "spread over the threads used (CPU rows; the cores the peak counts; share fitted on a 0.05 "
                               "grid)", rows, True, True, serials=serials, gpu=gpu)
-    power_carried = grid == THREAD_EXPONENTS and not model_kept
+    power_carried = grid == THREAD_EXPONENTS and not model_kept and not by_device
     power = dataclasses.replace(power, name=f"{'**' if power_carried else ''}... with the GPU terms kept, x threads^-a: each CPU thread's "
                                 f"share falls as a power of the threads used (document search's CPU term; a fitted on a "
                                 f"0.05 grid){': gpuready' + chr(39) + 's formula**' if power_carried else ''}")
     # "gpuready's formula" is the one carried: with the thread term where it passes its rule (grid), else without
     formula = power if grid == THREAD_EXPONENTS else both
-    if gpu_model is None:
-        gpu_model, model_kept = model_term(rows, formula, grid, gpu)
     torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
-                             per_model="gpu" if model_kept else False, exponents=grid, gpu=gpu)
+                             per_model="gpu" if model_kept else False, exponents=grid, gpu=gpu, by_device=by_device)
     per_model = try_formula("... each catalogue model's own efficiency on every backend, CPU too (the backend's where "
-                            "the model has no rows)", rows, True, True, per_model=True, exponents=grid, gpu=gpu)
-    gpu_model = dataclasses.replace(gpu_model, name=f"{'**' if model_kept else ''}... with each catalogue model's own "
+                            "the model has no rows)", rows, True, True, per_model=True, exponents=grid, gpu=gpu,
+                            by_device=by_device)
+    model_carried = model_kept and not by_device
+    gpu_model = dataclasses.replace(gpu_model, name=f"{'**' if model_carried else ''}... with each catalogue model's own "
                                     "efficiency on a GPU backend (TTS_MODEL_EFFICIENCY; the backend's where the model has "
                                     "no rows there, and CPU rows keep the backend's)"
-                                    f"{': gpuready' + chr(39) + 's formula**' if model_kept else ''}")
-    carried_formula = gpu_model if model_kept else formula
+                                    f"{': gpuready' + chr(39) + 's formula**' if model_carried else ''}")
+    before_device = gpu_model if model_kept else formula
+    weighted = dataclasses.replace(weighted, name=f"{'**' if by_device else ''}... each fitted median over devices, "
+                                   "each device's own median first, not over rows (a device with many rows, as the "
+                                   "Raspberry Pi 4's thread sweeps or one repository's runs on one RTX 4060 Ti, no "
+                                   "longer decides its backend's share alone)"
+                                   f"{': gpuready' + chr(39) + 's formula**' if by_device else ''}")
+    carried_formula = weighted if by_device else before_device
     flags_rows = [dataclasses.replace(r, peak=r.extra[2]) for r in rows]
     flags = dataclasses.replace(
-        try_formula("", flags_rows, True, True, per_model="gpu" if model_kept else False, exponents=grid, gpu=gpu),
+        try_formula("", flags_rows, True, True, per_model="gpu" if model_kept else False, exponents=grid, gpu=gpu,
+                    by_device=by_device),
         name="... gpuready's formula with an AVX-512 CPU at the flags' 64 FP32 FLOPs a cycle, not its FMA pipes' 32 "
              "(catalog/cpus.toml fma_flops_per_cycle: Rocket Lake's one 512-bit FMA)")
     counts_best = base.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
@@ -794,12 +822,13 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
         power.name: thread_verdict(power),
         torch_rows.name: "no: another runtime than gpuready estimates (below)",
         gpu_model.name: ("**yes**: " if model_kept else "no: ") + gpu_model.against(formula),
+        weighted.name: ("**yes**: " if by_device else "no: ") + weighted.against(before_device),
         per_model.name: (("would be kept: " if per_model.lowers(carried_formula) else "no: ")
                          + per_model.against(carried_formula)),
         flags.name: fma_verdict(rows, flags, carried_formula),
     }
-    for tried in (plain, clock, vocoder, base, fp32, fixed, per_pass, both, amdahl_term, power, gpu_model, per_model,
-                  flags, torch_rows):
+    for tried in (plain, clock, vocoder, base, fp32, fixed, per_pass, both, amdahl_term, power, gpu_model, weighted,
+                  per_model, flags, torch_rows):
         out.append(f"| {tried.name} | {tried.rows} | {summary(tried.lodo.values())} | {summary(tried.loso.values())} "
                    f"| {statistics.median(tried.in_sample.values()):.0f}% | {kept[tried.name]} |")
     cpu_rows = [r for r in rows if r.backend == "cpu"]
@@ -892,6 +921,9 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     gpu_model, model_kept = model_term(rows, carried, grid, chain.terms)
     if model_kept:
         carried = gpu_model
+    weighted, by_device = device_term(rows, carried, grid, "gpu" if model_kept else False, chain.terms)
+    if by_device:
+        carried = weighted
     errors = (carried.in_sample, carried.lodo, carried.loso)
     in_sample, lodo, loso = errors
     headline(out, "Text to speech", "text to speech (all rows)", rows, errors)
@@ -908,7 +940,7 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     for (model, backend, device), indices in sorted(groups.items()):
         out.append(f"| {model} | {backend} | {device} | {len(indices)} | {summary(lodo[i] for i in indices)} "
                    f"| {summary(in_sample[i] for i in indices)} |")
-    fits = tts_fit(rows, grid, "gpu" if model_kept else False, chain.terms)
+    fits = tts_fit(rows, grid, "gpu" if model_kept else False, chain.terms, by_device)
     outside = [r for r in all_rows if not r.in_fit]
     if outside:
         out.append("\nRows kept out of the fit (scored against the fitted constants):\n")
@@ -919,7 +951,8 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
         for (why, model, device), values in sorted(kept.items()):
             out.append(f"| {why} | {model} | {device} | {len(values)} | {summary(values)} |")
     out.append("\nEfficiency each row implies, median (tasks/speech.py TTS_EFFICIENCY; a CPU row's share divided by "
-               "threads^-a first, so the CPU figure is one thread's share of a core's peak):\n")
+               "threads^-a first, so the CPU figure is one thread's share of a core's peak"
+               + ("; the median of each device's own median, the device term below" if by_device else "") + "):\n")
     out.append("| backend | rows | devices | fitted median | constant |\n|---|---:|---:|---:|---:|")
     for backend, value in sorted((k, v) for k, v in fits["table"].items() if isinstance(k, str)):
         se.FITS[("TTS_EFFICIENCY", backend)] = (value, speech.TTS_EFFICIENCY.get(backend))
@@ -952,7 +985,7 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     if len({r.device for r in gpu_note}) > 1:
         gpu_narrative(gpu_note, fits, carried, gpu_model, model_kept, out)
     tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, both, power, grid,
-                    gpu_model, model_kept, chain)
+                    gpu_model, model_kept, chain, (weighted, by_device))
     band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
     se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)
     out.append(f"\nBand (tasks/speech.py TTS_UNCERTAINTY): the 80th percentile of the LODO errors above, {band:.2f} "

@@ -542,6 +542,26 @@ def test_the_fixed_gpu_time_and_share_are_recovered_from_rows_that_follow_them()
     assert score_speech.tts_fit(rows, (0.0,))["fixed"] == 0.0
 
 
+def cpu_row(device: str, share: float) -> score_speech.Row:
+    # one thread at `share` of a 10 GFLOPS core: 1 GFLOP per second of audio runs at share x 10 x real time
+    return score_speech.Row(kind="tts", backend="cpu", device=device, source=device, label="m (v)",
+                            measured=share * 10, work=1e9, peak=1e10, cores=1)
+
+
+def test_a_device_with_many_rows_counts_once_where_the_fit_is_over_devices():
+    # five rows of one machine at 0.1 and one row each of two others at 0.4 and 0.5: over rows the median is the
+    # many-row machine's 0.1, over devices (each device's median first) 0.4
+    rows = [cpu_row("pi", 0.1) for _ in range(5)] + [cpu_row("desktop", 0.4), cpu_row("laptop", 0.5)]
+    assert score_speech.tts_fit(rows, (0.0,))["table"]["cpu"] == pytest.approx(0.1)
+    fits = score_speech.tts_fit(rows, (0.0,), by_device=True)
+    assert fits["table"]["cpu"] == pytest.approx(0.4)
+    assert score_speech.tts_predict(cpu_row("new", 0.4), fits) == pytest.approx(4.0)
+    # one row per device: both fits are the same median
+    single = [cpu_row("a", 0.2), cpu_row("b", 0.3), cpu_row("c", 0.6)]
+    assert (score_speech.tts_fit(single, (0.0,))["table"]["cpu"]
+            == score_speech.tts_fit(single, (0.0,), by_device=True)["table"]["cpu"] == pytest.approx(0.3))
+
+
 @pytest.mark.parametrize(
     ("fixed", "per_pass", "passes", "share"),
     [
