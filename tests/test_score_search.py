@@ -53,6 +53,20 @@ def test_a_cpu_rows_peak_uses_its_threads_capped_at_its_cores():
     assert score_search.device_for(cpu_row("vm", 1000, threads=8)).flops == 384e9
 
 
+def test_the_fma_what_if_counts_a_zen_4_at_its_pipes_rate_by_name_or_by_its_rows_cpu_platform():
+    # a Ryzen 9 7950X by name: 2 cores x 3 GHz x 32 (Zen 4's 256-bit pipes, catalog/cpus.toml) = 192 GFLOPS
+    named = {**cpu_row("desktop", 1000), "cpu_hint": "AMD Ryzen 9 7950X 16-Core Processor"}
+    (by_name, hidden, placed, avx2), _ = score_search.scored_rows(CATALOG, [
+        named, cpu_row("vm", 1000), {**cpu_row("vm", 1000), "cpu_platform": "amd-epyc-9004"},
+        {**cpu_row("vm", 1000), "cpu_platform": "amd-epyc-9004", "features": ["avx2", "fma"]}])
+    assert by_name.device.flops == 384e9 and score_search.fma_rate(by_name) == 192e9
+    # "AMD EPYC" (a VM that hides the model) matches no row: no FMA rate, unless its row names the platform
+    assert score_search.fma_rate(hidden) is None
+    assert placed.device.flops == 384e9 and score_search.fma_rate(placed) == 192e9
+    # AVX2 only: the flags' 32 already, nothing narrower
+    assert score_search.fma_rate(avx2) is None
+
+
 def test_the_implied_efficiency_is_measured_rate_times_flops_per_chunk_over_peak():
     (row,), _ = score_search.scored_rows(CATALOG, [cpu_row("vm", 1231)])
     # 1,231 / 60 = 20.517 chunks/s x 6,039,797,760 FLOPs a 256-token MiniLM chunk / 384 GFLOPS = 0.3227
