@@ -317,6 +317,20 @@ def test_an_h200_speaks_piper_and_kokoro_at_fp32_within_the_fixed_times_ceiling(
         assert "FP32 rate" in basis[0]
 
 
+@pytest.mark.parametrize("backend", ["metal", "rocm", "vulkan", "sycl"])
+def test_piper_speaks_on_the_cpu_beside_a_gpu_its_onnx_runtime_does_not_drive(backend):
+    # Piper's ONNX Runtime session has the CUDA execution provider or none (rhasspy/piper src/cpp/piper.cpp)
+    piper, cpu = CATALOG.get("piper-medium"), devices.Device("cpu", "Test CPU", "cpu", 32 * 1024**3, 80e9, 1e12, cores=8)
+    beside = speech.estimate(piper, "fp32", gpu(backend=backend), cpu)
+    alone = speech.estimate(piper, "fp32", None, cpu)
+    assert beside.placement == "cpu" and beside.speed == alone.speed
+    assert speech.runtime_name(piper, beside, gpu(backend=backend)) == "Piper (ONNX Runtime, CPU)"
+    # on a CUDA GPU it runs there, and Kokoro (PyTorch, kokoro-onnx) runs on every one of these GPUs
+    on_cuda = speech.estimate(piper, "fp32", gpu(), cpu)
+    assert on_cuda.placement == "gpu" and speech.runtime_name(piper, on_cuda, gpu()) == "Piper (ONNX Runtime, CUDA)"
+    assert speech.estimate(CATALOG.get("kokoro-82m"), "fp16", gpu(backend=backend), cpu).placement == "gpu"
+
+
 def test_bands_are_at_least_the_median_held_out_error():
     # the bands are 80th percentiles of the LODO errors, so at least their medians (ACCURACY.md headlines)
     assert speech.STT_UNCERTAINTY >= 0.25 and speech.TTS_UNCERTAINTY >= 0.25

@@ -335,7 +335,22 @@ def tts_realtime(model: SpeechModel, device: Device, variant: str = "fp16") -> t
     return 1.0 / seconds, [f"{flops / 1e9:.1f} GFLOPs per second of audio ({count}); {peak_basis} x {why}{why_fixed}"]
 
 
+# The GPU backends a text-to-speech model's runtime drives, where fewer than every GPU's: on any other GPU it runs on
+# the CPU. Piper runs its ONNX voice through ONNX Runtime with the CUDA execution provider or none (rhasspy/piper at
+# 73c04d8: src/cpp/piper.cpp loadModel appends only OrtCUDAProviderOptions, under --use-cuda; the Python package's
+# PiperVoice.load takes use_cuda, its CLI --cuda), so on a Mac's, a Radeon's or an Intel GPU it speaks on the CPU.
+TTS_GPU_BACKENDS = {"piper": ("cuda",)}
+
+
+def tts_gpu(model: SpeechModel, gpu: Device | None) -> Device | None:
+    """The GPU a text-to-speech model's runtime can run on: `gpu`, unless its runtime drives none of that backend."""
+    backends = next((b for prefix, b in TTS_GPU_BACKENDS.items() if model.id.startswith(prefix)), None)
+    return None if gpu is None or (backends is not None and gpu.backend not in backends) else gpu
+
+
 def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device, measured: tuple = ()) -> TaskEstimate:
+    if model.kind == "tts":
+        gpu = tts_gpu(model, gpu)
     weights = weights_bytes(model, variant)
     working = cross_attention_cache_bytes(model) if model.kind == "stt" else int(model.params * 2)
     basis = [f"weights: {model.params / 1e6:.0f}M parameters at {variant} ({VARIANT_BITS[variant]:g} bits)"]
