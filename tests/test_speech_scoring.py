@@ -318,7 +318,7 @@ def test_an_h200_speaks_piper_and_kokoro_at_fp32_within_the_fixed_times_ceiling(
 
 
 @pytest.mark.parametrize("backend", ["metal", "rocm", "vulkan", "sycl"])
-def test_piper_speaks_on_the_cpu_beside_a_gpu_its_onnx_runtime_does_not_drive(backend):
+def test_a_tts_model_runs_on_the_cpu_beside_a_gpu_its_runtime_does_not_drive(backend):
     # Piper's ONNX Runtime session has the CUDA execution provider or none (rhasspy/piper src/cpp/piper.cpp)
     piper, cpu = CATALOG.get("piper-medium"), devices.Device("cpu", "Test CPU", "cpu", 32 * 1024**3, 80e9, 1e12, cores=8)
     beside = speech.estimate(piper, "fp32", gpu(backend=backend), cpu)
@@ -329,6 +329,14 @@ def test_piper_speaks_on_the_cpu_beside_a_gpu_its_onnx_runtime_does_not_drive(ba
     on_cuda = speech.estimate(piper, "fp32", gpu(), cpu)
     assert on_cuda.placement == "gpu" and speech.runtime_name(piper, on_cuda, gpu()) == "Piper (ONNX Runtime, CUDA)"
     assert speech.estimate(CATALOG.get("kokoro-82m"), "fp16", gpu(backend=backend), cpu).placement == "gpu"
+    # PyTorch (Kokoro's fp32 model, F5-TTS) drives CUDA, ROCm, MPS and XPU devices, no Vulkan one
+    pytorch = "cpu" if backend == "vulkan" else "gpu"
+    for model_id, variant in (("kokoro-82m", "fp32"), ("f5-tts", "fp16")):
+        model = CATALOG.get(model_id)
+        estimate = speech.estimate(model, variant, gpu(backend=backend), cpu)
+        assert estimate.placement == pytorch
+        assert speech.runtime_name(model, estimate, gpu(backend=backend)) == {
+            "metal": "PyTorch (MPS) or MLX", "rocm": "PyTorch (ROCm)", "sycl": "PyTorch (XPU)", "vulkan": "PyTorch (CPU)"}[backend]
 
 
 def test_bands_are_at_least_the_median_held_out_error():

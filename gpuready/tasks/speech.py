@@ -335,22 +335,35 @@ def tts_realtime(model: SpeechModel, device: Device, variant: str = "fp16") -> t
     return 1.0 / seconds, [f"{flops / 1e9:.1f} GFLOPs per second of audio ({count}); {peak_basis} x {why}{why_fixed}"]
 
 
-# The GPU backends a text-to-speech model's runtime drives, where fewer than every GPU's: on any other GPU it runs on
-# the CPU. Piper runs its ONNX voice through ONNX Runtime with the CUDA execution provider or none (rhasspy/piper at
-# 73c04d8: src/cpp/piper.cpp loadModel appends only OrtCUDAProviderOptions, under --use-cuda; the Python package's
+# The GPU backends a text-to-speech runtime drives (runtime_name): on any other GPU the model runs on the CPU. Piper
+# runs its ONNX voice through ONNX Runtime with the CUDA execution provider or none (rhasspy/piper at 73c04d8:
+# src/cpp/piper.cpp loadModel appends only OrtCUDAProviderOptions, under --use-cuda; the Python package's
 # PiperVoice.load takes use_cuda, its CLI --cuda), so on a Mac's, a Radeon's or an Intel GPU it speaks on the CPU.
-TTS_GPU_BACKENDS = {"piper": ("cuda",)}
+# PyTorch (Kokoro's fp32 model, F5-TTS) drives CUDA, ROCm (as its "cuda" device), Apple's MPS and Intel's XPU, and no
+# Vulkan device (https://pytorch.org/docs/stable/notes/mps.html, https://pytorch.org/docs/stable/notes/get_start_xpu.html).
+# kokoro-onnx (Kokoro's fp16 file) takes whichever ONNX Runtime execution provider the machine has (CUDA, ROCm,
+# CoreML, DirectML on Windows), so it is not limited here.
+PIPER_GPU_BACKENDS = ("cuda",)
+PYTORCH_GPU_BACKENDS = ("cuda", "rocm", "metal", "sycl")
 
 
-def tts_gpu(model: SpeechModel, gpu: Device | None) -> Device | None:
-    """The GPU a text-to-speech model's runtime can run on: `gpu`, unless its runtime drives none of that backend."""
-    backends = next((b for prefix, b in TTS_GPU_BACKENDS.items() if model.id.startswith(prefix)), None)
-    return None if gpu is None or (backends is not None and gpu.backend not in backends) else gpu
+def tts_gpu(model: SpeechModel, variant: str, gpu: Device | None) -> Device | None:
+    """The GPU a text-to-speech model's runtime can run at `variant` on: `gpu`, unless that runtime drives none of its
+    backend (PIPER_GPU_BACKENDS, PYTORCH_GPU_BACKENDS), in which case None (the CPU)."""
+    if gpu is None:
+        return None
+    if model.id.startswith("piper"):
+        backends = PIPER_GPU_BACKENDS
+    elif model.id.startswith("kokoro") and variant == "fp16":
+        return gpu
+    else:
+        backends = PYTORCH_GPU_BACKENDS
+    return gpu if gpu.backend in backends else None
 
 
 def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device, measured: tuple = ()) -> TaskEstimate:
     if model.kind == "tts":
-        gpu = tts_gpu(model, gpu)
+        gpu = tts_gpu(model, variant, gpu)
     weights = weights_bytes(model, variant)
     working = cross_attention_cache_bytes(model) if model.kind == "stt" else int(model.params * 2)
     basis = [f"weights: {model.params / 1e6:.0f}M parameters at {variant} ({VARIANT_BITS[variant]:g} bits)"]
@@ -396,7 +409,8 @@ def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: Device | None)
             # kokoro-v1.0.fp16.onnx (https://github.com/thewh1teagle/kokoro-onnx/releases, model-files-v1.0)
             return {"cuda": "kokoro-onnx (ONNX Runtime, CUDA)", "metal": "kokoro-onnx (ONNX Runtime, CoreML)",
                     "rocm": "kokoro-onnx (ONNX Runtime, ROCm)"}.get(backend, "kokoro-onnx (ONNX Runtime)")
-        return {"cuda": "PyTorch (CUDA)", "metal": "PyTorch (MPS) or MLX", "cpu": "PyTorch (CPU)"}.get(backend, f"PyTorch ({backend})")
+        return {"cuda": "PyTorch (CUDA)", "rocm": "PyTorch (ROCm)", "metal": "PyTorch (MPS) or MLX", "sycl": "PyTorch (XPU)",
+                "cpu": "PyTorch (CPU)"}.get(backend, f"PyTorch ({backend})")
     if estimate.quant.startswith("q"):
         return {"cuda": "whisper.cpp (CUDA)", "metal": "whisper.cpp (Metal)", "rocm": "whisper.cpp (ROCm/HIP)",
                 "vulkan": "whisper.cpp (Vulkan)", "sycl": "whisper.cpp (SYCL)"}.get(backend, "whisper.cpp (CPU)")
