@@ -193,23 +193,21 @@ def fma_rate(r: Row) -> float | None:
     """A CPU row's FP32 peak at its FMA pipes' rate where narrower than the flags' figure: from its name's
     catalog/cpus.toml row (Device.fma_flops), or, for a VM whose name hides the model, from the row its `cpu_platform`
     names (with the cpuinfo family and model that identify it in the row's notes). None elsewhere."""
-    if r.device.fma_flops:
+    if r.device.fma_flops or r.backend != "cpu":
         return r.device.fma_flops
     platform = next((p for p in cpu_table() if p.id == r.row.get("cpu_platform")), None)
-    if r.backend != "cpu" or platform is None or not platform.fma_flops_per_cycle:
-        return None
-    rate = cores(r) * devices.ASSUMED_CPU_CLOCK_HZ * platform.fma_flops_per_cycle
-    return rate if rate < r.device.flops else None
+    return devices.platform_fma_flops(platform, cores(r), r.device.flops)
 
 
 def fma_caveat(rows: list[Row], lodo_median: float) -> str:
     """What counting each AVX-512 CPU at its FMA pipes' rate (catalog/cpus.toml fma_flops_per_cycle) in place of the
     flags' figure does to these rows, scored as the headline is (the CPU form chosen again, then held out by device);
     empty where no row's CPU has a narrower FMA rate."""
-    narrower = sorted({r.device_key for r in rows if fma_rate(r)})
+    rates = [fma_rate(r) for r in rows]
+    narrower = sorted({r.device_key for r, rate in zip(rows, rates) if rate})
     if not narrower:
         return ""
-    moved = [replace(r, device=replace(r.device, flops=fma_rate(r))) if fma_rate(r) else r for r in rows]
+    moved = [replace(r, device=replace(r.device, flops=rate)) if rate else r for r, rate in zip(rows, rates)]
     variant, keep, _ = choose(moved)
     lodo = held_out(moved, lambda r: r.device_key, variant, keep)
     tried = statistics.median(e for _, e in lodo)
@@ -218,7 +216,7 @@ def fma_caveat(rows: list[Row], lodo_median: float) -> str:
               for key in sorted({r.device_key for r in moved if r.backend == "cpu"} - set(narrower))]
     at_fma = "; ".join(f"{key}: {statistics.median(r.implied for r in moved if r.device_key == key):.3f}"
                        for key in narrower)
-    placed = sorted({r.device_key for r in rows if fma_rate(r) and not r.device.fma_flops})
+    placed = sorted({r.device_key for r, rate in zip(rows, rates) if rate and not r.device.fma_flops})
     verdict = ("so embeddings keep the flags' figure until rows from more many-core CPUs show the scaling"
                if tried >= lodo_median else "which would lower it: the FMA rate is not yet applied here")
     return (f"Counted at the FMA pipes' rate, the implied efficiency of the CPUs whose pipes are narrower is {at_fma}"

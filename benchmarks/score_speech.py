@@ -752,13 +752,15 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
         device = device_term(rows, gpu_model if model_kept else power if grid == THREAD_EXPONENTS else both, grid,
                              "gpu" if model_kept else False, gpu)
     weighted, by_device = device
-    carried = "**" if grid == (0.0,) and not model_kept and not by_device else ""
+    # the one formula gpuready carries, marked in the table: the last term kept in the order they are judged
+    final = "device" if by_device else "model" if model_kept else "power" if grid == THREAD_EXPONENTS else "both"
+    carried = "**" if final == "both" else ""
     both = dataclasses.replace(both, name=f"{carried}... with the GPU terms kept (the formula before the thread term)"
                                f"{': gpuready' + chr(39) + 's formula' if carried else ''}{carried}")
     amdahl_term = try_formula("... with the GPU terms kept, x Amdahl: a serial share of the one-thread work does not "
                               "spread over the threads used (CPU rows; the cores the peak counts; share fitted on a 0.05 "
                               "grid)", rows, True, True, serials=serials, gpu=gpu)
-    power_carried = grid == THREAD_EXPONENTS and not model_kept and not by_device
+    power_carried = final == "power"
     power = dataclasses.replace(power, name=f"{'**' if power_carried else ''}... with the GPU terms kept, x threads^-a: each CPU thread's "
                                 f"share falls as a power of the threads used (document search's CPU term; a fitted on a "
                                 f"0.05 grid){': gpuready' + chr(39) + 's formula**' if power_carried else ''}")
@@ -769,7 +771,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
     per_model = try_formula("... each catalogue model's own efficiency on every backend, CPU too (the backend's where "
                             "the model has no rows)", rows, True, True, per_model=True, exponents=grid, gpu=gpu,
                             by_device=by_device)
-    model_carried = model_kept and not by_device
+    model_carried = final == "model"
     gpu_model = dataclasses.replace(gpu_model, name=f"{'**' if model_carried else ''}... with each catalogue model's own "
                                     "efficiency on a GPU backend (TTS_MODEL_EFFICIENCY; the backend's where the model has "
                                     "no rows there, and CPU rows keep the backend's)"

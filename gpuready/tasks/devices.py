@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from gpuready.catalog.tables import SYSTEM_MEMORY, match_cpu
+from gpuready.catalog.tables import SYSTEM_MEMORY, CPUPlatform, match_cpu
 from gpuready.hardware import GPU, Hardware
 
 MIB = 1024**2
@@ -140,8 +140,12 @@ def cpu_fma_flops(physical_cores: int | None, features: tuple[str, ...], name: s
     """FP32 peak of ``physical_cores`` at the assumed clock counted at the FMA pipes' width, where the CPU's platform
     row states it is narrower than the flags imply (catalog/cpus.toml fma_flops_per_cycle: AVX-512 on Zen 4's 256-bit
     pipes, Intel client cores' one 512-bit FMA); None where the flags' figure (cpu_peak_flops) holds."""
-    peak = cpu_peak_flops(physical_cores, features, name)
-    platform = match_cpu(name)
+    return platform_fma_flops(match_cpu(name), physical_cores, cpu_peak_flops(physical_cores, features, name))
+
+
+def platform_fma_flops(platform: CPUPlatform | None, physical_cores: int | None, peak: float | None) -> float | None:
+    """``physical_cores`` of ``platform`` at the assumed clock and its fma_flops_per_cycle, where that is below
+    ``peak`` (the flags' figure for the same cores); None where the platform gives no narrower rate."""
     if peak is None or platform is None or not platform.fma_flops_per_cycle:
         return None
     narrower = physical_cores * ASSUMED_CPU_CLOCK_HZ * platform.fma_flops_per_cycle

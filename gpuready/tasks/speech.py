@@ -114,8 +114,8 @@ TTS_CPU_THREAD_EXPONENT = 0.0
 # on a GPU is many short kernels (Kokoro's LSTMs, AdaIN layers and vocoder convolutions), each dispatched from Python
 # and launched at a cost a faster GPU does not shorten, so its speed stops following peak FLOPS (Kokoro-FastAPI's
 # RTX 4060 Ti at 22 TFLOPS FP32 speaks 34x to 46x real time in six of its seven runs, a smoke test on an RTX 3090 Ti
-# at 40 TFLOPS 29x). It plays the
-# part of text generation's per-layer fixed time (tasks/text_estimate.py LAYER_SECONDS). Fitted by
+# at 40 TFLOPS 29x). It plays the part of text generation's per-layer fixed time (tasks/text_estimate.py
+# LAYER_SECONDS). Fitted by
 # benchmarks/score_speech.py with the CUDA share on the CUDA rows (the value on a 0.1 ms grid that gives them the
 # least median error, refitting the share at each; a value above a row's whole measured time is refuted by it);
 # kept because it lowers the leave-one-device-out error without raising the leave-one-source-out one. A form paying it
@@ -126,8 +126,8 @@ TTS_FIXED_SECONDS = {"cuda": 0.0138}
 # Rocket Lake) is counted at its FMA pipes' rate (Device.float_flops, catalog/cpus.toml fma_flops_per_cycle), as
 # PyTorch's and ONNX Runtime's FP32 kernels run: the Rocket Lake i7-11700's four Kokoro rows, held out, went from a
 # median of 136% to 34% with it; the LODO median is 38% either way and LOSO's 29% with it, 37% without (ACCURACY.md,
-# terms tried). Whisper's encoder (whisper.cpp) keeps the flags'
-# figure, as llama.cpp and stable-diffusion.cpp do: ggml's kernels, which the held-out rows favour at it.
+# terms tried). Whisper's encoder (whisper.cpp) keeps the flags' figure, as llama.cpp and stable-diffusion.cpp do:
+# ggml's kernels, which the held-out rows favour at it.
 TTS_UNCERTAINTY = 0.73
 
 
