@@ -118,6 +118,12 @@ CPU_SPECS = {
     "Intel(R) N100": ("Intel(R) N100", 4, ("avx2", "fma")),
     "AMD Ryzen Threadripper 3970X 32-Core Processor": ("AMD Ryzen Threadripper 3970X 32-Core Processor", 32, ("avx2", "fma")),
     "AMD Ryzen Threadripper PRO 5975WX 32-Cores": ("AMD Ryzen Threadripper PRO 5975WX 32-Cores", 32, ("avx2", "fma")),
+    # tts-bench's three machines (speech-tts-bench.toml), as their meta.json names them: Ryzen 9 5900XT 16 cores / 32
+    # threads, Zen 3, AVX2; Ryzen 9 9950X3D 16 / 32, Zen 5 with AVX-512 (AMD product pages); Apple M4 with the 10 CPU
+    # cores its meta.json counts (4 performance + 6 efficiency, Apple newsroom, May 2024).
+    "AMD Ryzen 9 5900XT 16-Core Processor": ("AMD Ryzen 9 5900XT 16-Core Processor", 16, ("avx2", "fma")),
+    "AMD Ryzen 9 9950X3D 16-Core Processor": ("AMD Ryzen 9 9950X3D 16-Core Processor", 16, ("avx2", "avx512f", "fma")),
+    "Apple M4 (10-core CPU)": ("Apple M4", 10, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
 }
 # Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
 # (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and

@@ -194,13 +194,13 @@ def gpu_chain(rows: list[Row]) -> GpuChain:
     it lowers the LODO median of the formula carried before it without raising LOSO's; of the two fixed forms, the one
     with the lower LODO median where both pass."""
     base = try_formula("base", rows, True, True, gpu=NO_GPU_TERMS)
-    fp32 = try_formula("fp32", rows, True, True, gpu=GpuTerms())
+    fp32 = scoped(try_formula("fp32", rows, True, True, gpu=GpuTerms()), rows, gpu=True)
     carried_terms = GpuTerms(fp32=fp32.lowers(base))
     carried = fp32 if carried_terms.fp32 else base
     fixed_terms = dataclasses.replace(carried_terms, fixed_grid=FIXED_SECONDS)
     pass_terms = dataclasses.replace(fixed_terms, per_pass=True)
-    fixed = try_formula("fixed", rows, True, True, gpu=fixed_terms)
-    per_pass = try_formula("per pass", rows, True, True, gpu=pass_terms)
+    fixed = scoped(try_formula("fixed", rows, True, True, gpu=fixed_terms), rows, gpu=True)
+    per_pass = scoped(try_formula("per pass", rows, True, True, gpu=pass_terms), rows, gpu=True)
     passing = [(t, terms) for t, terms in ((fixed, fixed_terms), (per_pass, pass_terms)) if t.lowers(carried)]
     if passing:
         carried_terms = min(passing, key=lambda p: p[0].lodo_median)[1]
@@ -213,7 +213,7 @@ def thread_term(rows: list[Row], gpu: GpuTerms | None = None) -> tuple["Tried", 
     (it lowers the LODO median of the formula without it and LOSO's does not rise), else (0.0,)."""
     gpu = gpu_chain(rows).terms if gpu is None else gpu
     both = try_formula("both", rows, True, True, gpu=gpu)
-    power = try_formula("power", rows, True, True, exponents=THREAD_EXPONENTS, gpu=gpu)
+    power = scoped(try_formula("power", rows, True, True, exponents=THREAD_EXPONENTS, gpu=gpu), rows, gpu=False)
     return both, power, THREAD_EXPONENTS if power.lowers(both) else (0.0,)
 
 
@@ -224,7 +224,7 @@ def model_term(rows: list[Row], base: "Tried", grid: tuple[float, ...], gpu: Gpu
     kernels, so the share of peak each reaches differs by model, where a CPU's differs far less (its convolutions are
     vectorised alike)."""
     gpu = gpu_chain(rows).terms if gpu is None else gpu
-    tried = try_formula("model", rows, True, True, per_model="gpu", exponents=grid, gpu=gpu)
+    tried = scoped(try_formula("model", rows, True, True, per_model="gpu", exponents=grid, gpu=gpu), rows, gpu=True)
     return tried, tried.lowers(base)
 
 
@@ -660,12 +660,17 @@ def tts_variant(rows: list[Row], vocoder: bool, clock: bool, fp32: bool = True) 
 
 @dataclass
 class Tried:
-    """One candidate formula's held-out figures (the terms-tried table)."""
+    """One candidate formula's held-out figures (the terms-tried table). `scope`: the rows (by index) of the class the
+    term acts on, where it acts on one class only (the GPU terms on GPU rows, the thread terms on CPU rows): the rule
+    judges it on that class's own rows, as generation's terms are judged (benchmarks/speed_report.py), because a median
+    over every row cannot see a term that changes a few of them; None judges on every row."""
     name: str
     rows: int
     lodo: dict
     loso: dict
     in_sample: dict
+    scope: frozenset | None = None
+    scope_name: str = ""
 
     @property
     def lodo_median(self) -> float:
@@ -675,16 +680,31 @@ class Tried:
     def loso_median(self) -> float:
         return statistics.median(self.loso.values())
 
+    def judged(self, scope: frozenset | None) -> tuple[float, float]:
+        """(LODO median, LOSO median) over the rows in `scope` (every row where None)."""
+        def median(errors: dict) -> float:
+            return statistics.median(e for i, e in errors.items() if scope is None or i in scope)
+        return median(self.lodo), median(self.loso)
+
     def lowers(self, base: "Tried") -> bool:
-        """The rule a term is kept by: it lowers the LODO median without raising LOSO's."""
-        return self.lodo_median < base.lodo_median and self.loso_median <= base.loso_median
+        """The rule a term is kept by: it lowers the LODO median without raising LOSO's (on its scope's rows)."""
+        (lodo, loso), (base_lodo, base_loso) = self.judged(self.scope), base.judged(self.scope)
+        return lodo < base_lodo and loso <= base_loso
 
     def against(self, base: "Tried") -> str:
+        (lodo, loso), (base_lodo, base_loso) = self.judged(self.scope), base.judged(self.scope)
+        where = f" on its {len(self.scope)} {self.scope_name} rows" if self.scope is not None else ""
         if self.lowers(base):
-            return f"lowers LODO ({base.lodo_median:.0f}% -> {self.lodo_median:.0f}%) and LOSO does not rise"
-        if self.lodo_median >= base.lodo_median:
-            return f"LODO does not fall ({base.lodo_median:.0f}% -> {self.lodo_median:.0f}%)"
-        return f"LOSO rises ({base.loso_median:.0f}% -> {self.loso_median:.0f}%)"
+            return f"lowers LODO{where} ({base_lodo:.0f}% -> {lodo:.0f}%) and LOSO does not rise ({base_loso:.0f}% -> {loso:.0f}%)"
+        if lodo >= base_lodo:
+            return f"LODO{where} does not fall ({base_lodo:.0f}% -> {lodo:.0f}%)"
+        return f"LOSO{where} rises ({base_loso:.0f}% -> {loso:.0f}%)"
+
+
+def scoped(tried: Tried, rows: list[Row], gpu: bool) -> Tried:
+    """`tried` judged on the GPU rows (gpu) or the CPU rows alone (Tried.scope)."""
+    keep = frozenset(i for i, row in enumerate(rows) if (row.backend != "cpu") == gpu)
+    return dataclasses.replace(tried, scope=keep, scope_name="GPU" if gpu else "CPU")
 
 
 def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_model: bool | str = False, serials=(0.0,),
@@ -728,7 +748,9 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
     cpus = len({r.device for r in rows if r.backend == "cpu"})
     gpus = len({r.device for r in rows if r.backend != "cpu"})
     out.append(f"\nTerms tried, each judged held out ({cpus} CPU devices, {gpus} GPUs; a term is kept only if it lowers "
-               "the LODO median without raising LOSO's; the 'kept' column is computed from the figures):\n")
+               "the LODO median without raising LOSO's, a term that acts on one class of rows judged on that class's "
+               "own rows (the GPU terms on the GPU rows, the thread terms on the CPU rows), as generation's terms are; "
+               "the 'kept' column is computed from the figures):\n")
     out.append("| formula | rows | LODO median | LODO worst | LOSO median | LOSO worst | in-sample median | kept |\n"
                "|---|---:|---:|---:|---:|---:|---:|---|")
     serials = tuple(i / 20 for i in range(11))
@@ -757,9 +779,9 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
     carried = "**" if final == "both" else ""
     both = dataclasses.replace(both, name=f"{carried}... with the GPU terms kept (the formula before the thread term)"
                                f"{': gpuready' + chr(39) + 's formula' if carried else ''}{carried}")
-    amdahl_term = try_formula("... with the GPU terms kept, x Amdahl: a serial share of the one-thread work does not "
-                              "spread over the threads used (CPU rows; the cores the peak counts; share fitted on a 0.05 "
-                              "grid)", rows, True, True, serials=serials, gpu=gpu)
+    amdahl_term = scoped(try_formula("... with the GPU terms kept, x Amdahl: a serial share of the one-thread work does "
+                                     "not spread over the threads used (CPU rows; the cores the peak counts; share fitted "
+                                     "on a 0.05 grid)", rows, True, True, serials=serials, gpu=gpu), rows, gpu=False)
     power_carried = final == "power"
     power = dataclasses.replace(power, name=f"{'**' if power_carried else ''}... with the GPU terms kept, x threads^-a: each CPU thread's "
                                 f"share falls as a power of the threads used (document search's CPU term; a fitted on a "
@@ -843,6 +865,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
     pi = "cpu: Raspberry Pi 4 Model B"
     without_pi = tts_fit([r for r in rows if r.device != pi], gpu=gpu)["exponent"] if any(r.device == pi for r in rows) else None
     threads = sorted({r.cores for r in cpu_rows})
+    cpu_both, cpu_power = both.judged(power.scope), power.judged(power.scope)
     out.append("\nWhy these terms: gpuready assumes a 3.0 GHz all-core clock for every CPU (gpuready/tasks/devices.py "
                "ASSUMED_CPU_CLOCK_HZ), but a Raspberry Pi 4 runs at 1.8 GHz (Raspberry Pi 4 product brief, "
                "catalog/cpus.toml clock_ghz), so its peak was overstated 1.7x. And 2 x parameters x frames counts each "
@@ -858,19 +881,26 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
                f"core's peak one thread reaches is {shares}. The gap between CPU designs stays: the Xeon Platinum "
                "8272CL's peak counts AVX-512 at two FMA units (as Intel ARK states for the Platinum 8280), which "
                "Kokoro's runtimes turn into far less speed, and the Apple M4 Pro's PyTorch CPU run is faster than its NEON peak implies. "
-               + (f"The exponent is carried by the Pi's one-to-four-thread sweep: fitted without the Pi's rows it is "
-                  f"{without_pi:.2f}. " if without_pi is not None else "")
-               + (f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: the margin the thread term wins by (LODO "
-                  f"{both.lodo_median:.0f}% -> {power.lodo_median:.0f}%) is small beside the spread between devices.\n"
+               + (pi_sentence(fits["exponent"], without_pi) if without_pi is not None else "")
+               + (f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: the margin the thread term wins by on the "
+                  f"CPU rows (LODO {cpu_both[0]:.0f}% -> {cpu_power[0]:.0f}%) is small beside the spread between devices.\n"
                   if power.lowers(both) else
                   f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: on these rows the thread term no longer "
-                  f"passes its own rule (LODO {both.lodo_median:.0f}% -> {power.lodo_median:.0f}%, LOSO "
-                  f"{both.loso_median:.0f}% -> {power.loso_median:.0f}%), so gpuready's formula drops it "
+                  f"passes its own rule on the CPU rows (LODO {cpu_both[0]:.0f}% -> {cpu_power[0]:.0f}%, LOSO "
+                  f"{cpu_both[1]:.0f}% -> {cpu_power[1]:.0f}%), so gpuready's formula drops it "
                   "(TTS_CPU_THREAD_EXPONENT 0: every thread the same share of a core's peak) until rows show it again. "
-                  "The shares above are with the term, to show the spread it was meant to carry. The rows that "
-                  "decide this are mostly the Raspberry Pi's; held out, the other CPUs are predicted as follows "
-                  "without and with the term: " + per_device_pair(rows, both, power) + ". So on many-core desktop "
-                  "CPUs the estimate without the term leans fast.\n"))
+                  + ("The shares above are with the term, to show the spread it was meant to carry. "
+                     if fits["exponent"] else "") +
+                  "Held out, the CPUs are predicted as follows without and with the term: "
+                  + per_device_pair(rows, both, power) + ".\n"))
+
+
+def pi_sentence(exponent: float, without_pi: float) -> str:
+    """What the Raspberry Pi 4's one-to-four-thread sweep does to the thread exponent fitted on all rows."""
+    if exponent > without_pi:
+        return (f"The exponent is carried by the Pi's one-to-four-thread sweep: fitted without the Pi's rows it is "
+                f"{without_pi:.2f}. ")
+    return f"Fitted without the Pi's rows the exponent is {without_pi:.2f}. "
 
 
 def gpu_narrative(gpu_rows: list[Row], fits: dict, carried: Tried, gpu_model: Tried, model_kept: bool,
@@ -904,7 +934,8 @@ def gpu_narrative(gpu_rows: list[Row], fits: dict, carried: Tried, gpu_model: Tr
 def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     out.append("## Text to speech\n")
     out.append("Rows: benchmarks/validation/speech-tts.toml, speech-tts-more.toml, speech-tts-devices.toml, "
-               "speech-tts-cpus.toml, speech-tts-devices2.toml, speech-tts-gpus.toml and speech-tts-kokoro-fastapi.toml "
+               "speech-tts-cpus.toml, speech-tts-devices2.toml, speech-tts-gpus.toml, speech-tts-kokoro-fastapi.toml and "
+               "speech-tts-bench.toml "
                "(real-time factors as published, or the two timings they come from where a source prints no ratio). The estimate: FLOPs per second of audio (2 x the parameters outside "
                "the vocoder x output frames per second x network passes per frame, plus the vocoder's own FLOPs at its "
                "upsampled rates, catalog/speech.toml) over peak FLOPS (a CPU at the clock catalog/cpus.toml states for "

@@ -422,13 +422,25 @@ def test_superseded_builds_and_vendor_blas_rows_are_scored_but_not_fitted():
     assert all(r.in_fit == (r.kept_out is None) for r in rows)
     # every text-to-speech row of the speech-tts*.toml files has its hardware and model in the tables
     tts = [r for r in rows if r.kind == "tts"]
-    assert len(tts) == 49
-    # 47 fitted on 11 devices: 7 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml, the
-    # Core i7-11700 of speech-tts-cpus.toml and the Core i9-12900H of speech-tts-devices2.toml among them) and 4 GPUs
-    # (the RTX 3090 Ti of speech-tts-devices2.toml and the L20 of speech-tts-more.toml among them); the 9 rows of
+    assert len(tts) == 57
+    # 55 fitted on 15 devices: 10 CPUs (the Xeon Platinum 8272CL and Apple M4 Pro of speech-tts-devices.toml, the
+    # Core i7-11700 of speech-tts-cpus.toml, the Core i9-12900H of speech-tts-devices2.toml, the Ryzen 9 5900XT, Ryzen 9
+    # 9950X3D and Apple M4 of speech-tts-bench.toml among them) and 5 GPUs (the RTX 3090 Ti of speech-tts-devices2.toml,
+    # the L20 of speech-tts-more.toml and the RTX 5090 of speech-tts-bench.toml among them); the 9 rows of
     # speech-tts-kokoro-fastapi.toml are more runs on two of them (the i7-11700 and the RTX 4060 Ti 16GB)
     fitted = [r for r in tts if r.in_fit]
-    assert len(fitted) == 47 and len({r.device for r in fitted}) == 11
+    assert len(fitted) == 55 and len({r.device for r in fitted}) == 15
+    # tts-bench's rows: seconds of audio over seconds of synthesis summed over the warm runs of five prompts, on every
+    # core (no thread count set); the 9950X3D (Zen 5) at its AVX-512 flag's 64 FP32 FLOPs a cycle, the 5900XT (Zen 3)
+    # at AVX2's 32, the RTX 5090's fp32 Kokoro at its 104.8 TFLOPS FP32
+    bench = {(r.device, score_speech.tts_model(r)): r for r in tts if "tts-bench" in r.source}
+    assert len(bench) == 8
+    x3d = bench["cpu: AMD Ryzen 9 9950X3D 16-Core Processor", "kokoro-82m"]
+    assert x3d.cores == 16 and x3d.peak == pytest.approx(16 * 64 * 3.0e9) and x3d.measured == pytest.approx(76.8 / 5.321)
+    xt = bench["cpu: AMD Ryzen 9 5900XT 16-Core Processor", "piper-medium"]
+    assert xt.peak == pytest.approx(16 * 32 * 3.0e9) and xt.measured == pytest.approx(65.471 / 1.8029)
+    assert bench["rtx-5090", "kokoro-82m"].peak == pytest.approx(104.8e12)
+    assert bench["cpu: Apple M4", "kokoro-82m"].cores == 10
     # the i9-12900H's thread sweep: each row's peak counts the threads it ran on (AVX2: 32 FLOPs a cycle at 3.0 GHz)
     i9 = sorted((r for r in tts if "i9-12900H" in r.device), key=lambda r: r.cores)
     assert [r.cores for r in i9] == [1, 2, 3, 4, 8]
@@ -532,7 +544,7 @@ def test_gpuready_speaks_each_fitted_cpu_row_as_the_scorer_predicts_it_with_gpur
         realtime, _ = speech.tts_realtime(CATALOG.get(score_speech.tts_model(tts)), cpu)
         assert realtime == pytest.approx(score_speech.tts_predict(tts, constants))
         checked += 1
-    assert checked == 35
+    assert checked == 41
 
 
 @pytest.mark.parametrize(
@@ -622,4 +634,4 @@ def test_gpuready_speaks_each_fitted_gpu_row_as_the_scorer_predicts_it_with_gpur
         realtime, _ = speech.tts_realtime(model, device, "fp32" if fp32 else "fp16")
         assert realtime == pytest.approx(score_speech.tts_predict_terms(tts, constants))
         checked += 1
-    assert checked == 10  # Kokoro on the RTX 3090 Ti and 4060 Ti (7 runs; fp32), F5-TTS at 32 steps on the RTX 3090 and L20
+    assert checked == 12  # Kokoro on the RTX 3090 Ti, 4060 Ti (7 runs), 3090 and 5090 (fp32), F5-TTS at 32 steps on the RTX 3090 and L20

@@ -75,22 +75,25 @@ STT_UNCERTAINTY = 0.39
 # of an EPYC 7763 and of a Xeon Platinum 8272CL (heyneo's CPU benchmarks), Kokoro in PyTorch on an
 # Apple M4 Pro (FluidAudio's benchmarks) and in ONNX Runtime on the same chip (Supertonic's README),
 # Kokoro v0.19 in ONNX Runtime on 4 and 8 threads of a Core i7-11700 (Kokoro-FastAPI's CPU benchmarks, four runs),
-# Kokoro in PyTorch on 1 to 8 threads of a Core i9-12900H (yapit's thread-scaling table, speech-tts-devices2.toml);
+# Kokoro in PyTorch on 1 to 8 threads of a Core i9-12900H (yapit's thread-scaling table, speech-tts-devices2.toml),
+# Kokoro in PyTorch and Piper on a Ryzen 9 5900XT, a Ryzen 9 9950X3D and an Apple M4 (tts-bench's per-run files,
+# speech-tts-bench.toml);
 # cuda: F5-TTS on an RTX 3090 (7 steps on the Fast F5-TTS page; 16 and 32 steps in the F5-TTS paper) and an
-# L20 (32 steps, F5-TTS's own PyTorch benchmark), Kokoro on an RTX 4060 Ti (Kokoro-FastAPI's benchmarks, seven
-# runs from 13.5x to 46x real time, speech-tts-kokoro-fastapi.toml) and on an RTX 3090 Ti (a one-request smoke test,
-# speech-tts-devices2.toml); Kokoro counted at the FP32 rate it runs at and after the fixed GPU time below
-# (TTS_FIXED_SECONDS)). Each figure is a median over devices, each device's own median first (7 CPUs, 4 GPUs), not
-# over rows: with it the Raspberry Pi 4's 17 rows and the RTX 4060 Ti's 7 no longer set their backend's share alone,
-# and the held-out error fell (leave-one-device-out 43% -> 38%, leave-one-source-out 39% -> 29%). The vocoder
+# L20 (32 steps, F5-TTS's own PyTorch benchmark), Kokoro through Kokoro-FastAPI on an RTX 4060 Ti (its benchmarks,
+# seven runs from 13.5x to 46x real time, speech-tts-kokoro-fastapi.toml) and on an RTX 3090 Ti (a one-request smoke
+# test, speech-tts-devices2.toml), Kokoro's own KPipeline on an RTX 3090 and an RTX 5090 (tts-bench); Kokoro counted
+# at the FP32 rate it runs at and after the fixed GPU time below (TTS_FIXED_SECONDS)). Each figure is a median over
+# devices, each device's own median first (10 CPUs, 5 GPUs), not over rows: with it the Raspberry Pi 4's 17 rows and
+# the RTX 4060 Ti's 7 do not set their backend's share alone. Held out: leave-one-device-out 36% over 55 rows on 15
+# devices, leave-one-source-out 33% (benchmarks/ACCURACY.md, "Text to speech"). The vocoder
 # count and the stated clock were kept because they lower the leave-one-device-out error without raising
 # the leave-one-source-out one, and the thread term (a thread's share falling as threads^-a) was kept on
 # the same rule before the M4 Pro ONNX and i7-11700 rows; with those rows (and the i9-12900H's thread
-# sweep since) it no longer lowers it (benchmarks/ACCURACY.md, "Text to speech",
+# sweep since) it no longer lowers it, judged on the CPU rows it acts on (benchmarks/ACCURACY.md, "Text to speech",
 # terms tried), so its exponent is 0 (every thread the same share) until rows show it again; the
 # scorer applies the rule and fits the exponent when the term passes. TTS_UNCERTAINTY is the 80th
 # percentile of the rows' leave-one-device-out errors.
-TTS_EFFICIENCY = {"cpu": 0.25, "cuda": 0.21}
+TTS_EFFICIENCY = {"cpu": 0.24, "cuda": 0.16}
 # On a GPU the share of peak depends on the model's kernels, not only the backend: F5-TTS's DiT runs as
 # a few large matrix multiplies (its rows imply 0.18-0.41 of FP16 peak: an RTX 3090 at 16 and 32 steps in
 # the F5-TTS paper and at 7 on the Fast F5-TTS page, an L20 at 32 steps in F5-TTS's own PyTorch
@@ -99,8 +102,9 @@ TTS_EFFICIENCY = {"cpu": 0.25, "cuda": 0.21}
 # with the backend's figure the median of those, where the scorer keeps that term: it lowers the
 # leave-one-device-out error and does not raise the leave-one-source-out one (benchmarks/ACCURACY.md,
 # "Text to speech", terms tried). Once Kokoro is counted at the FP32 rate it runs at and the fixed GPU time is
-# taken off (TTS_FIXED_SECONDS), the term no longer lowers the first, so the table is empty and every model takes
-# the backend's figure, the median of all CUDA rows, until rows show the term again.
+# taken off (TTS_FIXED_SECONDS), the term no longer lowers the first (judged on the GPU rows: 39% -> 120%), so the
+# table is empty and every model takes the backend's figure, the median over the CUDA devices, until rows show the
+# term again.
 TTS_MODEL_EFFICIENCY: dict[tuple[str, str], float] = {}
 TTS_CPU_THREAD_EXPONENT = 0.0
 # A GPU's fp32 run is counted at its FP32 (non-tensor) rate, not the FP16 tensor peak `Device.flops` holds
@@ -112,23 +116,24 @@ TTS_CPU_THREAD_EXPONENT = 0.0
 # one (benchmarks/ACCURACY.md, "Text to speech", terms tried).
 # TTS_FIXED_SECONDS: seconds a GPU backend spends per second of audio however fast the GPU is. A small model's pass
 # on a GPU is many short kernels (Kokoro's LSTMs, AdaIN layers and vocoder convolutions), each dispatched from Python
-# and launched at a cost a faster GPU does not shorten, so its speed stops following peak FLOPS (Kokoro-FastAPI's
-# RTX 4060 Ti at 22 TFLOPS FP32 speaks 34x to 46x real time in six of its seven runs, a smoke test on an RTX 3090 Ti
-# at 40 TFLOPS 29x). It plays the part of text generation's per-layer fixed time (tasks/text_estimate.py
-# LAYER_SECONDS). Fitted by
-# benchmarks/score_speech.py with the CUDA share on the CUDA rows (the value on a 0.1 ms grid that gives them the
-# least median error, refitting the share at each; a value above a row's whole measured time is refuted by it);
-# kept because it lowers the leave-one-device-out error without raising the leave-one-source-out one. A form paying it
-# once per network pass (F5-TTS's 64) was tried and not kept (ACCURACY.md, terms tried). A GPU backend without rows
-# takes CUDA's; a CPU has none.
-TTS_FIXED_SECONDS = {"cuda": 0.0138}
+# and launched at a cost a faster GPU does not shorten, so its speed stops following peak FLOPS: Kokoro's KPipeline
+# speaks 106x real time on an RTX 3090 (36 TFLOPS FP32) and 114x on an RTX 5090 (105 TFLOPS) in tts-bench's runs of
+# the same five prompts. It plays the part of text generation's per-layer fixed time (tasks/text_estimate.py
+# LAYER_SECONDS). Fitted by benchmarks/score_speech.py with the CUDA share on the CUDA rows (the value on a 0.1 ms
+# grid that gives them the least median error, refitting the share at each; a value above a row's whole measured
+# time is refuted by it); kept because it lowers the leave-one-device-out error of the GPU rows it acts on without
+# raising the leave-one-source-out one (71% -> 39%, 40% -> 31%). Kokoro-FastAPI's rows (RTX 4060 Ti, RTX 3090 Ti)
+# spend more a second of audio than the KPipeline rows (22 to 35 ms, one run 74, against 9), what the server adds,
+# and are predicted fast. A form paying it once per network pass (F5-TTS's 64) was tried and not kept (ACCURACY.md,
+# terms tried). A GPU backend without rows takes CUDA's; a CPU has none.
+TTS_FIXED_SECONDS = {"cuda": 0.0052}
 # A CPU whose AVX-512 runs on narrower FMA pipes than its flag implies (Zen 4, Intel's client Ice Lake, Tiger Lake and
 # Rocket Lake) is counted at its FMA pipes' rate (Device.float_flops, catalog/cpus.toml fma_flops_per_cycle), as
-# PyTorch's and ONNX Runtime's FP32 kernels run: the Rocket Lake i7-11700's four Kokoro rows, held out, went from a
-# median of 136% to 34% with it; the LODO median is 38% either way and LOSO's 29% with it, 37% without (ACCURACY.md,
-# terms tried). Whisper's encoder (whisper.cpp) keeps the flags' figure, as llama.cpp and stable-diffusion.cpp do:
-# ggml's kernels, which the held-out rows favour at it.
-TTS_UNCERTAINTY = 0.73
+# PyTorch's and ONNX Runtime's FP32 kernels run: the Rocket Lake i7-11700's four Kokoro rows, held out, have a
+# median error of 30% with it and 98% without; the LODO median is 36% with it and 38% without, LOSO's 33% either
+# way (ACCURACY.md, terms tried). Whisper's encoder (whisper.cpp) keeps the flags' figure, as llama.cpp and
+# stable-diffusion.cpp do: ggml's kernels, which the held-out rows favour at it.
+TTS_UNCERTAINTY = 0.69
 
 
 @dataclass(frozen=True, kw_only=True)
