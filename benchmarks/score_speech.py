@@ -203,7 +203,7 @@ def gpu_chain(rows: list[Row]) -> GpuChain:
     per_pass = scoped(try_formula("per pass", rows, True, True, gpu=pass_terms), rows, gpu=True)
     passing = [(t, terms) for t, terms in ((fixed, fixed_terms), (per_pass, pass_terms)) if t.lowers(carried)]
     if passing:
-        carried_terms = min(passing, key=lambda p: p[0].lodo_median)[1]
+        carried_terms = min(passing, key=lambda p: p[0].own_lodo)[1]
     return GpuChain(base, fp32, fixed, per_pass, carried_terms)
 
 
@@ -686,6 +686,11 @@ class Tried:
             return statistics.median(e for i, e in errors.items() if scope is None or i in scope)
         return median(self.lodo), median(self.loso)
 
+    @property
+    def own_lodo(self) -> float:
+        """The LODO median on the rows the term is judged on (its scope): what picks between two forms that pass."""
+        return self.judged(self.scope)[0]
+
     def lowers(self, base: "Tried") -> bool:
         """The rule a term is kept by: it lowers the LODO median without raising LOSO's (on its scope's rows)."""
         (lodo, loso), (base_lodo, base_loso) = self.judged(self.scope), base.judged(self.scope)
@@ -823,7 +828,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
             return f"no: {against}, but the other fixed form lowers LODO further"
         return f"no: {against}"
     thread_terms = [t for t in (amdahl_term, power) if t.lowers(both)]
-    chosen = min(thread_terms, key=lambda t: t.lodo_median) if thread_terms else None
+    chosen = min(thread_terms, key=lambda t: t.own_lodo) if thread_terms else None
 
     def thread_verdict(term: Tried) -> str:
         if term is chosen:
