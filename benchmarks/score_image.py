@@ -31,7 +31,13 @@ IMAGE_MODELS = {"sd-1.5": "sd-1.5", "sd-1.4": "sd-1.5", "sdxl": "sdxl", "sdxl-tu
 # Core ML on the GPU alone, or with the Neural Engine allowed ("ALL"; Apple's README: the UNet ran on
 # the GPU on M1 Pro/Max/Ultra in its benchmark). CPU_AND_NE rows and rows without a compute unit are not
 # a GPU and are skipped.
-IMAGE_BACKENDS = {"cuda": "cuda", "coreml-gpu": "metal", "coreml-all": "metal"}
+IMAGE_BACKENDS = {"cuda": "cuda", "coreml-gpu": "metal", "coreml-all": "metal", "rocm": "rocm"}
+# Backends gpuready fits constants of its own for. A row of any other backend (ROCm: PyTorch on AMD GPUs,
+# image-generation-rocm.toml) is scored, not fitted: it is predicted as gpuready predicts it, with CUDA's constants
+# fitted on the training rows and the efficiency scaled by the backend's encoder efficiency relative to CUDA's
+# (image.step_constants), so every one of its errors is a prediction. Terms(own=...) tries the backend as a
+# class of its own ("Which terms stay").
+FITTED_BACKENDS = frozenset({"cuda", "metal"})
 # A row naming a GPU family whose every catalogued member has the same FP16 and FP32 peaks can be timed
 # without knowing the member: every A100 (40 GB PCIe/SXM4, 80 GB PCIe/SXM4) is 312 TFLOPS FP16 tensor
 # and 19.5 TFLOPS FP32 (NVIDIA A100 datasheet, catalog/gpus.toml). V100 (PCIe 112 / SXM2 125) and H100
@@ -73,6 +79,7 @@ class Terms:
     fp8: bool = False  # rows whose source runs fp8 matmuls: twice the fp16 tensor rate (Ada and Hopper whitepapers)
     materialised: bool = True  # rows with unfused attention add the score matrix's memory traffic
     overlap: bool = False  # the host launches while the GPU computes: a step takes the longer of the two, not the sum
+    own: frozenset = FITTED_BACKENDS  # backends fitted as classes of their own; the others take CUDA's, scaled
 
 
 SHIPPED = Terms()
@@ -108,7 +115,7 @@ def device_key(row: dict, device: devices.Device) -> str:
 
 def implementation_class(row: dict) -> str:
     text = row["implementation"].lower()
-    if "no compile" in text or "compile_blocks & compile_extras = false" in text:
+    if "no compile" in text or "compile_blocks & compile_extras = false" in text or "compile:none" in text:
         return "eager"
     return "compiled" if "compile" in text else "eager"
 
@@ -129,8 +136,11 @@ def collect(rows: list[dict], catalog, gpu_device, source_key) -> tuple[list[Ima
         if device is None or not device.flops:
             skipped["hardware not in the tables (V100, H100: variant not stated, peaks differ)"] += 1
             continue
-        steps = None if "iterations_per_s" in row else row["steps"]
-        if steps is None:
+        whole = row.get("rate_of") == "whole image"  # steps x batch over the whole image's time (SD.Next's benchmark)
+        steps = None if "iterations_per_s" in row and not whole else row["steps"]
+        if whole:
+            measured = row["steps"] * row.get("batch", 1) / row["iterations_per_s"]
+        elif steps is None:
             measured = 1 / row["iterations_per_s"]
         else:  # seconds for one image, or for the whole batch (a batch of one: the same)
             measured = row["seconds_per_image"] if "seconds_per_image" in row else row["seconds_per_batch"]
@@ -236,17 +246,37 @@ def fit(rows: list[ImageRow], terms: Terms) -> tuple[float, float, float]:
     return efficiency, fixed, compiled_efficiency
 
 
-def held_out(rows: list[ImageRow], terms: Terms, key) -> dict[int, float] | None:
-    """Error of each row (by id) predicted from constants fitted on its group's rows of the other devices (or
-    sources); None when a group has only one device (source) to hold out."""
+def fitted_here(group: tuple[str, str], rows: list[ImageRow], terms: Terms) -> bool:
+    """Whether a group's constants are fitted on its own rows: its backend is one fitted as a class (terms.own) and it
+    has rows of two devices at least (one device's rows cannot be held out from its own class)."""
+    return group[1] in terms.own and len({row.device_key for row in rows if row.group == group}) > 1
+
+
+def constants_for(group: tuple[str, str], train: list[ImageRow], terms: Terms) -> tuple[float, float, float]:
+    """The constants a group's rows are predicted with, from the training rows: its own fit where it is a class of its
+    own, else CUDA's fit for the same denoiser with the efficiency scaled as image.step_constants scales it."""
+    arch, backend = group
+    if backend in terms.own and any(row.group == group for row in train):
+        return fit([row for row in train if row.group == group], terms)
+    efficiency, fixed, compiled = fit([row for row in train if row.group == (arch, "cuda")], terms)
+    scale = image.encoder_efficiency(backend)[0] / image.encoder_efficiency("cuda")[0]
+    return efficiency * scale, fixed, compiled * scale
+
+
+def held_out(rows: list[ImageRow], terms: Terms, key) -> dict[int, float]:
+    """Error of each row (by id) predicted from constants fitted on the other devices' (or sources') rows: its group's
+    own where the group is a class of its own, else CUDA's scaled (constants_for). A class of its own with only one
+    device (source) cannot be held out: its rows are left out of the result."""
     errors = {}
     for group in {row.group for row in rows}:
         members = [row for row in rows if row.group == group]
         values = sorted({key(row) for row in members})
-        if len(values) < 2:
-            return None
+        own = fitted_here(group, rows, terms)
+        if own and len(values) < 2:
+            continue
         for value in values:
-            constants = fit([row for row in members if key(row) != value], terms)
+            train = [row for row in rows if key(row) != value] if not own else [row for row in members if key(row) != value]
+            constants = constants_for(group, train, terms)
             errors.update({id(row): ape(predict(row, constants, terms), row.measured) for row in members if key(row) == value})
     return errors
 
@@ -255,18 +285,16 @@ def in_sample(rows: list[ImageRow], terms: Terms) -> dict[int, float]:
     errors = {}
     for group in {row.group for row in rows}:
         members = [row for row in rows if row.group == group]
-        constants = fit(members, terms)
+        constants = constants_for(group, rows if not fitted_here(group, rows, terms) else members, terms)
         errors.update({id(row): ape(predict(row, constants, terms), row.measured) for row in members})
     return errors
 
 
-def summary(errors: dict[int, float] | None, rows: list[ImageRow]) -> str:
+def summary(errors: dict[int, float], rows: list[ImageRow]) -> str:
     """Median | worst of the rows' errors, '- | -' where they were not held out."""
-    if errors is None or not rows:
+    if not rows or any(id(row) not in errors for row in rows):
         return "- | -"
     errors = [errors[id(row)] for row in rows]
-    if not errors:
-        return "- | -"
     return f"{statistics.median(errors):.0f}% | {max(errors):.0f}%"
 
 
@@ -309,8 +337,9 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
                "scored with a derived factor and no fitted constant: rows whose attention is not fused (diffusers before "
                "SDPA, without xformers) add the score matrix's memory traffic (heads x tokens^2 x 4 fp16 accesses / "
                "bandwidth). Compiled rows (torch.compile, compiled blocks) and fp8-matmul rows are scored against the same "
-               "eager FP16 constants: gpuready predicts the plain runtime with fused attention. "
-               "Scored by benchmarks/score_image.py.\n")
+               "eager FP16 constants: gpuready predicts the plain runtime with fused attention. A backend without constants of "
+               "its own (ROCm) takes CUDA's, its efficiency scaled as image.step_constants scales it: its rows are scored, "
+               "not fitted (the section at the end). Scored by benchmarks/score_image.py.\n")
     out.append("### Headline (cross-validated)\n")
     out.append(f"All {len(rows)} scored rows, {len({row.device_key for row in rows})} devices: leave-one-device-out median "
                f"error **{headline:.0f}%** (worst {max(lodo_all):.0f}%); in-sample {statistics.median(in_sample(rows, SHIPPED).values()):.0f}%. "
@@ -318,11 +347,9 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
                f"**{'met' if headline <= TARGET else 'not met'}**.\n")
     out.append("| denoiser (backend) | implementation | rows | devices | sources | LODO median | LODO worst | LOSO median | LOSO worst "
                "| in-sample median | in-sample worst |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lodo, loso, inside = held_out(rows, SHIPPED, by_device), held_out(rows, SHIPPED, by_source), in_sample(rows, SHIPPED)
     for group in sorted({row.group for row in rows}):
         members = [row for row in rows if row.group == group]
-        lodo = held_out(members, SHIPPED, by_device)
-        loso = held_out(members, SHIPPED, by_source)
-        inside = in_sample(members, SHIPPED)
         for label in ("all", "eager", "compiled"):
             subset = [row for row in members if label in ("all", row.implementation)]
             if not subset or (label != "all" and len(subset) == len(members)):
@@ -373,17 +400,82 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
                "| constant |\n|---|---|---:|---:|---:|---:|---:|")
     for group in sorted({row.group for row in rows}):
         members = [row for row in rows if row.group == group]
-        efficiency, fixed, _ = fit(members, SHIPPED)
         arch, backend = group
+        shown = lambda value, scale=1.0: "-" if value is None else f"{value * scale:.2f}"  # noqa: E731
+        if not fitted_here(group, rows, SHIPPED):
+            efficiency, fixed, _ = constants_for(group, rows, SHIPPED)
+            out.append(f"| {arch} | {backend} | {len(members)} | not fitted: CUDA's x {efficiency / fit([r for r in rows if r.group == (arch, 'cuda')], SHIPPED)[0]:.2f} "
+                       f"= {efficiency:.2f} | - | CUDA's {fixed * 1e3:.2f} | - |")
+            continue
+        efficiency, fixed, _ = fit(members, SHIPPED)
         constant_efficiency = image.STEP_EFFICIENCY[arch].get(backend)
         constant_fixed = image.STEP_FIXED_SECONDS[arch].get(backend)
         fits[("STEP_EFFICIENCY", f"{arch}/{backend}")] = (efficiency, constant_efficiency)
         fits[("STEP_FIXED_SECONDS (milliseconds)", f"{arch}/{backend}")] = (
             fixed * 1e3, None if constant_fixed is None else constant_fixed * 1e3)
-        shown = lambda value, scale=1.0: "-" if value is None else f"{value * scale:.2f}"  # noqa: E731
         out.append(f"| {arch} | {backend} | {len(members)} | {efficiency:.2f} | {shown(constant_efficiency)} | "
                    f"{fixed * 1e3:.2f} | {shown(constant_fixed, 1e3)} |")
     out.append("")
+    scored_only(rows, fits, out)
+
+
+BACKEND_NAMES = {"rocm": "ROCm"}  # as the report writes a backend gpuready has no constants for
+BAND_PERCENTILE = 80  # a band's half-width: the share of held-out errors it covers (issue 10's target: about 80%)
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The nearest-rank percentile: the smallest value at least `share` percent of the values are at or below."""
+    ordered = sorted(values)
+    return ordered[max(0, -(-len(ordered) * share // 100) - 1)]
+
+
+def scored_only(rows: list[ImageRow], fits: dict, out: list[str]) -> None:
+    """The backends gpuready predicts from CUDA's constants (scaled), scored on their own rows: how far off that
+    prediction is, whether a class of their own fitted on those rows predicts them better held out (the term rule),
+    and the band their errors give (image.SPEED_UNCERTAINTY_BY_BACKEND)."""
+    by_device, by_source = (lambda row: row.device_key), (lambda row: row.source_key)  # noqa: E731
+    for backend in sorted({row.backend for row in rows} - FITTED_BACKENDS):
+        members = [row for row in rows if row.backend == backend]
+        shown = BACKEND_NAMES.get(backend, backend)
+        own = replace(SHIPPED, own=SHIPPED.own | {backend})
+        lodo_by_id = held_out(rows, SHIPPED, by_device)
+        lodo, loso = ([errors[id(row)] for row in members] for errors in (lodo_by_id, held_out(rows, SHIPPED, by_source)))
+        own_lodo, own_loso = ([errors[id(row)] for row in members if id(row) in errors]
+                              for errors in (held_out(rows, own, by_device), held_out(rows, own, by_source)))
+        kept = (statistics.median(own_lodo) <= statistics.median(lodo) - 1
+                and statistics.median(own_loso) <= statistics.median(loso))
+        band = percentile(lodo, BAND_PERCENTILE) / 100
+        fits[("SPEED_UNCERTAINTY_BY_BACKEND", backend)] = (band, image.SPEED_UNCERTAINTY_BY_BACKEND.get(backend))
+        predicted = {id(row): predict(row, constants_for(row.group, [r for r in rows if r.device_key != row.device_key],
+                                                         SHIPPED), SHIPPED) for row in members}
+        faster = sum(1 for row in members if predicted[id(row)] < row.measured)
+        out.append(f"#### {shown}: scored, not fitted\n")
+        out.append(f"gpuready has no {shown} constants: a {shown} GPU's step takes CUDA's fixed cost and CUDA's efficiency "
+                   f"x {shown}'s encoder efficiency relative to CUDA's (image.step_constants). Its {len(members)} rows on "
+                   f"{len({row.device_key for row in members})} devices ({len({row.source_key for row in members})} sources) "
+                   f"are predicted that way, from CUDA rows only, so each error is a prediction: median {statistics.median(lodo):.0f}%, "
+                   f"worst {max(lodo):.0f}%; {faster} of the {len(members)} predicted faster than measured. A class of its own, "
+                   f"fitted on the other {shown} devices' rows, predicts them held out at {statistics.median(own_lodo):.0f}% "
+                   f"(LOSO {statistics.median(own_loso):.0f}% against {statistics.median(loso):.0f}%): "
+                   + ("better, so it should be fitted (add it to FITTED_BACKENDS)" if kept else
+                      "not kept, the scaled CUDA constants stay") + f". The {shown} band "
+                   f"(image.SPEED_UNCERTAINTY_BY_BACKEND) is the {BAND_PERCENTILE}th percentile of those errors: +/-{band:.0%} "
+                   f"(constant +/-{image.SPEED_UNCERTAINTY_BY_BACKEND.get(backend, image.SPEED_UNCERTAINTY):.0%}).\n")
+        spread = defaultdict(list)
+        for row in members:
+            spread[(row.device.name, row.model.id, row.width, row.height)].append(row.measured / predicted[id(row)])
+        (name, model_id, width, height), ratios = max(spread.items(), key=lambda item: max(item[1]) / min(item[1]))
+        if len(ratios) > 1:
+            out.append(f"The widest spread is one GPU's: {name} with {model_id} at {width}x{height} took {min(ratios):.2f}x to "
+                       f"{max(ratios):.2f}x the predicted time in {len(ratios)} rows from different sources, the same model at the "
+                       f"same size: the spread is the software each run used (the {shown} and PyTorch builds the rows' notes "
+                       "give), which no constant of the GPU can carry.\n")
+        out.append("| device | denoiser | size | source | measured | predicted | error |\n|---|---|---|---|---:|---:|---:|")
+        for row in sorted(members, key=lambda r: (r.device_key, r.model.id, r.width, r.source_key)):
+            unit = "s/step" if row.steps is None else f"s/image ({row.steps} steps)"
+            out.append(f"| {row.device.name} | {row.model.id} | {row.width}x{row.height} | {row.source_key.removeprefix('https://github.com/')} "
+                       f"| {row.measured:.3f} {unit} | {predicted[id(row)]:.3f} | {lodo_by_id[id(row)]:.0f}% |")
+        out.append("")
 
 
 def whole_image(rows: list[ImageRow], catalog, gpu_device, out: list[str]) -> None:

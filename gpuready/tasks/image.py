@@ -100,10 +100,15 @@ STEP_FIXED_SECONDS = {"unet": {"cuda": 0.014, "metal": 0.0}, "dit": {"cuda": 0.0
 # leave-one-device-out error (benchmarks/ACCURACY.md, "Which terms stay"); the same term as the prompt
 # fit's PROMPT_GEFORCE_RATE in tasks/text_estimate.py.
 GEFORCE_TENSOR_RATE = 2.0
-# The cross-validated errors: leave-one-device-out median 19% over 121 rows on 14 devices, 75th percentile
-# 37%, 91% of rows within 50%, the worst (compiled runs: SDXL end to end on an A100, FLUX on an RTX 4090)
-# about 2x: a +/-50% band; see benchmarks/ACCURACY.md, "Image generation".
+# The cross-validated errors of the fitted backends' rows (CUDA, Apple): leave-one-device-out median 19% over 121
+# rows on 14 devices, 75th percentile 37%, 91% of rows within 50%, the worst (compiled runs: SDXL end to end on an
+# A100, FLUX on an RTX 4090) about 2x: a +/-50% band; see benchmarks/ACCURACY.md, "Image generation".
 SPEED_UNCERTAINTY = 0.5
+# A backend predicted from CUDA's constants (step_constants: no constants of its own) takes the band its own rows'
+# errors give, where rows score it: ROCm, the 80th percentile of the errors of image-generation-rocm.toml's 16 rows
+# on 8 AMD GPUs (PyTorch's ROCm build under ComfyUI and SD.Next), each predicted from the CUDA rows alone: median 32%
+# (benchmarks/ACCURACY.md, "ROCm: scored, not fitted"). A ROCm class fitted on those rows predicts them worse held out.
+SPEED_UNCERTAINTY_BY_BACKEND = {"rocm": 0.57}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -340,8 +345,10 @@ def step_constants(model: ImageModel, backend: str) -> tuple[float, float, str]:
         return efficiencies[backend], fixed, f"fitted {model.architecture} efficiency {efficiencies[backend]:.0%} for {backend}, {fixed_why}"
     scale = encoder_efficiency(backend)[0] / encoder_efficiency("cuda")[0]
     value = efficiencies["cuda"] * scale
+    rows = (f"scored on {backend} rows, not fitted: benchmarks/ACCURACY.md"
+            if backend in SPEED_UNCERTAINTY_BY_BACKEND else f"no {backend} rows")
     return value, fixed, (f"{model.architecture} efficiency {value:.0%}: the CUDA fit scaled by {backend}'s encoder efficiency "
-                          f"relative to CUDA's (no {backend} rows), {fixed_why}")
+                          f"relative to CUDA's ({rows}), {fixed_why}")
 
 
 def seconds_per_step(model: ImageModel, width: int, height: int, device: Device, batch: int = 1) -> tuple[float | None, str]:
@@ -473,8 +480,9 @@ def estimate(
             basis.append(f"offload moves {total / 1e9:.1f} GB over PCIe 4.0 x16 (31.5 GB/s) once per image: +{transfer:.1f} s")
     details = (("seconds_per_step", step_s or 0.0), ("steps", float(steps)), ("offload_transfer_s", transfer),
                ("encode_decode_s", once))
+    band = SPEED_UNCERTAINTY_BY_BACKEND.get(device.backend, SPEED_UNCERTAINTY) if placement != "cpu" else SPEED_UNCERTAINTY
     return TaskEstimate(model.id, variant, placement, memory, memory.on("gpu"), memory.on("system"), seconds,
-                        "s/image", SPEED_UNCERTAINTY, details, tuple(basis))
+                        "s/image", band, details, tuple(basis))
 
 
 # --- judging ---------------------------------------------------------------------------
