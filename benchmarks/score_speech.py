@@ -15,6 +15,7 @@ import dataclasses
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from speedfit import error as ape
 from speedfit import median_of_group_medians, percentile
@@ -42,6 +43,8 @@ def kept_out(raw: dict) -> str | None:
     if raw["backend"] == "cpu" and "BLAS" in raw.get("config", ""):
         return VENDOR_BLAS
     return None
+# The files text-to-speech rows live in (speech.toml and speech-avx512.toml hold speech to text): the section names them.
+TTS_FILES = tuple((Path(__file__).resolve().parent / "validation").glob("speech-tts*.toml"))
 TARGET = 25.0  # issue 10: leave-one-device-out median error, per speech direction
 BAND_PERCENTILE = 0.8  # as text generation's SPEED_BAND: four held-out devices in five inside the band
 GEFORCE_FULL_RATE = 2.0  # tried as a term: FP16-accumulate tensor rate on GeForce (see score_estimator)
@@ -938,9 +941,8 @@ def gpu_narrative(gpu_rows: list[Row], fits: dict, carried: Tried, gpu_model: Tr
 
 def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     out.append("## Text to speech\n")
-    out.append("Rows: benchmarks/validation/speech-tts.toml, speech-tts-more.toml, speech-tts-devices.toml, "
-               "speech-tts-cpus.toml, speech-tts-devices2.toml, speech-tts-gpus.toml, speech-tts-kokoro-fastapi.toml and "
-               "speech-tts-bench.toml "
+    files = sorted(path.name for path in TTS_FILES)
+    out.append(f"Rows: benchmarks/validation/{', '.join(files[:-1])} and {files[-1]} "
                "(real-time factors as published, or the two timings they come from where a source prints no ratio). The estimate: FLOPs per second of audio (2 x the parameters outside "
                "the vocoder x output frames per second x network passes per frame, plus the vocoder's own FLOPs at its "
                "upsampled rates, catalog/speech.toml) over peak FLOPS (a CPU at the clock catalog/cpus.toml states for "
