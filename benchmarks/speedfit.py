@@ -136,8 +136,12 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
     """Least squares on relative error, alternating per-class (1/e, c), per-family 1/q and unpacking ops, MoE factor,
     and the KV cache's extra read cost."""
     rows = merge_low_bits(rows, lowbit, ilowbit)
-    inverse = {klass(row, hbm, intel): 1.5 for row in rows}
-    fixed = {klass(row, hbm, intel): 0.0 for row in rows}
+    # Each row's class, and which rows form a depth series, do not change while the constants move: found once
+    # (the loop below runs up to ITERATIONS times over every row, thousands of times per cross-validation).
+    class_of = {id(row): klass(row, hbm, intel) for row in rows}
+    pairs = kv_pairs(rows) if kv else []
+    inverse = {class_of[id(row)]: 1.5 for row in rows}
+    fixed = {class_of[id(row)]: 0.0 for row in rows}
     ratio = {row.family: 1.0 for row in rows}
     ops = {row.family: 0.0 for row in rows}
     factor = 1.0
@@ -148,12 +152,12 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
 
     def parts(row: GenRow) -> tuple[float, float, float]:
         """Each term's share of the measured time: bytes, fixed per layer, unpacking (with the known seconds)."""
-        key = klass(row, hbm, intel)
+        key = class_of[id(row)]
         return ((row.ideal_s * ratio[row.family] + row.kv_s * kv_extra) * inverse[key] / row.measured_s,
                 layer_count(row) * fixed[key] / row.measured_s,
                 (row.weight_s * ops[row.family] + row.known_s) / row.measured_s)
 
-    by_class = {key: [row for row in rows if klass(row, hbm, intel) == key] for key in inverse}
+    by_class = {key: [row for row in rows if class_of[id(row)] == key] for key in inverse}
     by_family = {family: [row for row in rows if row.family == family] for family in ratio}
     previous = None
     for _ in range(ITERATIONS):
@@ -167,21 +171,21 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
             v = [layer_count(row) / row.measured_s for row in mine]
             y = [1 - parts(row)[2] for row in mine]
             inverse[backend], fixed[backend] = _two_term(u, v, layers, y)
-        experts = [row for row in rows if row.moe and fixed[klass(row, hbm, intel)] > 0]
+        experts = [row for row in rows if row.moe and fixed[class_of[id(row)]] > 0]
         if moe and layers and experts:
-            u = [row.layers * fixed[klass(row, hbm, intel)] / row.measured_s for row in experts]
-            y = [1 - parts(row)[0] - parts(row)[2] for row in experts]
+            u = [row.layers * fixed[class_of[id(row)]] / row.measured_s for row in experts]
+            y = [1 - share[0] - share[2] for share in map(parts, experts)]
             suu = sum(a * a for a in u)
             factor = max(1.0, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0  # no row pays the term
         if kv:
-            kv_extra = series_kv_extra(rows, lambda row: 1 / inverse[klass(row, hbm, intel)])
+            kv_extra = pairs_kv_extra(pairs, lambda row: 1 / inverse[class_of[id(row)]])
         if unpack:
             for family in ops:
                 if family == "float":  # F16/BF16 weights need no unpacking
                     continue
                 mine = [row for row in by_family[family] if row.weight_s]
                 w = [row.weight_s / row.measured_s for row in mine]
-                y = [1 - parts(row)[0] - parts(row)[1] - row.known_s / row.measured_s for row in mine]
+                y = [1 - share[0] - share[1] - row.known_s / row.measured_s for row, share in zip(mine, map(parts, mine))]
                 sww = sum(a * a for a in w)
                 ops[family] = max(0.0, sum(a * b for a, b in zip(w, y)) / sww) if sww else 0.0
         if families:
@@ -189,14 +193,30 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
                 if family == REFERENCE_FAMILY:
                     continue
                 mine = by_family[family]
-                u = [row.ideal_s * inverse[klass(row, hbm, intel)] / row.measured_s for row in mine]
-                y = [1 - row.kv_s * kv_extra * inverse[klass(row, hbm, intel)] / row.measured_s
-                     - parts(row)[1] - parts(row)[2] for row in mine]
+                u = [row.ideal_s * inverse[class_of[id(row)]] / row.measured_s for row in mine]
+                y = [1 - row.kv_s * kv_extra * inverse[class_of[id(row)]] / row.measured_s
+                     - share[1] - share[2] for row, share in zip(mine, map(parts, mine))]
                 suu = sum(a * a for a in u)
                 ratio[family] = max(0.2, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0
     return GenFit(efficiency={b: 1 / a for b, a in inverse.items()},
                   family={f: 1 / r for f, r in ratio.items()},
                   layer_s=dict(fixed), moe_layer_factor=factor, unpack_ops=dict(ops), kv_extra=kv_extra)
+
+
+def kv_pairs(rows: list[GenRow]) -> list[tuple]:
+    """Each series of rows at several depths (one device, backend, source and model): (device, backend, label,
+    shallowest row, deepest row), where the deeper row reads more cache; in a fixed order."""
+    series: dict = {}
+    for row in rows:
+        series.setdefault((row.device, row.backend, row.source, row.label), []).append(row)
+    found = []
+    for (device, backend, _, label), mine in sorted(series.items()):
+        mine = sorted(mine, key=lambda r: r.depth)
+        shallow, deep = mine[0], mine[-1]
+        if deep.depth == shallow.depth or deep.kv_s <= shallow.kv_s:
+            continue
+        found.append((device, backend, label, shallow, deep))
+    return found
 
 
 def kv_series(rows: list[GenRow], efficiency) -> list[tuple]:
@@ -207,26 +227,25 @@ def kv_series(rows: list[GenRow], efficiency) -> list[tuple]:
     (0: the cache reads as fast as the weights). Fitting k with the other constants on every row's relative error
     instead lets the devices' errors at depth 0 decide it (0.03 on the committed rows, against 0.1-0.9 from every
     series but one)."""
-    series: dict = {}
-    for row in rows:
-        series.setdefault((row.device, row.backend, row.source, row.label), []).append(row)
-    found = []
-    for (device, backend, _, label), mine in sorted(series.items()):
-        mine = sorted(mine, key=lambda r: r.depth)
-        shallow, deep = mine[0], mine[-1]
-        if deep.depth == shallow.depth or deep.kv_s <= shallow.kv_s:
-            continue
-        extra = (deep.measured_s - shallow.measured_s) / ((deep.kv_s - shallow.kv_s) / efficiency(deep)) - 1
-        found.append((device, backend, label, shallow.depth, deep.depth, extra))
-    return found
+    return [(device, backend, label, shallow.depth, deep.depth, series_k(shallow, deep, efficiency))
+            for device, backend, label, shallow, deep in kv_pairs(rows)]
+
+
+def series_k(shallow: GenRow, deep: GenRow, efficiency) -> float:
+    return (deep.measured_s - shallow.measured_s) / ((deep.kv_s - shallow.kv_s) / efficiency(deep)) - 1
 
 
 def series_kv_extra(rows: list[GenRow], efficiency) -> float:
     """One k for every backend: the median over devices of each device's median series k (kv_series), so a device
     with many series (GB10's five models) counts once; 0 without a series, never below 0."""
+    return pairs_kv_extra(kv_pairs(rows), efficiency)
+
+
+def pairs_kv_extra(pairs: list[tuple], efficiency) -> float:
+    """series_kv_extra over series already found (kv_pairs)."""
     by_device: dict = {}
-    for device, _, _, _, _, extra in kv_series(rows, efficiency):
-        by_device.setdefault(device, []).append(extra)
+    for device, _, _, shallow, deep in pairs:
+        by_device.setdefault(device, []).append(series_k(shallow, deep, efficiency))
     if not by_device:
         return 0.0
     return max(0.0, statistics.median(statistics.median(values) for values in by_device.values()))
