@@ -22,6 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from speedfit import error as ape
+from speedfit import percentile
 
 from gpuready.catalog.tables import gpu_table
 from gpuready.tasks import devices, image
@@ -264,22 +265,28 @@ def fitted_here(group: tuple[str, str], rows: list[ImageRow], terms: Terms) -> b
     return group[1] in terms.own and len({row.device_key for row in rows if row.group == group}) > 1
 
 
-def constants_for(group: tuple[str, str], train: list[ImageRow], terms: Terms) -> tuple[float, float, float]:
-    """The constants a group's rows are predicted with, from the training rows: its own fit where it is a class of its
-    own, else CUDA's fit for the same denoiser with the efficiency scaled as image.step_constants scales it."""
+def backend_scale(backend: str) -> float:
+    """What CUDA's efficiency is multiplied by for a backend without constants: image.step_constants' scale."""
+    return image.encoder_efficiency(backend)[0] / image.encoder_efficiency("cuda")[0]
+
+
+def constants_for(group: tuple[str, str], train: list[ImageRow], terms: Terms, own: bool) -> tuple[float, float, float]:
+    """The constants a group's rows are predicted with, from the training rows: the group's own fit where it is a class
+    of its own (`own`: fitted_here over all rows), else CUDA's fit for the same denoiser with the efficiency scaled as
+    image.step_constants scales it."""
     arch, backend = group
-    if backend in terms.own and any(row.group == group for row in train):
+    if own:
         return fit([row for row in train if row.group == group], terms)
     efficiency, fixed, compiled = fit([row for row in train if row.group == (arch, "cuda")], terms)
-    scale = image.encoder_efficiency(backend)[0] / image.encoder_efficiency("cuda")[0]
+    scale = backend_scale(backend)
     return efficiency * scale, fixed, compiled * scale
 
 
-def held_out(rows: list[ImageRow], terms: Terms, key) -> dict[int, float]:
-    """Error of each row (by id) predicted from constants fitted on the other devices' (or sources') rows: its group's
-    own where the group is a class of its own, else CUDA's scaled (constants_for). A class of its own with only one
-    device (source) cannot be held out: its rows are left out of the result."""
-    errors = {}
+def held_out_predictions(rows: list[ImageRow], terms: Terms, key) -> dict[int, float]:
+    """Each row's prediction (by id) from constants fitted on the other devices' (or sources') rows: its group's own
+    where the group is a class of its own, else CUDA's scaled (constants_for). A class of its own with only one device
+    (source) cannot be held out: its rows are left out of the result."""
+    predicted = {}
     for group in {row.group for row in rows}:
         members = [row for row in rows if row.group == group]
         values = sorted({key(row) for row in members})
@@ -287,18 +294,22 @@ def held_out(rows: list[ImageRow], terms: Terms, key) -> dict[int, float]:
         if own and len(values) < 2:
             continue
         for value in values:
-            train = [row for row in rows if key(row) != value] if not own else [row for row in members if key(row) != value]
-            constants = constants_for(group, train, terms)
-            errors.update({id(row): ape(predict(row, constants, terms), row.measured) for row in members if key(row) == value})
-    return errors
+            constants = constants_for(group, [row for row in rows if key(row) != value], terms, own)
+            predicted.update({id(row): predict(row, constants, terms) for row in members if key(row) == value})
+    return predicted
+
+
+def held_out(rows: list[ImageRow], terms: Terms, key) -> dict[int, float]:
+    """Error of each row (by id) held out by `key` (held_out_predictions)."""
+    predicted = held_out_predictions(rows, terms, key)
+    return {id(row): ape(predicted[id(row)], row.measured) for row in rows if id(row) in predicted}
 
 
 def in_sample(rows: list[ImageRow], terms: Terms) -> dict[int, float]:
     errors = {}
     for group in {row.group for row in rows}:
-        members = [row for row in rows if row.group == group]
-        constants = constants_for(group, rows if not fitted_here(group, rows, terms) else members, terms)
-        errors.update({id(row): ape(predict(row, constants, terms), row.measured) for row in members})
+        constants = constants_for(group, rows, terms, fitted_here(group, rows, terms))
+        errors.update({id(row): ape(predict(row, constants, terms), row.measured) for row in rows if row.group == group})
     return errors
 
 
@@ -340,7 +351,10 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
     rows, skipped = collect(rows_by_file, catalog, gpu_device, source_key)
     by_device = lambda row: row.device_key  # noqa: E731
     by_source = lambda row: row.source_key  # noqa: E731
-    lodo_all = list(held_out(rows, SHIPPED, by_device).values())
+    # The shipped formula's held-out and in-sample errors, by row: every table below reads them.
+    shipped_lodo, shipped_loso = held_out(rows, SHIPPED, by_device), held_out(rows, SHIPPED, by_source)
+    shipped_inside = in_sample(rows, SHIPPED)
+    lodo_all = list(shipped_lodo.values())
     headline = statistics.median(lodo_all)
     out.append("## Image generation (diffusion: seconds per denoising step, and per image)\n")
     out.append("The speed formula (gpuready/tasks/image.py): seconds per step = STEP_FIXED_SECONDS + batch x FLOPs per step / "
@@ -354,12 +368,11 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
                "not fitted (the section at the end). Scored by benchmarks/score_image.py.\n")
     out.append("### Headline (cross-validated)\n")
     out.append(f"All {len(rows)} scored rows, {len({row.device_key for row in rows})} devices: leave-one-device-out median "
-               f"error **{headline:.0f}%** (worst {max(lodo_all):.0f}%); in-sample {statistics.median(in_sample(rows, SHIPPED).values()):.0f}%. "
+               f"error **{headline:.0f}%** (worst {max(lodo_all):.0f}%); in-sample {statistics.median(shipped_inside.values()):.0f}%. "
                f"Target (issue 10): at most {TARGET:.0f}% leave-one-device-out: "
                f"**{'met' if headline <= TARGET else 'not met'}**.\n")
     out.append("| denoiser (backend) | implementation | rows | devices | sources | LODO median | LODO worst | LOSO median | LOSO worst "
                "| in-sample median | in-sample worst |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    lodo, loso, inside = held_out(rows, SHIPPED, by_device), held_out(rows, SHIPPED, by_source), in_sample(rows, SHIPPED)
     for group in sorted({row.group for row in rows}):
         members = [row for row in rows if row.group == group]
         for label in ("all", "eager", "compiled"):
@@ -367,7 +380,7 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
             if not subset or (label != "all" and len(subset) == len(members)):
                 continue
             out.append(f"| {group[0]} ({group[1]}) | {label} | {len(subset)} | {len({r.device_key for r in subset})} | "
-                       f"{len({r.source_key for r in subset})} | {summary(lodo, subset)} | {summary(loso, subset)} | {summary(inside, subset)} |")
+                       f"{len({r.source_key for r in subset})} | {summary(shipped_lodo, subset)} | {summary(shipped_loso, subset)} | {summary(shipped_inside, subset)} |")
     out.append("\nLOSO is '-' where a family has one source (or, for Apple, one workload). Held-out errors refit both "
                "constants without the device (or source). Devices: every A100 (40 GB, 80 GB, PCIe, SXM4) counts as one.\n")
     out.append(f"Skipped: {dict(sorted(skipped.items()))}.\n")
@@ -375,12 +388,10 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
     out.append("Seconds per image, end to end (steps + text encoders + VAE decode), the rows that time a whole image, "
                "leave-one-device-out:\n")
     out.append("| model (backend) | rows | devices | LODO median | LODO worst | in-sample median | in-sample worst |\n|---|---:|---:|---:|---:|---:|---:|")
-    lodo_rows = held_out(rows, SHIPPED, by_device)
-    inside_rows = in_sample(rows, SHIPPED)
     for key in sorted({(row.model.id, row.backend) for row in whole}):
         chosen = [row for row in whole if (row.model.id, row.backend) == key]
         out.append(f"| {key[0]} ({key[1]}) | {len(chosen)} | {len({r.device_key for r in chosen})} | "
-                   f"{summary(lodo_rows, chosen)} | {summary(inside_rows, chosen)} |")
+                   f"{summary(shipped_lodo, chosen)} | {summary(shipped_inside, chosen)} |")
     out.append("")
     whole_image(rows, catalog, gpu_device, out)
     out.append("### Which terms stay (leave-one-device-out over all rows)\n")
@@ -415,8 +426,8 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
         arch, backend = group
         shown = lambda value, scale=1.0: "-" if value is None else f"{value * scale:.2f}"  # noqa: E731
         if not fitted_here(group, rows, SHIPPED):
-            efficiency, fixed, _ = constants_for(group, rows, SHIPPED)
-            out.append(f"| {arch} | {backend} | {len(members)} | not fitted: CUDA's x {efficiency / fit([r for r in rows if r.group == (arch, 'cuda')], SHIPPED)[0]:.2f} "
+            efficiency, fixed, _ = constants_for(group, rows, SHIPPED, own=False)
+            out.append(f"| {arch} | {backend} | {len(members)} | not fitted: CUDA's x {backend_scale(backend):.2f} "
                        f"= {efficiency:.2f} | - | CUDA's {fixed * 1e3:.2f} | - |")
             continue
         efficiency, fixed, _ = fit(members, SHIPPED)
@@ -428,38 +439,32 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
         out.append(f"| {arch} | {backend} | {len(members)} | {efficiency:.2f} | {shown(constant_efficiency)} | "
                    f"{fixed * 1e3:.2f} | {shown(constant_fixed, 1e3)} |")
     out.append("")
-    scored_only(rows, fits, out)
+    scored_only(rows, shipped_lodo, shipped_loso, fits, out)
 
 
 BACKEND_NAMES = {"rocm": "ROCm"}  # as the report writes a backend gpuready has no constants for
-BAND_PERCENTILE = 80  # a band's half-width: the share of held-out errors it covers (issue 10's target: about 80%)
+BAND_PERCENTILE = 0.8  # a band's half-width: the share of held-out errors it covers (issue 10's target: about 80%)
 
 
-def percentile(values: list[float], share: float) -> float:
-    """The nearest-rank percentile: the smallest value at least `share` percent of the values are at or below."""
-    ordered = sorted(values)
-    return ordered[max(0, -(-len(ordered) * share // 100) - 1)]
-
-
-def scored_only(rows: list[ImageRow], fits: dict, out: list[str]) -> None:
+def scored_only(rows: list[ImageRow], lodo_by_id: dict[int, float], loso_by_id: dict[int, float], fits: dict,
+                out: list[str]) -> None:
     """The backends gpuready predicts from CUDA's constants (scaled), scored on their own rows: how far off that
-    prediction is, whether a class of their own fitted on those rows predicts them better held out (the term rule),
-    and the band their errors give (image.SPEED_UNCERTAINTY_BY_BACKEND)."""
+    prediction is (the shipped formula's held-out errors, by device and by source, as the report computed them),
+    whether a class of their own fitted on those rows predicts them better held out (the term rule), and the band
+    their errors give (image.SPEED_UNCERTAINTY_BY_BACKEND)."""
     by_device, by_source = (lambda row: row.device_key), (lambda row: row.source_key)  # noqa: E731
+    predicted = held_out_predictions(rows, SHIPPED, by_device)
     for backend in sorted({row.backend for row in rows} - FITTED_BACKENDS):
         members = [row for row in rows if row.backend == backend]
         shown = BACKEND_NAMES.get(backend, backend)
         own = replace(SHIPPED, own=SHIPPED.own | {backend})
-        lodo_by_id = held_out(rows, SHIPPED, by_device)
-        lodo, loso = ([errors[id(row)] for row in members] for errors in (lodo_by_id, held_out(rows, SHIPPED, by_source)))
+        lodo, loso = ([errors[id(row)] for row in members] for errors in (lodo_by_id, loso_by_id))
         own_lodo, own_loso = ([errors[id(row)] for row in members if id(row) in errors]
                               for errors in (held_out(rows, own, by_device), held_out(rows, own, by_source)))
         kept = (statistics.median(own_lodo) <= statistics.median(lodo) - 1
                 and statistics.median(own_loso) <= statistics.median(loso))
         band = percentile(lodo, BAND_PERCENTILE) / 100
         fits[("SPEED_UNCERTAINTY_BY_BACKEND", backend)] = (band, image.SPEED_UNCERTAINTY_BY_BACKEND.get(backend))
-        predicted = {id(row): predict(row, constants_for(row.group, [r for r in rows if r.device_key != row.device_key],
-                                                         SHIPPED), SHIPPED) for row in members}
         faster = sum(1 for row in members if predicted[id(row)] < row.measured)
         out.append(f"#### {shown}: scored, not fitted\n")
         out.append(f"gpuready has no {shown} constants: a {shown} GPU's step takes CUDA's fixed cost and CUDA's efficiency "
@@ -471,7 +476,7 @@ def scored_only(rows: list[ImageRow], fits: dict, out: list[str]) -> None:
                    f"(LOSO {statistics.median(own_loso):.0f}% against {statistics.median(loso):.0f}%): "
                    + ("better, so it should be fitted (add it to FITTED_BACKENDS)" if kept else
                       "not kept, the scaled CUDA constants stay") + f". The {shown} band "
-                   f"(image.SPEED_UNCERTAINTY_BY_BACKEND) is the {BAND_PERCENTILE}th percentile of those errors: +/-{band:.0%} "
+                   f"(image.SPEED_UNCERTAINTY_BY_BACKEND) is the {BAND_PERCENTILE * 100:.0f}th percentile of those errors: +/-{band:.0%} "
                    f"(constant +/-{image.SPEED_UNCERTAINTY_BY_BACKEND.get(backend, image.SPEED_UNCERTAINTY):.0%}).\n")
         spread = defaultdict(list)
         for row in members:

@@ -73,7 +73,7 @@ def test_a_backend_without_constants_is_predicted_from_cudas_fit_scaled_as_gpure
     efficiency, fixed, _ = score_image.fit(cuda_rows, score_image.SHIPPED)
     scale = image.encoder_efficiency("rocm")[0] / image.encoder_efficiency("cuda")[0]
     # the constants the ROCm rows get are CUDA's, the efficiency scaled as image.step_constants scales it
-    assert score_image.constants_for(("unet", "rocm"), rows, score_image.SHIPPED)[:2] == pytest.approx((efficiency * scale, fixed))
+    assert score_image.constants_for(("unet", "rocm"), rows, score_image.SHIPPED, own=False)[:2] == pytest.approx((efficiency * scale, fixed))
     # ... so a ROCm row held out is predicted from the CUDA rows alone: the other ROCm device changes nothing
     rocm = [row for row in rows if row.backend == "rocm"]
     held = score_image.held_out(rows, score_image.SHIPPED, lambda row: row.device_key)
@@ -110,6 +110,7 @@ def test_a_class_of_its_own_needs_two_devices_and_is_not_held_out_by_its_only_so
 
 def test_the_band_is_the_nearest_rank_80th_percentile():
     errors = [float(value) for value in range(1, 11)]  # 1..10
-    assert score_image.percentile(errors, 80) == 8.0
-    assert score_image.percentile([5.0], 80) == 5.0
-    assert score_image.percentile(errors, 80) >= statistics.quantiles(errors, n=10)[6]  # never narrower than the 70th
+    share = score_image.BAND_PERCENTILE
+    assert score_image.percentile(errors, share) == 8.0
+    assert score_image.percentile([5.0], share) == 5.0
+    assert score_image.percentile(errors, share) >= statistics.quantiles(errors, n=10)[6]  # never narrower than the 70th
