@@ -32,18 +32,24 @@ IMAGE_MODELS = {"sd-1.5": "sd-1.5", "sd-1.4": "sd-1.5", "sdxl": "sdxl", "sdxl-tu
 # Core ML on the GPU alone, or with the Neural Engine allowed ("ALL"; Apple's README: the UNet ran on
 # the GPU on M1 Pro/Max/Ultra in its benchmark). CPU_AND_NE rows and rows without a compute unit are not
 # a GPU and are skipped.
-IMAGE_BACKENDS = {"cuda": "cuda", "coreml-gpu": "metal", "coreml-all": "metal", "rocm": "rocm"}
+IMAGE_BACKENDS = {"cuda": "cuda", "coreml-gpu": "metal", "coreml-all": "metal", "rocm": "rocm", "sycl": "sycl"}
 # Backends gpuready fits constants of its own for. A row of any other backend (ROCm: PyTorch on AMD GPUs,
 # image-generation-rocm.toml) is scored, not fitted: it is predicted as gpuready predicts it, with CUDA's constants
 # fitted on the training rows and the efficiency scaled by the backend's encoder efficiency relative to CUDA's
 # (image.step_constants), so every one of its errors is a prediction. Terms(own=...) tries the backend as a
 # class of its own ("Which terms stay").
-FITTED_BACKENDS = frozenset({"cuda", "metal"})
+# Intel GPUs (sycl: PyTorch's XPU build, image-generation-intel.toml) were scored that way first; a class of their own
+# fitted on the other Intel devices' rows predicted them better held out by device and by source, so by the same
+# rule they are fitted (BY_THE_RULE: the section "... fitted on its own rows" shows both predictions).
+REFERENCE_BACKENDS = frozenset({"cuda", "metal"})
+BY_THE_RULE = frozenset({"sycl"})
+FITTED_BACKENDS = REFERENCE_BACKENDS | BY_THE_RULE
 # A row naming a GPU family whose every catalogued member has the same FP16 and FP32 peaks can be timed
 # without knowing the member: every A100 (40 GB PCIe/SXM4, 80 GB PCIe/SXM4) is 312 TFLOPS FP16 tensor
 # and 19.5 TFLOPS FP32 (NVIDIA A100 datasheet, catalog/gpus.toml). V100 (PCIe 112 / SXM2 125) and H100
-# (PCIe 756 / SXM 989) differ between members and stay skipped.
-SAME_PEAK_FAMILIES = {"A100": ("a100-40gb", "a100-pcie-80gb", "a100-sxm4-80gb")}
+# (PCIe 756 / SXM 989) differ between members and stay skipped. The Arc A770 8 GB and 16 GB are both 39.3 TFLOPS FP16
+# and 19.7 FP32 (Intel's specification pages, catalog/gpus.toml): SD.Next records whose memory field reads 0GB are an A770.
+SAME_PEAK_FAMILIES = {"A100": ("a100-40gb", "a100-pcie-80gb", "a100-sxm4-80gb"), "A770": ("arc-a770-16gb", "arc-a770-8gb")}
 # Grid for the fixed seconds per step (0 to 80 ms by 0.5 ms; per block, that divided by 60, about the blocks
 # of an eager UNet or FLUX step): wide enough for a slow host; the fit takes the value with the lowest median error.
 FIXED_GRID = [i * 0.0005 for i in range(161)]
@@ -364,8 +370,10 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
                "SDPA, without xformers) add the score matrix's memory traffic (heads x tokens^2 x 4 fp16 accesses / "
                "bandwidth). Compiled rows (torch.compile, compiled blocks) and fp8-matmul rows are scored against the same "
                "eager FP16 constants: gpuready predicts the plain runtime with fused attention. A backend without constants of "
-               "its own (ROCm) takes CUDA's, its efficiency scaled as image.step_constants scales it: its rows are scored, "
-               "not fitted (the section at the end). Scored by benchmarks/score_image.py.\n")
+               f"its own ({', '.join(shown_name(b) for b in sorted({row.backend for row in rows} - FITTED_BACKENDS))}) takes "
+               "CUDA's, its efficiency scaled as image.step_constants scales it: its rows are scored, not fitted; "
+               f"{', '.join(shown_name(b) for b in sorted(BY_THE_RULE))} has constants of its own, fitted because a class "
+               "of its own predicted its rows better held out (the sections at the end). Scored by benchmarks/score_image.py.\n")
     out.append("### Headline (cross-validated)\n")
     out.append(f"All {len(rows)} scored rows, {len({row.device_key for row in rows})} devices: leave-one-device-out median "
                f"error **{headline:.0f}%** (worst {max(lodo_all):.0f}%); in-sample {statistics.median(shipped_inside.values()):.0f}%. "
@@ -442,41 +450,54 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
     scored_only(rows, shipped_lodo, shipped_loso, fits, out)
 
 
-BACKEND_NAMES = {"rocm": "ROCm"}  # as the report writes a backend gpuready has no constants for
+BACKEND_NAMES = {"rocm": "ROCm", "sycl": "Intel XPU"}  # as the report writes a backend gpuready has no constants for
+
+
+def shown_name(backend: str) -> str:
+    return BACKEND_NAMES.get(backend, backend)
 BAND_PERCENTILE = 0.8  # a band's half-width: the share of held-out errors it covers (issue 10's target: about 80%)
 
 
 def scored_only(rows: list[ImageRow], lodo_by_id: dict[int, float], loso_by_id: dict[int, float], fits: dict,
                 out: list[str]) -> None:
-    """The backends gpuready predicts from CUDA's constants (scaled), scored on their own rows: how far off that
-    prediction is (the shipped formula's held-out errors, by device and by source, as the report computed them),
-    whether a class of their own fitted on those rows predicts them better held out (the term rule), and the band
-    their errors give (image.SPEED_UNCERTAINTY_BY_BACKEND)."""
+    """The backends beyond CUDA and Apple, each scored both ways on its own rows: predicted from CUDA's constants
+    (scaled, image.step_constants) and by a class of its own fitted on the other devices' rows. The rule that keeps a
+    term decides which gpuready ships (FITTED_BACKENDS): the class only if it lowers the held-out median by a point
+    without raising the leave-one-source-out median. The shipped one's held-out errors (as the report computed
+    them) give the backend's band (image.SPEED_UNCERTAINTY_BY_BACKEND)."""
     by_device, by_source = (lambda row: row.device_key), (lambda row: row.source_key)  # noqa: E731
     predicted = held_out_predictions(rows, SHIPPED, by_device)
-    for backend in sorted({row.backend for row in rows} - FITTED_BACKENDS):
+    for backend in sorted({row.backend for row in rows} - REFERENCE_BACKENDS):
         members = [row for row in rows if row.backend == backend]
-        shown = BACKEND_NAMES.get(backend, backend)
-        own = replace(SHIPPED, own=SHIPPED.own | {backend})
-        lodo, loso = ([errors[id(row)] for row in members] for errors in (lodo_by_id, loso_by_id))
-        own_lodo, own_loso = ([errors[id(row)] for row in members if id(row) in errors]
-                              for errors in (held_out(rows, own, by_device), held_out(rows, own, by_source)))
+        shown = shown_name(backend)
+        article = "an" if shown[0] in "AEIOU" else "a"
+        fitted = backend in SHIPPED.own
+        other = replace(SHIPPED, own=SHIPPED.own ^ {backend})  # the formula gpuready does not ship for this backend
+        shipped_lodo, shipped_loso = ([errors[id(row)] for row in members if id(row) in errors]
+                                      for errors in (lodo_by_id, loso_by_id))
+        other_lodo, other_loso = ([errors[id(row)] for row in members if id(row) in errors]
+                                  for errors in (held_out(rows, other, by_device), held_out(rows, other, by_source)))
+        (own_lodo, own_loso), (lodo, loso) = (((shipped_lodo, shipped_loso), (other_lodo, other_loso)) if fitted
+                                              else ((other_lodo, other_loso), (shipped_lodo, shipped_loso)))
         kept = (statistics.median(own_lodo) <= statistics.median(lodo) - 1
                 and statistics.median(own_loso) <= statistics.median(loso))
-        band = percentile(lodo, BAND_PERCENTILE) / 100
+        band = percentile(shipped_lodo, BAND_PERCENTILE) / 100
         fits[("SPEED_UNCERTAINTY_BY_BACKEND", backend)] = (band, image.SPEED_UNCERTAINTY_BY_BACKEND.get(backend))
         faster = sum(1 for row in members if predicted[id(row)] < row.measured)
-        out.append(f"#### {shown}: scored, not fitted\n")
-        out.append(f"gpuready has no {shown} constants: a {shown} GPU's step takes CUDA's fixed cost and CUDA's efficiency "
+        verdict = {(True, True): "better, so gpuready fits it (FITTED_BACKENDS) and ships its constants",
+                   (True, False): "better, so it should be fitted (add it to FITTED_BACKENDS)",
+                   (False, True): "not better, so it should not be fitted (take it out of FITTED_BACKENDS)",
+                   (False, False): "not kept, the scaled CUDA constants stay"}[(kept, fitted)]
+        out.append(f"#### {shown}: {'fitted on its own rows' if fitted else 'scored, not fitted'}\n")
+        out.append(f"Predicted from CUDA's constants, {article} {shown} GPU's step takes CUDA's fixed cost and CUDA's efficiency "
                    f"x {shown}'s encoder efficiency relative to CUDA's (image.step_constants). Its {len(members)} rows on "
                    f"{len({row.device_key for row in members})} devices ({len({row.source_key for row in members})} sources) "
-                   f"are predicted that way, from CUDA rows only, so each error is a prediction: median {statistics.median(lodo):.0f}%, "
-                   f"worst {max(lodo):.0f}%; {faster} of the {len(members)} predicted faster than measured. A class of its own, "
-                   f"fitted on the other {shown} devices' rows, predicts them held out at {statistics.median(own_lodo):.0f}% "
-                   f"(LOSO {statistics.median(own_loso):.0f}% against {statistics.median(loso):.0f}%): "
-                   + ("better, so it should be fitted (add it to FITTED_BACKENDS)" if kept else
-                      "not kept, the scaled CUDA constants stay") + f". The {shown} band "
-                   f"(image.SPEED_UNCERTAINTY_BY_BACKEND) is the {BAND_PERCENTILE * 100:.0f}th percentile of those errors: +/-{band:.0%} "
+                   f"are predicted that way from CUDA rows only, so each error is a prediction: median {statistics.median(lodo):.0f}%, "
+                   f"worst {max(lodo):.0f}% (LOSO {statistics.median(loso):.0f}%). A class of its own, fitted on the other {shown} "
+                   f"devices' rows, predicts them held out at {statistics.median(own_lodo):.0f}%, worst {max(own_lodo):.0f}% "
+                   f"(LOSO {statistics.median(own_loso):.0f}%): {verdict}. Of the {len(members)} rows, {faster} are predicted "
+                   f"faster than measured by the shipped formula. The {shown} band (image.SPEED_UNCERTAINTY_BY_BACKEND) is the "
+                   f"{BAND_PERCENTILE * 100:.0f}th percentile of the shipped formula's held-out errors: +/-{band:.0%} "
                    f"(constant +/-{image.SPEED_UNCERTAINTY_BY_BACKEND.get(backend, image.SPEED_UNCERTAINTY):.0%}).\n")
         spread = defaultdict(list)
         for row in members:

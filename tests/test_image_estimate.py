@@ -115,6 +115,10 @@ def test_a_backend_without_rows_scales_cudas_efficiency_and_keeps_its_fixed_cost
     # ROCm is scored on AMD rows but not fitted (benchmarks/ACCURACY.md): the why says so, and a backend with no rows at all
     assert "scored on rocm rows, not fitted" in why and "CUDA's eager-runtime figure" in why
     assert "no vulkan rows" in image.step_constants(model("sd-1.5"), "vulkan")[2]
+    # Intel GPUs have constants of their own, fitted on their rows (benchmarks/ACCURACY.md, "Intel XPU")
+    efficiency, fixed, why = image.step_constants(model("sd-1.5"), "sycl")
+    assert (efficiency, fixed) == (image.STEP_EFFICIENCY["unet"]["sycl"], image.STEP_FIXED_SECONDS["unet"]["sycl"])
+    assert "fitted unet efficiency" in why and "CUDA's" not in why
 
 
 @pytest.mark.parametrize(
@@ -123,6 +127,8 @@ def test_a_backend_without_rows_scales_cudas_efficiency_and_keeps_its_fixed_cost
         ("cuda", "gpu", image.SPEED_UNCERTAINTY),
         ("rocm", "gpu", image.SPEED_UNCERTAINTY_BY_BACKEND["rocm"]),  # the AMD rows' own errors (80th percentile)
         ("rocm", "cpu", image.SPEED_UNCERTAINTY),  # a card too small: the CPU's estimate keeps the general band
+        ("sycl", "gpu", image.SPEED_UNCERTAINTY_BY_BACKEND["sycl"]),  # the Intel XPU rows' own errors
+        ("vulkan", "gpu", image.SPEED_UNCERTAINTY),  # no rows score it: the general band
     ],
 )
 def test_the_band_is_the_backend_s_own_where_rows_scored_it(backend, placement_device, band):

@@ -51,6 +51,7 @@ def test_a_rate_over_the_whole_image_is_scored_as_a_whole_image_of_its_steps():
     ("implementation", "kind"),
     [
         ("SD.Next, pipeline:native compute:rocm compile:none dtype:torch.float16", "eager"),  # SD.Next's record
+        ("SD.Next, torch:2.7.0+xpu, ipex:2.7.10+xpu, pipeline:native compute:ipex compile:none dtype:torch.bfloat16", "eager"),
         ("diffusers, torch.compile mode max-autotune", "compiled"),
         ("diffusers 0.11.0, no xformers (eager, no compile)", "eager"),
     ],
@@ -114,3 +115,55 @@ def test_the_band_is_the_nearest_rank_80th_percentile():
     assert score_image.percentile(errors, share) == 8.0
     assert score_image.percentile([5.0], share) == 5.0
     assert score_image.percentile(errors, share) >= statistics.quantiles(errors, n=10)[6]  # never narrower than the 70th
+
+
+@pytest.mark.parametrize(("backend", "fitted"), [("rocm", False), ("sycl", True)])
+def test_amd_and_intel_rows_are_kept_as_their_own_backend_and_only_the_rule_fits_them(backend, fitted):
+    # A ROCm (AMD) or sycl (Intel XPU) row is kept as its own backend
+    row = raw(backend, "GPU", iterations_per_s=16.0, steps=20, rate_of="whole image")
+    (scored,), skipped = score_image.collect([row], CATALOG, device_of("GPU", 100e12), source_key)
+    assert scored.backend == backend and not skipped
+    # ... neither is a reference backend; Intel's own class won the held-out rule, AMD's did not (benchmarks/ACCURACY.md)
+    assert backend not in score_image.REFERENCE_BACKENDS
+    assert (backend in score_image.FITTED_BACKENDS) == fitted == (backend in score_image.BY_THE_RULE)
+    # ... and gpuready ships constants for exactly the fitted one
+    assert (backend in image.STEP_EFFICIENCY["unet"]) == fitted
+
+
+def test_a_same_peak_family_is_one_device_and_its_members_share_their_peaks():
+    from gpuready.catalog.tables import gpu_table
+
+    table = {spec.id: spec for spec in gpu_table()}
+    for family, ids in score_image.SAME_PEAK_FAMILIES.items():
+        # the reason a row may leave the member unnamed: every member has the same FP16 and FP32 peaks
+        assert len({(table[i].fp16_flops, table[i].fp32_flops) for i in ids}) == 1, family
+    # An SD.Next record that names an A770 but not its memory (8 or 16 GB) is timed at the family's peaks, and held out
+    # with the rows that name the 16 GB card: one device
+    def gpu_device(row: dict, backend: str):
+        spec = table.get(row.get("gpu_id", ""))
+        return devices.Device("gpu", spec.name, backend, 16 * 1024**3, 560e9, spec.fp16_flops) if spec else None
+    unnamed = score_image.family_device({"gpu_hint": "Intel Arc A770"}, "sycl", gpu_device)
+    assert unnamed is not None and unnamed.flops == table["arc-a770-16gb"].fp16_flops
+    assert score_image.device_key({"gpu_hint": "Intel Arc A770"}, unnamed) == "A770"
+    assert score_image.device_key({"gpu_id": "arc-a770-8gb"}, unnamed) == "A770"
+
+
+@pytest.mark.parametrize("backend", ["rocm", "sycl"])
+def test_the_band_of_a_backend_beyond_cuda_and_apple_comes_from_the_formula_gpuready_ships_for_it(backend):
+    # Two CUDA devices and two devices of the backend: scaled CUDA constants for ROCm, a class of its own for Intel
+    cuda = [raw("cuda", f"CUDA {n}", iterations_per_s=rate) for n, rate in ((1, 10.0), (2, 12.0))]
+    other = [raw(backend, f"{backend} {n}", iterations_per_s=rate) for n, rate in ((1, 6.0), (2, 9.0))]
+    rows, _ = score_image.collect(cuda + other, CATALOG, device_of("x", 100e12), source_key)
+    by_device, by_source = (lambda row: row.device_key), (lambda row: row.source_key)
+    lodo = score_image.held_out(rows, score_image.SHIPPED, by_device)
+    fits, out = {}, []
+    score_image.scored_only(rows, lodo, score_image.held_out(rows, score_image.SHIPPED, by_source), fits, out)
+    band, _ = fits[("SPEED_UNCERTAINTY_BY_BACKEND", backend)]
+    shipped = [lodo[id(row)] for row in rows if row.backend == backend]
+    assert band == pytest.approx(score_image.percentile(shipped, score_image.BAND_PERCENTILE) / 100)
+    # the shipped formula differs: for a fitted backend the band is its own class's held-out errors, not CUDA's scaled
+    scaled = score_image.held_out(rows, score_image.Terms(own=score_image.REFERENCE_BACKENDS), by_device)
+    assert ([lodo[id(row)] for row in rows if row.backend == backend]
+            != pytest.approx([scaled[id(row)] for row in rows if row.backend == backend])) == (backend == "sycl")
+    heading = next(line for line in out if line.startswith("#### "))
+    assert heading.endswith("fitted on its own rows\n" if backend == "sycl" else "scored, not fitted\n")
