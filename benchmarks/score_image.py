@@ -390,7 +390,7 @@ def report(rows_by_file: list[dict], catalog, gpu_device, source_key, fits: dict
             out.append(f"| {group[0]} ({group[1]}) | {label} | {len(subset)} | {len({r.device_key for r in subset})} | "
                        f"{len({r.source_key for r in subset})} | {summary(shipped_lodo, subset)} | {summary(shipped_loso, subset)} | {summary(shipped_inside, subset)} |")
     out.append("\nLOSO is '-' where a family has one source (or, for Apple, one workload). Held-out errors refit both "
-               "constants without the device (or source). Devices: every A100 (40 GB, 80 GB, PCIe, SXM4) counts as one.\n")
+               "constants without the device (or source). Devices: every A100 (40 GB, 80 GB, PCIe, SXM4) counts as one, and every Arc A770 (8 GB, 16 GB).\n")
     out.append(f"Skipped: {dict(sorted(skipped.items()))}.\n")
     whole = [row for row in rows if row.steps is not None]
     out.append("Seconds per image, end to end (steps + text encoders + VAE decode), the rows that time a whole image, "
