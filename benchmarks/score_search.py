@@ -54,8 +54,17 @@ class Row:
         return self.device.backend
 
     @property
+    def precision(self) -> str:
+        return self.row.get("precision", "fp32").split()[0]
+
+    @property
+    def peak(self) -> float:
+        """The peak gpuready estimates this row's run at (search.weights_peak: a GPU's fp32 run below its FP16 peak)."""
+        return search.weights_peak(self.device, self.precision)[0]
+
+    @property
     def implied(self) -> float:
-        return self.measured * self.flops / self.device.flops
+        return self.measured * self.flops / self.peak
 
 
 def measured_rate(row: dict) -> float:
@@ -85,7 +94,8 @@ def device_for(row: dict) -> devices.Device | None:
     if spec is None:
         return None
     return devices.Device(kind="gpu", name=spec.name, backend=row["backend"], usable_memory_bytes=spec.memory_bytes or None,
-                          bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops)
+                          bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
+                          vector_flops=spec.fp32_flops)
 
 
 def scored_rows(catalog, rows: list[dict]) -> tuple[list[Row], dict[str, int]]:
@@ -151,7 +161,7 @@ def predict(r: Row, params: dict[str, tuple[float, float]]) -> float:
         share = one * cores(r) ** -exponent
     else:
         share = fallback(r.backend)
-    return r.device.flops * share / r.flops
+    return r.peak * share / r.flops
 
 
 VARIANTS = ("scaling", "flat", "encoder")  # CPU: one-core share x cores^-exponent; one flat share; the Whisper encoder's
@@ -335,5 +345,63 @@ def section(catalog, rows: list[dict], fits: dict) -> list[str]:
             estimate = predict(r, final)
             out.append(f"| {r.device_key} | {r.runtime} | {r.row['implementation']} | {r.model.id} | {r.measured:.2f} "
                        f"| {estimate:.2f} | {r.measured / estimate:.2f}x | {r.implied:.3f} |")
+    out += fp32_section(scored, fits)
     out.append("")
+    return out
+
+
+# --- fp32 weights on a GPU (search.FP32_GPU_EXPONENT) -------------------------------------------
+
+
+def precision_pairs(rows: list[Row]) -> list[tuple[Row, Row]]:
+    """(fp16 row, fp32 row) for each run on a GPU timed in both precisions, all else equal (device, model shape,
+    tokens, batch, runtime, source), where the GPU's FP32 rate is below its FP16 peak."""
+    runs: dict[tuple, dict[str, Row]] = defaultdict(dict)
+    for r in rows:
+        if r.backend != "cpu":
+            runs[(r.device_key, r.model.id, r.tokens, r.row.get("batch"), r.runtime, r.source_key)][r.precision] = r
+    return [(run["fp16"], run["fp32"]) for _, run in sorted(runs.items(), key=lambda item: item[0])
+            if "fp16" in run and "fp32" in run and run["fp16"].device.vector_flops
+            and run["fp16"].device.vector_flops < run["fp16"].device.flops]
+
+
+def pair_exponent(fp16: Row, fp32: Row) -> float:
+    """The a with fp16 speed / fp32 speed = (FP16 peak / FP32 rate)^a."""
+    return math.log(fp16.measured / fp32.measured) / math.log(fp16.device.flops / fp16.device.vector_flops)
+
+
+def fp32_exponent(pairs: list[tuple[Row, Row]]) -> float:
+    """The median over GPUs of each GPU's median pair exponent (a GPU timed in many shapes counts once)."""
+    return median_of_group_medians((fp16.device_key, pair_exponent(fp16, fp32)) for fp16, fp32 in pairs)
+
+
+def fp32_predicted(fp16: Row, exponent: float) -> float:
+    """The fp32 run's speed from its fp16 twin's measured speed, as search.weights_peak scales the peak."""
+    return fp16.measured * (fp16.device.vector_flops / fp16.device.flops) ** exponent
+
+
+def fp32_section(rows: list[Row], fits: dict) -> list[str]:
+    pairs = precision_pairs(rows)
+    if not pairs:
+        return []
+    exponent = fp32_exponent(pairs)
+    fits[("FP32_GPU_EXPONENT", "gpu")] = (exponent, search.FP32_GPU_EXPONENT)
+    gpus = sorted({fp16.device_key for fp16, _ in pairs})
+    held = {gpu: fp32_exponent([p for p in pairs if p[0].device_key != gpu]) for gpu in gpus}
+    forms = {"held out by GPU (the exponent from the other GPUs' pairs)":
+             [error(fp32_predicted(fp16, held[fp16.device_key]), fp32.measured) for fp16, fp32 in pairs],
+             "at the FP16 peak, as fast as fp16 (exponent 0: gpuready before)":
+             [error(fp32_predicted(fp16, 0.0), fp32.measured) for fp16, fp32 in pairs],
+             "at the FP32 rate (exponent 1)": [error(fp32_predicted(fp16, 1.0), fp32.measured) for fp16, fp32 in pairs]}
+    out = ["", "### fp32 weights on a GPU", "",
+           f"The efficiencies above are shares of a GPU's FP16 tensor peak. An fp32 run is counted at that peak x (FP32 "
+           f"rate / FP16 peak)^a (search.weights_peak). a is fitted on the {len(pairs)} runs timed in both precisions "
+           f"on {len(gpus)} GPUs ({', '.join(gpus)}; any runtime: the ratio between a run's two precisions, not its "
+           f"speed): fp16 speed / fp32 speed = (FP16 peak / FP32 rate)^a per pair, the median over GPUs of each GPU's "
+           f"median: {exponent:.3f} (search.FP32_GPU_EXPONENT {search.FP32_GPU_EXPONENT}). Each GPU held out: "
+           + "; ".join(f"{gpu} {held[gpu]:.3f}" for gpu in gpus) + ". The fp32 run's speed predicted from its fp16 twin's "
+           "measured speed:", "",
+           "| a | pairs | median error | worst error |", "|---|---:|---:|---:|"]
+    out += [f"| {name} | {len(values)} | {statistics.median(values):.0f}% | {max(values):.0f}% |"
+            for name, values in forms.items()]
     return out

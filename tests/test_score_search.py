@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -162,3 +163,34 @@ def test_a_row_of_an_uncatalogued_model_is_scored_with_the_shapes_it_names():
     (scored,), _ = score_search.scored_rows(CATALOG, [row])
     # 12 layers x 12 x 768^2 = 84,934,656 multiplying parameters: 2 x that x 256 + 4 x 256^2 x 768 x 12
     assert scored.flops == 2 * 84_934_656 * 256 + 4 * 256**2 * 768 * 12
+
+
+def gpu_row(gpu_id: str, precision: str, chunks: int, seconds: float, model: str = "bge-base-en-v1.5") -> dict:
+    return {"hardware": gpu_id, "gpu_id": gpu_id, "backend": "cuda", "model": model, "precision": precision,
+            "chunks": chunks, "seconds": seconds, "chunk_tokens": 384, "batch": 16, "runtime": "pytorch",
+            "implementation": "pytorch", "source": "https://example.org/pairs"}
+
+
+def test_fp32_and_fp16_twins_give_the_exponent_of_the_fp32_peak_and_hold_it_out_by_gpu():
+    # A T4 (65 TFLOPS FP16, 8.1 FP32: ratio 8.02) whose fp16 run is 2.97x its fp32 twin's speed: a = ln 2.97 / ln 8.02;
+    # an RTX 3090 (71 and 35.6 in catalog/gpus.toml: ratio 1.99) at 1.42x: a = ln 1.42 / ln 1.99
+    raw = [gpu_row("tesla-t4", "fp16", 16, 0.13418), gpu_row("tesla-t4", "fp32", 16, 0.39849),
+           gpu_row("rtx-3090", "fp16", 16, 0.04878), gpu_row("rtx-3090", "fp32", 16, 0.06918)]
+    rows, skipped = score_search.scored_rows(CATALOG, raw)
+    assert not skipped
+    pairs = score_search.precision_pairs(rows)
+    assert [(fp16.precision, fp32.precision) for fp16, fp32 in pairs] == [("fp16", "fp32")] * 2
+    t4 = next(p for p in pairs if p[0].device.name.endswith("T4"))
+    ratio = t4[0].device.flops / t4[0].device.vector_flops
+    assert score_search.pair_exponent(*t4) == pytest.approx(math.log(0.39849 / 0.13418) / math.log(ratio))
+    exponents = sorted(score_search.pair_exponent(*p) for p in pairs)
+    assert score_search.fp32_exponent(pairs) == pytest.approx(statistics.median(exponents))
+    # the fp32 run predicted from its fp16 twin at the exponent: exact at its own pair's exponent
+    assert score_search.fp32_predicted(t4[0], score_search.pair_exponent(*t4)) == pytest.approx(t4[1].measured)
+    # the report states the fitted exponent and the held-out comparison, and records the constant it checks
+    fits = {}
+    lines = score_search.fp32_section(rows, fits)
+    assert fits[("FP32_GPU_EXPONENT", "gpu")] == (pytest.approx(statistics.median(exponents)), search.FP32_GPU_EXPONENT)
+    assert any(line.startswith("| held out by GPU") for line in lines)
+    # a row's implied efficiency is against the peak gpuready counts its precision at (search.weights_peak)
+    assert t4[1].peak == pytest.approx(search.weights_peak(t4[1].device, "fp32")[0]) and t4[1].peak < t4[0].peak

@@ -221,6 +221,24 @@ def test_chunks_per_second_are_device_flops_times_efficiency_over_flops_per_chun
     assert "291.0 GFLOPs per 449-token chunk" in basis
 
 
+def test_fp32_weights_on_a_gpu_are_counted_below_the_fp16_peak_by_the_fitted_power_of_its_fp32_rate():
+    # A Tesla T4: 65 TFLOPS FP16 tensor, 8.1 FP32. fp16 (and int8) weights at the FP16 peak; fp32 at
+    # 65 x (8.1 / 65)^a, with a = 0.47: 65 x 0.1246^0.47 = 24.2 TFLOPS, so fp32 runs 2.7x slower, not 8x or 1x
+    t4 = devices.Device("gpu", "Tesla T4", "cuda", 16 * 1024**3, 320e9, 65e12, vector_flops=8.1e12)
+    minilm = model("all-minilm-l6-v2")
+    fp16, _ = search.chunks_per_second(minilm, t4, 256, "fp16")
+    fp32, basis = search.chunks_per_second(minilm, t4, 256, "fp32")
+    assert search.chunks_per_second(minilm, t4, 256, "int8")[0] == fp16
+    assert fp32 == pytest.approx(fp16 * (8.1 / 65) ** search.FP32_GPU_EXPONENT)
+    assert fp32 == pytest.approx(fp16 / 2.66, rel=0.01)
+    assert "for fp32 weights" in basis and "FP32 rate 8.1" in basis
+    # A GPU without a lower FP32 rate in the table, and a CPU, run every variant at their one peak
+    plain = devices.Device("gpu", "Unknown GPU", "cuda", None, None, 65e12)
+    cpu = devices.Device("cpu", "8-core", "cpu", None, None, 1.536e12, cores=8)
+    for device in (plain, cpu):
+        assert search.chunks_per_second(minilm, device, 256, "fp32")[0] == search.chunks_per_second(minilm, device, 256, "fp16")[0]
+
+
 @pytest.mark.parametrize("backend", ["cuda", "rocm", "metal", "sycl", "vulkan"])
 def test_a_gpu_backends_efficiency_is_its_fitted_one_else_the_whisper_encoders(backend):
     share, why = search.efficiency(backend)

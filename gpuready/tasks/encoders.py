@@ -50,3 +50,13 @@ def device_flops_basis(device: Device, fma: bool = False) -> str:
         return (f"{device.name}: {peak / 1e12:.2f} TFLOPS estimated peak (cores x "
                 f"{ASSUMED_CPU_CLOCK_HZ / 1e9:.0f} GHz assumed x FMA width{narrower})")
     return f"{device.name}: {device.flops / 1e12:.1f} TFLOPS FP16 peak"
+
+
+def gpu_weights_peak(device: Device, variant: str) -> tuple[float, str]:
+    """The peak a GPU runs weights of `variant` at: fp32 weights at its FP32 (non-tensor) rate where the GPU table gives
+    one below the FP16 tensor peak (PyTorch has left TF32 off for matrix multiplies by default since 1.12, and a GPU
+    without TF32 has only its FP32 rate for them), any other precision at the FP16 tensor peak (Device.flops)."""
+    if variant == "fp32" and device.vector_flops and device.flops and device.vector_flops < device.flops:
+        return device.vector_flops, (f"{device.vector_flops / 1e12:.1f} TFLOPS ({device.name}'s FP32 rate: fp32 weights "
+                                     "do not run on its FP16 tensor cores)")
+    return device.flops, device_flops_basis(device)

@@ -51,6 +51,14 @@ CPU_CORE_SCALING = 0.69
 # encoder's efficiency (tasks/encoders.py), which every other backend uses (none does yet: CUDA's
 # one device cannot be cross-validated, and the encoder's figure predicts it within 6%).
 EMBEDDING_EFFICIENCY: dict[str, float] = {}
+# fp32 weights on a GPU: the efficiencies above are shares of the FP16 tensor peak (the fitted GPU row ran fp16).
+# An fp32 run does not reach the tensor cores, but it is not slower by the whole FP16 : FP32 ratio either: in the
+# paired runs of benchmarks/validation/document-search-gpus.toml (the same model, shape and GPU in fp32 and under
+# fp16 autocast) the fp16 run was faster by that ratio to the power 0.21-0.52 (Tesla T4, ratio 8: 1.8-3.0x; RTX 3090,
+# ratio 2: 1.2-1.4x); part of a pass (softmax, layer norms, activations) gains nothing from tensor cores. So an fp32
+# run is counted at the FP16 peak x (FP32 rate / FP16 peak)^FP32_GPU_EXPONENT: the median over the GPUs of each GPU's
+# median pair (benchmarks/score_search.py; held out by device, benchmarks/ACCURACY.md "Document search").
+FP32_GPU_EXPONENT = 0.47
 # Relative band on chunks per second: the 80th percentile of the leave-one-device-out errors of
 # the sentence-transformers rows (benchmarks/score_search.py), so that about four in five
 # predictions for a device the constants never saw fall inside it.
@@ -132,15 +140,30 @@ def efficiency(backend: str, cores: int | None = None) -> tuple[float, str]:
     return value, why + "; no embedding measurement of its own"
 
 
-def chunks_per_second(model: SearchModel, device: Device, tokens: int | None = None) -> tuple[float | None, str]:
+def chunks_per_second(model: SearchModel, device: Device, tokens: int | None = None,
+                      variant: str = "fp16") -> tuple[float | None, str]:
+    """Chunks a second at the device's peak for the variant's weights (a GPU runs fp32 weights at its FP32 rate,
+    weights_peak) x the backend's efficiency."""
     if not device.flops:
         return None, f"throughput of {device.name} unknown: speed not estimated"
     share, why = efficiency(device.backend, device.cores)
     flops = flops_per_chunk(model, tokens)
     tokens = chunk_tokens(model) if tokens is None else tokens
-    return device.flops * share / flops, (
-        f"{flops / 1e9:.1f} GFLOPs per {tokens}-token chunk; {device_flops_basis(device)} x {why}"
-    )
+    peak, basis = weights_peak(device, variant)
+    return peak * share / flops, f"{flops / 1e9:.1f} GFLOPs per {tokens}-token chunk; {basis} x {why}"
+
+
+def weights_peak(device: Device, variant: str, exponent: float = FP32_GPU_EXPONENT) -> tuple[float, str]:
+    """The peak an embedding pass of `variant` weights is counted at: a CPU's (Device.flops); a GPU's FP16 tensor peak,
+    and for fp32 weights that peak x (its FP32 rate / the FP16 peak)^exponent (FP32_GPU_EXPONENT) where its FP32 rate
+    is the lower."""
+    if device.kind == "cpu" or variant != "fp32" or not (device.vector_flops and device.flops
+                                                         and device.vector_flops < device.flops):
+        return device.flops, device_flops_basis(device)
+    peak = device.flops * (device.vector_flops / device.flops) ** exponent
+    return peak, (f"{device.name}: {peak / 1e12:.1f} TFLOPS for fp32 weights (its FP16 peak {device.flops / 1e12:.1f} x "
+                  f"(FP32 rate {device.vector_flops / 1e12:.1f} / FP16 peak)^{exponent:g}: part of a pass runs on "
+                  "the tensor cores' FP32 path or off them, benchmarks/ACCURACY.md)")
 
 
 def estimate(model: SearchModel, variant: str, documents: int, gpu: Device | None, cpu: Device) -> TaskEstimate:
@@ -159,7 +182,7 @@ def estimate(model: SearchModel, variant: str, documents: int, gpu: Device | Non
         )
     memory = MemoryParts(tuple(parts))
     basis.append(f"on {device.name} ({device.backend})")
-    speed, why = chunks_per_second(model, device)
+    speed, why = chunks_per_second(model, device, variant=variant)
     basis.append(why)
     details = ()
     if speed and model.kind == "embedding":

@@ -17,7 +17,7 @@ from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import text_estimate
 from gpuready.tasks.base import Group, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole, without_cpu_fp16
 from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device
-from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, per_core_share
+from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, gpu_weights_peak, per_core_share
 from gpuready.tasks.measured import with_measured_encoder
 
 # Whisper processes audio in 30 s windows of 1,500 encoder frames (n_audio_ctx = 1500;
@@ -272,10 +272,7 @@ def tts_peak_flops(device: Device, variant: str = "fp16") -> tuple[float, str]:
     platform (Raspberry Pi boards) in place of the assumed all-core clock; a GPU running fp32 weights at its FP32
     (non-tensor) rate where the table gives one (FP32_ON_GPU); any other device's peak as it is."""
     if device.kind != "cpu":
-        if variant == "fp32" and device.vector_flops and device.flops and device.vector_flops < device.flops:
-            return device.vector_flops, (f"{device.vector_flops / 1e12:.1f} TFLOPS ({device.name}'s FP32 rate: fp32 weights "
-                                         "do not run on its FP16 tensor cores)")
-        return device.flops, device_flops_basis(device)
+        return gpu_weights_peak(device, variant)
     if not device.clock_hz:
         return device.float_flops, device_flops_basis(device, fma=True)
     peak = device.float_flops * device.clock_hz / ASSUMED_CPU_CLOCK_HZ
