@@ -199,3 +199,11 @@ def test_a_faster_gpu_cannot_take_an_image_below_its_fixed_costs():
     turbo = model("sdxl-turbo")
     fast = image.estimate(turbo, "fp16", 512, 512, 1, gpu(flops=1e18), CPU)
     assert fast.speed > image.STEP_FIXED_SECONDS["unet"]["cuda"]
+
+
+def test_the_vae_runs_at_the_gpus_own_fp32_rate_where_the_probe_matched_a_table_row():
+    # "Intel Arc A770" names two table rows (8 and 16 GB): the device's own FP32 rate, not half its FP16 peak
+    matched = devices.Device("gpu", "Intel Arc A770", "sycl", 16 * 1024**3, 560e9, 39.3e12, vector_flops=19.7e12)
+    assert image.fp32_flops(matched) == (19.7e12, "19.7 TFLOPS FP32 (GPU table)")
+    unknown = devices.Device("gpu", "Mystery GPU", "cuda", 16 * 1024**3, 560e9, 40e12)
+    assert image.fp32_flops(unknown) == (20e12, "FP32 assumed half the FP16 peak")

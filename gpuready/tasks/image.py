@@ -369,11 +369,14 @@ def seconds_per_step(model: ImageModel, width: int, height: int, device: Device,
 
 
 def fp32_flops(device: Device) -> tuple[float | None, str]:
-    """The device's FP32 peak: the GPU table's figure, the CPU's own (already FP32), else half the FP16 peak."""
+    """The device's FP32 peak: the GPU table's figure (the device's own where the probe matched a table row, else the
+    one row its name matches), the CPU's own (already FP32), else half the FP16 peak."""
     if not device.flops:
         return None, "unknown"
     if device.kind == "cpu":
         return device.flops, "CPU FP32 peak"
+    if device.vector_flops:
+        return device.vector_flops, f"{device.vector_flops / 1e12:.1f} TFLOPS FP32 (GPU table)"
     from gpuready.catalog.tables import find_gpus
 
     name = device.name.split(" x ", 1)[-1] if " x " in device.name else device.name
