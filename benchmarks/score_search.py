@@ -376,8 +376,8 @@ def fp32_exponent(pairs: list[tuple[Row, Row]]) -> float:
 
 
 def fp32_predicted(fp16: Row, exponent: float) -> float:
-    """The fp32 run's speed from its fp16 twin's measured speed, as search.weights_peak scales the peak."""
-    return fp16.measured * (fp16.device.vector_flops / fp16.device.flops) ** exponent
+    """The fp32 run's speed from its fp16 twin's measured speed, scaled as search.weights_peak scales the peak."""
+    return fp16.measured * search.weights_peak(fp16.device, "fp32", exponent)[0] / fp16.device.flops
 
 
 def fp32_section(rows: list[Row], fits: dict) -> list[str]:

@@ -52,11 +52,18 @@ def device_flops_basis(device: Device, fma: bool = False) -> str:
     return f"{device.name}: {device.flops / 1e12:.1f} TFLOPS FP16 peak"
 
 
-def gpu_weights_peak(device: Device, variant: str) -> tuple[float, str]:
-    """The peak a GPU runs weights of `variant` at: fp32 weights at its FP32 (non-tensor) rate where the GPU table gives
-    one below the FP16 tensor peak (PyTorch has left TF32 off for matrix multiplies by default since 1.12, and a GPU
-    without TF32 has only its FP32 rate for them), any other precision at the FP16 tensor peak (Device.flops)."""
-    if variant == "fp32" and device.vector_flops and device.flops and device.vector_flops < device.flops:
+def gpu_weights_peak(device: Device, variant: str, exponent: float = 1.0) -> tuple[float, str]:
+    """The peak a GPU runs weights of `variant` at. Any precision but fp32, and a GPU whose table gives no FP32 rate
+    below its FP16 tensor peak: that peak (Device.flops). fp32 weights: the FP16 peak x (FP32 rate / FP16 peak)^exponent,
+    so exponent 1 is the FP32 (non-tensor) rate itself (text to speech: PyTorch has left TF32 off for matrix multiplies
+    by default since 1.12, and a GPU without TF32 has only its FP32 rate for them) and a fitted exponent below 1 says
+    part of a pass gains nothing from the tensor cores (document search, search.FP32_GPU_EXPONENT)."""
+    if variant != "fp32" or not (device.vector_flops and device.flops and device.vector_flops < device.flops):
+        return device.flops, device_flops_basis(device)
+    if exponent == 1.0:
         return device.vector_flops, (f"{device.vector_flops / 1e12:.1f} TFLOPS ({device.name}'s FP32 rate: fp32 weights "
                                      "do not run on its FP16 tensor cores)")
-    return device.flops, device_flops_basis(device)
+    peak = device.flops * (device.vector_flops / device.flops) ** exponent
+    return peak, (f"{device.name}: {peak / 1e12:.1f} TFLOPS for fp32 weights (its FP16 peak {device.flops / 1e12:.1f} x "
+                  f"(FP32 rate {device.vector_flops / 1e12:.1f} / FP16 peak)^{exponent:g}: part of a pass runs on "
+                  "the tensor cores' FP32 path or off them, benchmarks/ACCURACY.md)")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks.base import Group, MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole, without_cpu_fp16
 from gpuready.tasks.devices import Device
-from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, per_core_share
+from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, gpu_weights_peak, per_core_share
 
 CHUNK_TOKENS = 256
 HNSW_M = 16
@@ -142,8 +142,8 @@ def efficiency(backend: str, cores: int | None = None) -> tuple[float, str]:
 
 def chunks_per_second(model: SearchModel, device: Device, tokens: int | None = None,
                       variant: str = "fp16") -> tuple[float | None, str]:
-    """Chunks a second at the device's peak for the variant's weights (a GPU runs fp32 weights at its FP32 rate,
-    weights_peak) x the backend's efficiency."""
+    """Chunks a second at the device's peak for the variant's weights (weights_peak: a GPU's fp32 weights below its
+    FP16 peak) x the backend's efficiency."""
     if not device.flops:
         return None, f"throughput of {device.name} unknown: speed not estimated"
     share, why = efficiency(device.backend, device.cores)
@@ -154,16 +154,11 @@ def chunks_per_second(model: SearchModel, device: Device, tokens: int | None = N
 
 
 def weights_peak(device: Device, variant: str, exponent: float = FP32_GPU_EXPONENT) -> tuple[float, str]:
-    """The peak an embedding pass of `variant` weights is counted at: a CPU's (Device.flops); a GPU's FP16 tensor peak,
-    and for fp32 weights that peak x (its FP32 rate / the FP16 peak)^exponent (FP32_GPU_EXPONENT) where its FP32 rate
-    is the lower."""
-    if device.kind == "cpu" or variant != "fp32" or not (device.vector_flops and device.flops
-                                                         and device.vector_flops < device.flops):
+    """The peak an embedding pass of `variant` weights is counted at: a CPU's (Device.flops); a GPU's as
+    encoders.gpu_weights_peak counts it, fp32 weights at the fitted FP32_GPU_EXPONENT."""
+    if device.kind == "cpu":
         return device.flops, device_flops_basis(device)
-    peak = device.flops * (device.vector_flops / device.flops) ** exponent
-    return peak, (f"{device.name}: {peak / 1e12:.1f} TFLOPS for fp32 weights (its FP16 peak {device.flops / 1e12:.1f} x "
-                  f"(FP32 rate {device.vector_flops / 1e12:.1f} / FP16 peak)^{exponent:g}: part of a pass runs on "
-                  "the tensor cores' FP32 path or off them, benchmarks/ACCURACY.md)")
+    return gpu_weights_peak(device, variant, exponent)
 
 
 def estimate(model: SearchModel, variant: str, documents: int, gpu: Device | None, cpu: Device) -> TaskEstimate:
