@@ -124,6 +124,9 @@ CPU_SPECS = {
     "AMD Ryzen 9 5900XT 16-Core Processor": ("AMD Ryzen 9 5900XT 16-Core Processor", 16, ("avx2", "fma")),
     "AMD Ryzen 9 9950X3D 16-Core Processor": ("AMD Ryzen 9 9950X3D 16-Core Processor", 16, ("avx2", "avx512f", "fma")),
     "Apple M4 (10-core CPU)": ("Apple M4", 10, ("bf16", "dotprod", "fp16", "i8mm", "neon")),
+    # The development VM of speech-tts-measured-here.toml: 2 vCPUs (lscpu: 2 cores x 1 thread) of a Zen 3 EPYC (cpu
+    # family 25 model 1) whose model name reads 'AMD EPYC' alone, avx2 and fma, no AVX-512 (/proc/cpuinfo flags).
+    "AMD EPYC (KVM guest, Zen 3, 2 vCPUs)": ("AMD EPYC", 2, ("avx2", "fma")),
 }
 # Forks with their own CPU kernels: ik_llama.cpp is markedly faster than mainline on CPU
 # (its PR #54 table: 1.2-1.5x prompt, up to 1.23x generation on the same Ryzen 7950X), and

@@ -146,6 +146,25 @@ def realtime_predict(row: Row, encoder_fits: dict[str, dict], decoder_table: dic
 
 # The thread exponent's grid (tasks/speech.py TTS_CPU_THREAD_EXPONENT): 0 to 1 in steps of 0.05.
 THREAD_EXPONENTS = tuple(i / 20 for i in range(21))
+# The Amdahl serial share's grid (tasks/speech.py TTS_CPU_SERIAL_SHARE): 0 to 0.5 in steps of 0.05.
+SERIAL_SHARES = tuple(i / 20 for i in range(11))
+
+
+@dataclass(frozen=True)
+class ThreadForm:
+    """The CPU thread term a formula carries, as the grids it is fitted on: the Amdahl serial share on `serials`, the
+    power exponent on `exponents`; (0.0,) on both: none (every thread the same share of its core's peak)."""
+    serials: tuple = (0.0,)
+    exponents: tuple = (0.0,)
+
+    @property
+    def name(self) -> str:
+        return "amdahl" if self.serials != (0.0,) else "power" if self.exponents != (0.0,) else "none"
+
+
+NO_THREAD_TERM = ThreadForm()
+AMDAHL = ThreadForm(serials=SERIAL_SHARES)
+POWER = ThreadForm(exponents=THREAD_EXPONENTS)
 
 
 @dataclass(frozen=True)
@@ -161,15 +180,22 @@ NO_GPU_TERMS = GpuTerms(fp32=False)
 
 
 def tts_fit(rows: list[Row], exponents=THREAD_EXPONENTS, per_model: bool | str = False, gpu: GpuTerms = GpuTerms(),
-            by_device: bool = False) -> dict:
+            by_device: bool = False, serials=(0.0,)) -> dict:
     """TTS_EFFICIENCY and TTS_CPU_THREAD_EXPONENT: per backend, the median of (FLOPs per second of audio / peak) /
     measured seconds per second, a CPU row's share divided by threads^-a first (each CPU thread's share falls as a
     power of the threads used), with a on `exponents` where the rows' median error is least ((0.0,): no thread
     term, the formula gpuready carries while the term does not pass its rule, thread_term). per_model "gpu": also
     TTS_MODEL_EFFICIENCY, each catalogue model's own median on each GPU backend it has rows on. `gpu`: the fixed GPU
     seconds (TTS_FIXED_SECONDS) on its grid, taken off each GPU row's time before its share is read. `by_device`:
-    each median is over devices (each device's own median first), not over rows (device_term)."""
-    return tts_fit_terms(rows, per_model, (0.0,), exponents, gpu.fixed_grid, gpu.per_pass, by_device)
+    each median is over devices (each device's own median first), not over rows (device_term). `serials`: the Amdahl
+    serial share's grid (TTS_CPU_SERIAL_SHARE), the other thread term ((0.0,): none)."""
+    return tts_fit_terms(rows, per_model, serials, exponents, gpu.fixed_grid, gpu.per_pass, by_device)
+
+
+def form_fit(rows: list[Row], form: ThreadForm, per_model: bool | str = False, gpu: GpuTerms = GpuTerms(),
+             by_device: bool = False) -> dict:
+    """tts_fit with the thread term `form` carries."""
+    return tts_fit(rows, form.exponents, per_model, gpu, by_device, form.serials)
 
 
 @dataclass
@@ -210,34 +236,50 @@ def gpu_chain(rows: list[Row]) -> GpuChain:
     return GpuChain(base, fp32, fixed, per_pass, carried_terms)
 
 
-def thread_term(rows: list[Row], gpu: GpuTerms | None = None) -> tuple["Tried", "Tried", tuple[float, ...]]:
-    """The formula without and with the thread term (both carrying the GPU terms kept, gpu_chain), held out, and the
-    exponent grid gpuready's formula fits on: THREAD_EXPONENTS where the thread term passes the rule a term is kept by
-    (it lowers the LODO median of the formula without it and LOSO's does not rise), else (0.0,)."""
+@dataclass
+class ThreadChoice:
+    """The thread terms judged, held out: `both` the formula without one (carrying the GPU terms kept, gpu_chain),
+    `amdahl` and `power` with each (judged on the CPU rows), and `form` the one gpuready's formula carries: of those
+    that pass the rule a term is kept by (it lowers the LODO median of the formula without it and LOSO's does not
+    rise), the one with the lower LODO median, as between the two fixed GPU forms; none where neither passes."""
+    both: "Tried"
+    amdahl: "Tried"
+    power: "Tried"
+    form: ThreadForm
+
+    @property
+    def carried(self) -> "Tried":
+        return {"amdahl": self.amdahl, "power": self.power}.get(self.form.name, self.both)
+
+
+def thread_term(rows: list[Row], gpu: GpuTerms | None = None) -> ThreadChoice:
     gpu = gpu_chain(rows).terms if gpu is None else gpu
     both = try_formula("both", rows, True, True, gpu=gpu)
-    power = scoped(try_formula("power", rows, True, True, exponents=THREAD_EXPONENTS, gpu=gpu), rows, gpu=False)
-    return both, power, THREAD_EXPONENTS if power.lowers(both) else (0.0,)
+    amdahl = scoped(try_formula("amdahl", rows, True, True, threads=AMDAHL, gpu=gpu), rows, gpu=False)
+    power = scoped(try_formula("power", rows, True, True, threads=POWER, gpu=gpu), rows, gpu=False)
+    passing = [(t, form) for t, form in ((amdahl, AMDAHL), (power, POWER)) if t.lowers(both)]
+    form = min(passing, key=lambda p: p[0].own_lodo)[1] if passing else NO_THREAD_TERM
+    return ThreadChoice(both, amdahl, power, form)
 
 
-def model_term(rows: list[Row], base: "Tried", grid: tuple[float, ...], gpu: GpuTerms | None = None) -> tuple["Tried", bool]:
+def model_term(rows: list[Row], base: "Tried", form: ThreadForm, gpu: GpuTerms | None = None) -> tuple["Tried", bool]:
     """The formula carried so far (`base`, with or without the thread term) with each catalogue model's own efficiency
     on a GPU backend (TTS_MODEL_EFFICIENCY), held out, and whether it passes the rule a term is kept by against `base`.
     A GPU runs F5-TTS's DiT as a few large matrix multiplies and Kokoro's LSTMs and small convolutions as many short
     kernels, so the share of peak each reaches differs by model, where a CPU's differs far less (its convolutions are
     vectorised alike)."""
     gpu = gpu_chain(rows).terms if gpu is None else gpu
-    tried = scoped(try_formula("model", rows, True, True, per_model="gpu", exponents=grid, gpu=gpu), rows, gpu=True)
+    tried = scoped(try_formula("model", rows, True, True, per_model="gpu", threads=form, gpu=gpu), rows, gpu=True)
     return tried, tried.lowers(base)
 
 
-def device_term(rows: list[Row], base: "Tried", grid: tuple[float, ...], per_model: bool | str,
+def device_term(rows: list[Row], base: "Tried", form: ThreadForm, per_model: bool | str,
                 gpu: GpuTerms) -> tuple["Tried", bool]:
     """The formula carried so far (`base`) with each fitted median taken over devices, each device's own median first,
     instead of over rows, held out, and whether it passes the rule a term is kept by against `base`. A device with many
     published rows (a Raspberry Pi 4's thread sweeps, one repository's benchmark runs on one RTX 4060 Ti) otherwise
     decides its backend's share alone, and a held-out device is predicted from that one machine."""
-    tried = try_formula("device", rows, True, True, per_model=per_model, exponents=grid, gpu=gpu, by_device=True)
+    tried = try_formula("device", rows, True, True, per_model=per_model, threads=form, gpu=gpu, by_device=True)
     return tried, tried.lowers(base)
 
 
@@ -287,7 +329,7 @@ def speech_rows(se, catalog) -> tuple[list[Row], dict[str, int]]:
             skipped["model not known"] += 1
             continue
         device = se.cpu_device(raw) if backend == "cpu" else se.gpu_device(raw, backend)
-        if device is None and backend == "cpu" and "encode_ms" in raw:
+        if device is None and backend == "cpu" and ("encode_ms" in raw or tts):
             device = compute_only_cpu(se, raw)
         if device is None or not device.flops:
             skipped["hardware not in the tables"] += 1
@@ -325,9 +367,11 @@ def tts_precision(raw: dict, model) -> str:
 
 def tts_row(se, raw: dict, model, device: devices.Device, common: dict) -> Row:
     """A text-to-speech row as gpuready estimates it (the vocoder counted at its rates, a Raspberry Pi at its stated
-    clock, an fp32 run on a GPU at its FP32 rate, an AVX-512 CPU at its FMA pipes' rate), with the plain counts kept in
-    `extra` for the terms table: (FLOPs without the vocoder term, the flags' peak at the assumed clock or, on a GPU,
-    the FP16 peak, the peak as counted but at the flags' figure in place of the FMA pipes' rate)."""
+    clock, an fp32 run on a GPU at its FP32 rate, an AVX-512 CPU at its FMA pipes' rate, a core catalog/cpus.toml states
+    narrower than its flags at that width), with the plain counts kept in `extra` for the terms table: (FLOPs without
+    the vocoder term, the flags' peak at the assumed clock or, on a GPU, the FP16 peak, the peak as counted but at the
+    flags' figure in place of the FMA pipes' rate, the peak as counted but at the flags' width in place of the
+    narrower core's fp32_flops_per_cycle)."""
     passes = 2 * raw["nfe"] if raw.get("nfe") else model.passes_per_frame
     plain = dataclasses.replace(model, vocoder_params=0.0, vocoder_flops_per_second=0.0)
     if device.kind == "cpu":
@@ -335,11 +379,22 @@ def tts_row(se, raw: dict, model, device: devices.Device, common: dict) -> Row:
         common["cores"] = min(se.CPU_SPECS[raw["cpu_hint"]][1], raw.get("threads") or 10**6)
     peak, _ = speech.tts_peak_flops(device, tts_precision(raw, model))
     flags_peak, _ = speech.tts_peak_flops(dataclasses.replace(device, fma_flops=None), tts_precision(raw, model))
+    wide_peak = peak * flags_width_ratio(se, raw, device)
     measured = tts_measured(raw)
     return Row(kind="tts", label=f"{model.id} ({raw['voice']})", measured=measured,
                work=speech.tts_flops_per_audio_second(model, passes), kept_out=tts_kept_out(raw), passes=passes,
-               extra=(speech.tts_flops_per_audio_second(plain, passes), device.flops, flags_peak),
+               extra=(speech.tts_flops_per_audio_second(plain, passes), device.flops, flags_peak, wide_peak),
                **{**common, "peak": peak})
+
+
+def flags_width_ratio(se, raw: dict, device: devices.Device) -> float:
+    """How much wider a CPU row's flags say its cores are than catalog/cpus.toml's fp32_flops_per_cycle states (a
+    Raspberry Pi 4's Cortex-A72: NEON's two 128-bit FMA pipes, 16 FP32 FLOPs a cycle, against the 8 it retires); 1
+    elsewhere."""
+    platform = devices.match_cpu(device.name) if device.kind == "cpu" else None
+    if platform is None or not platform.fp32_flops_per_cycle or raw.get("cpu_hint") not in se.CPU_SPECS:
+        return 1.0
+    return max(1.0, devices.cpu_flops_per_cycle(se.CPU_SPECS[raw["cpu_hint"]][2]) / platform.fp32_flops_per_cycle)
 
 
 def is_tts_row(raw: dict, catalog) -> bool:
@@ -377,7 +432,7 @@ def tts_kept_out(raw: dict) -> str | None:
 
 def compute_only_cpu(se, raw: dict) -> devices.Device | None:
     """A CPU known by its cores (score_estimator's CPU_SPECS) but not by catalog/cpus.toml: enough for an
-    encoder row, which is compute bound (no bandwidth needed)."""
+    encoder row or a text-to-speech row, both estimated compute bound (no bandwidth needed)."""
     known = se.CPU_SPECS.get(raw.get("cpu_hint", ""))
     if known is None:
         return None
@@ -424,7 +479,7 @@ def headline(out: list[str], title: str, name: str, rows: list[Row], errors: tup
     out.append(HEADLINE_HEADER)
     out.append(headline_row(name, rows, errors))
     out.append(f"\nTarget: leave-one-device-out median <= {TARGET:.0f}%: **{'met' if met else 'not met'}** "
-               f"({statistics.median(lodo.values()):.0f}% over {len(rows)} rows on {len({r.device for r in rows})} devices).")
+               f"({statistics.median(lodo.values()):.1f}% over {len(rows)} rows on {len({r.device for r in rows})} devices).")
 
 
 def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str]) -> None:
@@ -715,25 +770,27 @@ def scoped(tried: Tried, rows: list[Row], gpu: bool) -> Tried:
     return dataclasses.replace(tried, scope=keep, scope_name="GPU" if gpu else "CPU")
 
 
-def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_model: bool | str = False, serials=(0.0,),
-                exponents=(0.0,), gpu: GpuTerms = NO_GPU_TERMS, by_device: bool = False) -> Tried:
+def try_formula(name: str, rows: list[Row], vocoder: bool, clock: bool, per_model: bool | str = False,
+                threads: ThreadForm = NO_THREAD_TERM, gpu: GpuTerms = NO_GPU_TERMS, by_device: bool = False) -> Tried:
     variant = tts_variant(rows, vocoder, clock, gpu.fp32)
     in_sample, lodo, loso = cross_validated(
-        variant, lambda train: tts_fit_terms(train, per_model, serials, exponents, gpu.fixed_grid, gpu.per_pass,
-                                             by_device),
+        variant, lambda train: tts_fit_terms(train, per_model, threads.serials, threads.exponents, gpu.fixed_grid,
+                                             gpu.per_pass, by_device),
         tts_predict_terms)
     return Tried(name, len(variant), lodo, loso, in_sample)
 
 
-def fma_verdict(rows: list[Row], flags: Tried, formula: Tried) -> str:
-    """Whether the flags' figure would do better than the FMA pipes' rate gpuready counts, held out, and how the
-    devices it changes are predicted under each (the FMA width is the hardware's, as the Pi's clock is: kept unless
-    the flags' figure lowers the LODO median without raising LOSO's)."""
-    changed = sorted({r.device for r in rows if r.extra[2] != r.peak})
+def fma_verdict(rows: list[Row], flags: Tried, formula: Tried, index: int = 2,
+                rates: str = "flags' figure and FMA rate") -> str:
+    """Whether the flags' figure (`extra[index]`) would do better than the narrower rate gpuready counts (the FMA pipes'
+    rate, or a core's stated fp32_flops_per_cycle), held out, and how the devices it changes are predicted under each
+    (the width is the hardware's, as the Pi's clock is: kept unless the flags' figure lowers the LODO median without
+    raising LOSO's)."""
+    changed = sorted({r.device for r in rows if r.extra[index] != r.peak})
     moved = "; ".join(f"{device.removeprefix('cpu: ')} {pair}" for device in changed
                       if (pair := device_pair(rows, device, flags, formula)))
     verdict = "would be kept: " if flags.lowers(formula) else "no: "
-    return f"{verdict}{flags.against(formula)} (held out, flags' figure and FMA rate: {moved or 'no row changes'})"
+    return f"{verdict}{flags.against(formula)} (held out, {rates}: {moved or 'no row changes'})"
 
 
 def device_pair(rows: list[Row], device: str, first: Tried, second: Tried) -> str:
@@ -748,11 +805,13 @@ def per_device_pair(rows: list[Row], without: Tried, with_term: Tried) -> str:
                      for device in sorted({r.device for r in rows if r.backend == "cpu" and "Raspberry Pi" not in r.device}))
 
 
-def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], both: "Tried", power: "Tried",
-                    grid=THREAD_EXPONENTS, gpu_model: "Tried | None" = None, model_kept: bool = False,
+def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], threads: ThreadChoice | None = None,
+                    gpu_model: "Tried | None" = None, model_kept: bool = False,
                     chain: GpuChain | None = None, device: "tuple[Tried, bool] | None" = None) -> None:
     chain = gpu_chain(rows) if chain is None else chain
     gpu = chain.terms
+    threads = thread_term(rows, gpu) if threads is None else threads
+    both, amdahl_term, power, form = threads.both, threads.amdahl, threads.power, threads.form
     cpus = len({r.device for r in rows if r.backend == "cpu"})
     gpus = len({r.device for r in rows if r.backend != "cpu"})
     out.append(f"\nTerms tried, each judged held out ({cpus} CPU devices, {gpus} GPUs; a term is kept only if it lowers "
@@ -761,7 +820,6 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
                "the 'kept' column is computed from the figures):\n")
     out.append("| formula | rows | LODO median | LODO worst | LOSO median | LOSO worst | in-sample median | kept |\n"
                "|---|---:|---:|---:|---:|---:|---:|---|")
-    serials = tuple(i / 20 for i in range(11))
     plain = try_formula("2 x parameters x frames x passes / (peak at the assumed 3.0 GHz x efficiency per backend) "
                         "(the formula before any term)", rows, False, False)
     clock = try_formula("... a Raspberry Pi at the clock catalog/cpus.toml states (1.8 GHz, product brief), not 3.0 GHz",
@@ -777,29 +835,30 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
     per_pass = dataclasses.replace(chain.per_pass, name="... + a fixed GPU time per network pass per second of audio "
                                    "(F5-TTS pays it once per flow-matching step and guidance pass; the same grid)")
     if gpu_model is None:
-        gpu_model, model_kept = model_term(rows, power if grid == THREAD_EXPONENTS else both, grid, gpu)
+        gpu_model, model_kept = model_term(rows, threads.carried, form, gpu)
     if device is None:
-        device = device_term(rows, gpu_model if model_kept else power if grid == THREAD_EXPONENTS else both, grid,
-                             "gpu" if model_kept else False, gpu)
+        device = device_term(rows, gpu_model if model_kept else threads.carried, form, "gpu" if model_kept else False, gpu)
     weighted, by_device = device
     # the one formula gpuready carries, marked in the table: the last term kept in the order they are judged
-    final = "device" if by_device else "model" if model_kept else "power" if grid == THREAD_EXPONENTS else "both"
+    final = "device" if by_device else "model" if model_kept else form.name if form != NO_THREAD_TERM else "both"
     carried = "**" if final == "both" else ""
     both = dataclasses.replace(both, name=f"{carried}... with the GPU terms kept (the formula before the thread term)"
                                f"{': gpuready' + chr(39) + 's formula' if carried else ''}{carried}")
-    amdahl_term = scoped(try_formula("... with the GPU terms kept, x Amdahl: a serial share of the one-thread work does "
-                                     "not spread over the threads used (CPU rows; the cores the peak counts; share fitted "
-                                     "on a 0.05 grid)", rows, True, True, serials=serials, gpu=gpu), rows, gpu=False)
+    amdahl_carried = final == "amdahl"
+    amdahl_term = dataclasses.replace(amdahl_term, name=f"{'**' if amdahl_carried else ''}... with the GPU terms kept, x "
+                                      "Amdahl: a serial share of the one-thread work does not spread over the threads "
+                                      "used (CPU rows; the cores the peak counts; share fitted on a 0.05 grid)"
+                                      f"{': gpuready' + chr(39) + 's formula**' if amdahl_carried else ''}")
     power_carried = final == "power"
     power = dataclasses.replace(power, name=f"{'**' if power_carried else ''}... with the GPU terms kept, x threads^-a: each CPU thread's "
                                 f"share falls as a power of the threads used (document search's CPU term; a fitted on a "
                                 f"0.05 grid){': gpuready' + chr(39) + 's formula**' if power_carried else ''}")
-    # "gpuready's formula" is the one carried: with the thread term where it passes its rule (grid), else without
-    formula = power if grid == THREAD_EXPONENTS else both
+    # "gpuready's formula" is the one carried: with the thread term that passes its rule (form), else without
+    formula = {"amdahl": amdahl_term, "power": power}.get(form.name, both)
     torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
-                             per_model="gpu" if model_kept else False, exponents=grid, gpu=gpu, by_device=by_device)
+                             per_model="gpu" if model_kept else False, threads=form, gpu=gpu, by_device=by_device)
     per_model = try_formula("... each catalogue model's own efficiency on every backend, CPU too (the backend's where "
-                            "the model has no rows)", rows, True, True, per_model=True, exponents=grid, gpu=gpu,
+                            "the model has no rows)", rows, True, True, per_model=True, threads=form, gpu=gpu,
                             by_device=by_device)
     model_carried = final == "model"
     gpu_model = dataclasses.replace(gpu_model, name=f"{'**' if model_carried else ''}... with each catalogue model's own "
@@ -815,10 +874,16 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
     carried_formula = weighted if by_device else before_device
     flags_rows = [dataclasses.replace(r, peak=r.extra[2]) for r in rows]
     flags = dataclasses.replace(
-        try_formula("", flags_rows, True, True, per_model="gpu" if model_kept else False, exponents=grid, gpu=gpu,
+        try_formula("", flags_rows, True, True, per_model="gpu" if model_kept else False, threads=form, gpu=gpu,
                     by_device=by_device),
         name="... gpuready's formula with an AVX-512 CPU at the flags' 64 FP32 FLOPs a cycle, not its FMA pipes' 32 "
              "(catalog/cpus.toml fma_flops_per_cycle: Rocket Lake's one 512-bit FMA)")
+    wide_rows = [dataclasses.replace(r, peak=r.extra[3]) for r in rows]
+    wide = dataclasses.replace(
+        try_formula("", wide_rows, True, True, per_model="gpu" if model_kept else False, threads=form, gpu=gpu,
+                    by_device=by_device),
+        name="... gpuready's formula with a Cortex-A72 (Raspberry Pi 4) at the NEON flags' 16 FP32 FLOPs a cycle, not "
+             "the 8 it retires (catalog/cpus.toml fp32_flops_per_cycle)")
     counts_best = base.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
     fixed_kept = gpu.fixed_grid != (0.0,)
 
@@ -831,13 +896,15 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
             return f"no: {against}, but the other fixed form lowers LODO further"
         return f"no: {against}"
     thread_terms = [t for t in (amdahl_term, power) if t.lowers(both)]
-    chosen = min(thread_terms, key=lambda t: t.own_lodo) if thread_terms else None
+    chosen = {"amdahl": amdahl_term, "power": power}.get(form.name)
 
     def thread_verdict(term: Tried) -> str:
         if term is chosen:
-            return f"**yes**: {term.against(both)}, the lower LODO of the two thread terms"
+            return f"**yes**: {term.against(both)}" + (", the lower LODO of the two thread terms"
+                                                       if len(thread_terms) == 2 else "")
         if term in thread_terms:
-            return f"no: {term.against(both)}, but the power term lowers LODO further"
+            other = "Amdahl" if chosen is amdahl_term else "power"
+            return f"no: {term.against(both)}, but the {other} term lowers LODO further"
         return f"no: {term.against(both)}"
 
     kept = {
@@ -858,25 +925,40 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
         per_model.name: (("would be kept: " if per_model.lowers(carried_formula) else "no: ")
                          + per_model.against(carried_formula)),
         flags.name: fma_verdict(rows, flags, carried_formula),
+        wide.name: fma_verdict(rows, wide, carried_formula, 3, "the flags' 16 and the 8 it retires"),
     }
     for tried in (plain, clock, vocoder, base, fp32, fixed, per_pass, both, amdahl_term, power, gpu_model, weighted,
-                  per_model, flags, torch_rows):
+                  per_model, flags, wide, torch_rows):
         out.append(f"| {tried.name} | {tried.rows} | {summary(tried.lodo.values())} | {summary(tried.loso.values())} "
                    f"| {statistics.median(tried.in_sample.values()):.0f}% | {kept[tried.name]} |")
     cpu_rows = [r for r in rows if r.backend == "cpu"]
-    fits = tts_fit(rows, THREAD_EXPONENTS, gpu=gpu)
+    shown = form if form != NO_THREAD_TERM else POWER  # the shares below are with a thread term, kept or not
+    shown_tried = amdahl_term if shown == AMDAHL else power
+    fits = form_fit(rows, shown, gpu=gpu)
     one_thread = defaultdict(list)
     for row in cpu_rows:
-        one_thread[row.device.removeprefix("cpu: ")].append(row.work * row.measured / row.peak
+        one_thread[row.device.removeprefix("cpu: ")].append(row.work * row.measured / row.peak * amdahl(row, fits["serial"])
                                                            / thread_share(row, fits["exponent"]))
     shares = ", ".join(f"{statistics.median(v):.2f} on the {device}" for device, v in sorted(one_thread.items()))
     pi = "cpu: Raspberry Pi 4 Model B"
-    without_pi = tts_fit([r for r in rows if r.device != pi], gpu=gpu)["exponent"] if any(r.device == pi for r in rows) else None
+    without_pi = (thread_parameter(form_fit([r for r in rows if r.device != pi], shown, gpu=gpu), shown)
+                  if any(r.device == pi for r in rows) else None)
     threads = sorted({r.cores for r in cpu_rows})
-    cpu_both, cpu_power = both.judged(power.scope), power.judged(power.scope)
+    cpu_both, cpu_shown = both.judged(shown_tried.scope), shown_tried.judged(shown_tried.scope)
+    sweep = [r for r in cpu_rows if "measured on this machine" in r.source]
+    here = ""
+    if len({r.cores for r in sweep}) > 1:
+        low, high = min(sweep, key=lambda r: r.cores), max(sweep, key=lambda r: r.cores)
+        here = (f", and Piper on the development VM {high.measured / low.measured:.2f}x from {low.cores} to {high.cores} "
+                "threads (speech-tts-measured-here.toml)")
+    parameter = (f"serial share s = {fits['serial']:.2f}" if shown == AMDAHL else f"a = {fits['exponent']:.2f}")
     out.append("\nWhy these terms: gpuready assumes a 3.0 GHz all-core clock for every CPU (gpuready/tasks/devices.py "
                "ASSUMED_CPU_CLOCK_HZ), but a Raspberry Pi 4 runs at 1.8 GHz (Raspberry Pi 4 product brief, "
-               "catalog/cpus.toml clock_ghz), so its peak was overstated 1.7x. And 2 x parameters x frames counts each "
+               "catalog/cpus.toml clock_ghz), so its peak was overstated 1.7x; every row counts its Cortex-A72 cores at "
+               "the 8 FP32 FLOPs a cycle they retire, not the 16 of two 128-bit FMA pipes gpuready counts for NEON "
+               "(catalog/cpus.toml fp32_flops_per_cycle: a vfpbench run on a 2.0 GHz Cortex-A72 measures 15.9 GFLOPS on "
+               "one thread), a fact of the hardware as the clock is (the width row above shows the held-out errors at "
+               "16). And 2 x parameters x frames counts each "
                "weight once per output frame, while a HiFi-GAN or iSTFTNet vocoder runs its convolutions at up to the "
                "audio sample rate: Piper's generator does 3.9 GFLOPs per second of audio with 1.7M weights, Kokoro's "
                "49.2 GFLOPs with 17.3M, so Kokoro costs 8.4x Piper per second of audio, not 3.8x; sherpa-onnx's "
@@ -884,31 +966,39 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], b
                f"The clock alone gives LODO {clock.lodo_median:.0f}% and the vocoder count alone "
                f"{vocoder.lodo_median:.0f}%; together {base.lodo_median:.0f}% (LOSO {base.loso_median:.0f}%). "
                "The thread terms carry what a flat share of all cores' peak cannot: the Pi speeds up only 2.2x to "
-               "2.4x from one to four threads (sherpa-onnx's table), so each thread's share of a core's peak falls as "
-               f"threads are added. With the power term (a = {fits['exponent']:.2f} fitted on all rows) the share of a "
-               f"core's peak one thread reaches is {shares}. The gap between CPU designs stays: the Xeon Platinum "
-               "8272CL's peak counts AVX-512 at two FMA units (as Intel ARK states for the Platinum 8280), which "
-               "Kokoro's runtimes turn into far less speed, and the Apple M4 Pro's PyTorch CPU run is faster than its NEON peak implies. "
-               + (pi_sentence(fits["exponent"], without_pi) if without_pi is not None else "")
-               + (f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: the margin the thread term wins by on the "
-                  f"CPU rows (LODO {cpu_both[0]:.0f}% -> {cpu_power[0]:.0f}%) is small beside the spread between devices.\n"
-                  if power.lowers(both) else
-                  f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: on these rows the thread term no longer "
-                  f"passes its own rule on the CPU rows (LODO {cpu_both[0]:.0f}% -> {cpu_power[0]:.0f}%, LOSO "
-                  f"{cpu_both[1]:.0f}% -> {cpu_power[1]:.0f}%), so gpuready's formula drops it "
-                  "(TTS_CPU_THREAD_EXPONENT 0: every thread the same share of a core's peak) until rows show it again. "
-                  + ("The shares above are with the term, to show the spread it was meant to carry. "
-                     if fits["exponent"] else "") +
-                  "Held out, the CPUs are predicted as follows without and with the term: "
-                  + per_device_pair(rows, both, power) + ".\n"))
+               f"2.4x from one to four threads (sherpa-onnx's table){here}, so each thread's share of a core's peak "
+               "falls as threads are added. Two forms are tried: Amdahl's (a share s of one thread's work does not "
+               "spread over the threads: the time x (s x threads + 1 - s)) and a power (each thread's share x "
+               f"threads^-a). With the {'Amdahl' if shown == AMDAHL else 'power'} term ({parameter} fitted on all rows) "
+               f"the share of a core's peak one thread reaches is {shares}. The gap between CPU designs stays: the Xeon "
+               "Platinum 8272CL's peak counts AVX-512 at two FMA units (as Intel ARK states for the Platinum 8280), "
+               "which Kokoro's runtimes turn into far less speed, and the Apple M4 Pro's PyTorch CPU run is faster than "
+               "its NEON peak implies. "
+               + (pi_sentence(thread_parameter(fits, shown), without_pi, shown) if without_pi is not None else "")
+               + (f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: on the CPU rows the term lowers LODO "
+                  f"{cpu_both[0]:.0f}% -> {cpu_shown[0]:.0f}% and LOSO {cpu_both[1]:.0f}% -> {cpu_shown[1]:.0f}%. "
+                  if form != NO_THREAD_TERM else
+                  f"{cpus} CPU devices, {threads[0]} to {threads[-1]} threads: on these rows no thread term passes its "
+                  f"own rule on the CPU rows (the power term: LODO {cpu_both[0]:.0f}% -> {cpu_shown[0]:.0f}%, LOSO "
+                  f"{cpu_both[1]:.0f}% -> {cpu_shown[1]:.0f}%), so gpuready's formula drops it (TTS_CPU_SERIAL_SHARE "
+                  "and TTS_CPU_THREAD_EXPONENT 0: every thread the same share of a core's peak) until rows show it "
+                  "again; the shares above are with the power term, to show the spread it was meant to carry. ")
+               + "Held out, the CPUs are predicted as follows without and with the term: "
+               + per_device_pair(rows, both, shown_tried) + ".\n")
 
 
-def pi_sentence(exponent: float, without_pi: float) -> str:
-    """What the Raspberry Pi 4's one-to-four-thread sweep does to the thread exponent fitted on all rows."""
-    if exponent > without_pi:
-        return (f"The exponent is carried by the Pi's one-to-four-thread sweep: fitted without the Pi's rows it is "
+def thread_parameter(fits: dict, form: ThreadForm) -> float:
+    """The fitted parameter of a thread form: the Amdahl serial share, or the power exponent."""
+    return fits["serial"] if form == AMDAHL else fits["exponent"]
+
+
+def pi_sentence(value: float, without_pi: float, form: ThreadForm = POWER) -> str:
+    """What the Raspberry Pi 4's one-to-four-thread sweep does to the thread term's parameter fitted on all rows."""
+    what = "serial share" if form == AMDAHL else "exponent"
+    if value > without_pi:
+        return (f"The {what} is carried by the Pi's one-to-four-thread sweep: fitted without the Pi's rows it is "
                 f"{without_pi:.2f}. ")
-    return f"Fitted without the Pi's rows the exponent is {without_pi:.2f}. "
+    return f"Fitted without the Pi's rows the {what} is {without_pi:.2f}. "
 
 
 def gpu_narrative(gpu_rows: list[Row], fits: dict, carried: Tried, gpu_model: Tried, model_kept: bool,
@@ -947,8 +1037,9 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
                "the vocoder x output frames per second x network passes per frame, plus the vocoder's own FLOPs at its "
                "upsampled rates, catalog/speech.toml) over peak FLOPS (a CPU at the clock catalog/cpus.toml states for "
                "it, else the assumed 3.0 GHz; a GPU running fp32 weights at its FP32 rate, else its FP16 tensor peak) x "
-               "a per-backend efficiency (tasks/speech.py TTS_EFFICIENCY; on a CPU, one thread's share x "
-               "threads^-TTS_CPU_THREAD_EXPONENT), plus on a GPU a fixed time per second of audio (TTS_FIXED_SECONDS), "
+               "a per-backend efficiency (tasks/speech.py TTS_EFFICIENCY; on a CPU, one thread's share / (s x threads + "
+               "1 - s) x threads^-a, s = TTS_CPU_SERIAL_SHARE and a = TTS_CPU_THREAD_EXPONENT, the thread term the "
+               "scorer keeps), plus on a GPU a fixed time per second of audio (TTS_FIXED_SECONDS), "
                "so x real time = 1 / (FLOPs per second of audio / (peak x efficiency) + fixed seconds). Scored as "
                "speech to text is.\n")
     rows = [r for r in all_rows if r.in_fit]
@@ -956,12 +1047,13 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
         out.append("No rows.\n")
         return
     chain = gpu_chain(rows)
-    both, power, grid = thread_term(rows, chain.terms)
-    carried = power if grid == THREAD_EXPONENTS else both  # gpuready's formula, already cross-validated
-    gpu_model, model_kept = model_term(rows, carried, grid, chain.terms)
+    threads = thread_term(rows, chain.terms)
+    form = threads.form
+    carried = threads.carried  # gpuready's formula, already cross-validated
+    gpu_model, model_kept = model_term(rows, carried, form, chain.terms)
     if model_kept:
         carried = gpu_model
-    weighted, by_device = device_term(rows, carried, grid, "gpu" if model_kept else False, chain.terms)
+    weighted, by_device = device_term(rows, carried, form, "gpu" if model_kept else False, chain.terms)
     if by_device:
         carried = weighted
     errors = (carried.in_sample, carried.lodo, carried.loso)
@@ -980,7 +1072,7 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     for (model, backend, device), indices in sorted(groups.items()):
         out.append(f"| {model} | {backend} | {device} | {len(indices)} | {summary(lodo[i] for i in indices)} "
                    f"| {summary(in_sample[i] for i in indices)} |")
-    fits = tts_fit(rows, grid, "gpu" if model_kept else False, chain.terms, by_device)
+    fits = form_fit(rows, form, "gpu" if model_kept else False, chain.terms, by_device)
     outside = [r for r in all_rows if not r.in_fit]
     if outside:
         out.append("\nRows kept out of the fit (scored against the fitted constants):\n")
@@ -990,8 +1082,9 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
             kept[(row.kept_out, tts_model(row), row.device)].append(ape(tts_predict(row, fits), row.measured))
         for (why, model, device), values in sorted(kept.items()):
             out.append(f"| {why} | {model} | {device} | {len(values)} | {summary(values)} |")
-    out.append("\nEfficiency each row implies, median (tasks/speech.py TTS_EFFICIENCY; a CPU row's share divided by "
-               "threads^-a first, so the CPU figure is one thread's share of a core's peak"
+    out.append("\nEfficiency each row implies, median (tasks/speech.py TTS_EFFICIENCY; a CPU row's share multiplied by "
+               "(s x threads + 1 - s) and divided by threads^-a first, so the CPU figure is one thread's share of a "
+               "core's peak"
                + ("; the median of each device's own median, the device term below" if by_device else "") + "):\n")
     out.append("| backend | rows | devices | fitted median | constant |\n|---|---:|---:|---:|---:|")
     for backend, value in sorted((k, v) for k, v in fits["table"].items() if isinstance(k, str)):
@@ -1010,9 +1103,12 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
             members = [r for r in rows if r.backend == backend and tts_model(r) == model]
             out.append(f"| {model} | {backend} | {len(members)} | {len({r.device for r in members})} | {value:.3f} "
                        f"| {'-' if constant is None else constant} |")
+    se.FITS[("TTS_CPU_SERIAL_SHARE", "cpu")] = (fits["serial"], speech.TTS_CPU_SERIAL_SHARE)
     se.FITS[("TTS_CPU_THREAD_EXPONENT", "cpu")] = (fits["exponent"], speech.TTS_CPU_THREAD_EXPONENT)
-    out.append(f"\nThread exponent a (tasks/speech.py TTS_CPU_THREAD_EXPONENT), fitted with it on the 0.05 grid where "
-               f"the thread term passes its rule, else 0 (each thread the same share): {fits['exponent']:.2f} "
+    out.append(f"\nThread term (terms tried below): of Amdahl's serial share s (tasks/speech.py TTS_CPU_SERIAL_SHARE) "
+               "and the power exponent a (TTS_CPU_THREAD_EXPONENT), each fitted with the shares on its 0.05 grid, the "
+               "one that passes its rule with the lower LODO median is kept, the other 0 (neither: each thread the same "
+               f"share): s = {fits['serial']:.2f} (constant {speech.TTS_CPU_SERIAL_SHARE}), a = {fits['exponent']:.2f} "
                f"(constant {speech.TTS_CPU_THREAD_EXPONENT}).")
     for backend in sorted({r.backend for r in rows if r.backend != "cpu"}):
         se.FITS[("TTS_FIXED_SECONDS (milliseconds)", backend)] = (fits["fixed"] * 1e3,
@@ -1024,7 +1120,7 @@ def text_to_speech(se, all_rows: list[Row], out: list[str]) -> None:
     gpu_note = [r for r in rows if r.backend != "cpu"]
     if len({r.device for r in gpu_note}) > 1:
         gpu_narrative(gpu_note, fits, carried, gpu_model, model_kept, out)
-    tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, both, power, grid,
+    tts_terms_tried(rows, [r for r in all_rows if r.in_fit or r.kept_out == PIPER_PYTORCH], out, threads,
                     gpu_model, model_kept, chain, (weighted, by_device))
     band = percentile(list(lodo.values()), BAND_PERCENTILE) / 100
     se.FITS[("TTS_UNCERTAINTY", "all")] = (band, speech.TTS_UNCERTAINTY)

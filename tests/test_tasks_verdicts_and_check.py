@@ -304,11 +304,11 @@ def test_fast_enough_and_bound_ratio_compare_the_same_speed():
 
 def test_check_speech_needs_both_listening_and_speaking_and_names_the_part_that_failed(capsys):
     pi = str(FIXTURES / "linux-raspberry-pi-5")
-    # Whisper tiny at about 24x real time passed `speech` alone; Piper, the fastest text to speech here, is about 10x.
+    # Whisper tiny at about 24x real time passed `speech` alone; Piper, the fastest text to speech here, is about 8x.
     code, out, _ = check(capsys, "--task", "speech", "--min-realtime", "12", "--machine", pi)
     assert code == 1
     assert out.strip() == ("FAIL task speech, >= 12x real time: no text-to-speech model meets it; closest: "
-                           "Piper (medium voice): about 10.4x real time, needs 12x real time")
+                           "Piper (medium voice): about 8.1x real time, needs 12x real time")
     code, out, _ = check(capsys, "--task", "speech", "--min-realtime", "5", "--machine", pi)
     assert code == 0
     assert out.startswith("ok   task speech, >= 5x real time: speech to text: Whisper ") and "; text to speech: Piper " in out

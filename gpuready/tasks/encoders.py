@@ -45,7 +45,7 @@ def device_flops_basis(device: Device, fma: bool = False) -> str:
     speech is counted at (its FMA pipes' rate where catalog/cpus.toml gives a narrower one, Device.float_flops)."""
     if device.kind == "cpu":
         peak = device.float_flops if fma else device.flops
-        narrower = (", FMA pipes narrower than its AVX-512 flag implies: catalog/cpus.toml fma_flops_per_cycle"
+        narrower = (", FMA pipes narrower than its ISA flags imply: catalog/cpus.toml fma_flops_per_cycle"
                     if fma and device.fma_flops else "")
         return (f"{device.name}: {peak / 1e12:.2f} TFLOPS estimated peak (cores x "
                 f"{ASSUMED_CPU_CLOCK_HZ / 1e9:.0f} GHz assumed x FMA width{narrower})")
