@@ -96,6 +96,36 @@ def test_pci_ids_names_become_display_names():
         "Intel UHD Graphics 620", "Intel UHD Graphics 770", "Intel Arc A770", "Intel GPU (8086:ffff)"]
 
 
+@pytest.mark.parametrize(
+    ("device_id", "pci_ids_name", "cpu", "name", "table"),
+    [
+        # Arrow Lake-H (Linux kernel pciids.h INTEL_ARL_H_IDS): the 130T and 140T share both ids; the CPU names the bin
+        ("7d51", "Arrow Lake-P [Arc Pro 130T/140T]", "Intel(R) Core(TM) Ultra 9 285H", "Intel Arc 140T GPU", "arc-140t"),
+        ("7dd1", "Arrow Lake-P [Intel Graphics]", "Intel(R) Core(TM) Ultra 7 255H", "Intel Arc 140T GPU", "arc-140t"),
+        ("7d51", None, "Intel(R) Core(TM) Ultra 5 225H", "Intel Arc 130T GPU", "arc-130t"),  # pci.ids too old to list it
+        ("7dd1", None, "Intel(R) Core(TM) Ultra 5 235H", "Intel Arc 130T GPU", "arc-130t"),
+        # Meteor Lake's Arc keeps its pci.ids name, which the table matches as before
+        ("7d55", "Meteor Lake-P [Intel Arc Graphics]", "Intel(R) Core(TM) Ultra 7 155H", "Intel Arc Graphics",
+         "arc-graphics-meteor-lake"),
+    ],
+)
+def test_an_arrow_lake_h_igpu_is_named_by_its_cpu_and_found_in_the_table(device_id, pci_ids_name, cpu, name, table):
+    from gpu_fakes import pci_files
+
+    address = "0000:00:02.0"
+    files = {f"/sys/class/drm/card0/device/{key.rsplit('/', 1)[1]}": value
+             for key, value in pci_files(address, "0x8086", f"0x{device_id}", "xe").items()}
+    files["/proc/cpuinfo"] = f"processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: {cpu}\n\n"
+    files["/proc/meminfo"] = "MemTotal:       32000000 kB\nMemAvailable:   24000000 kB\n"
+    if pci_ids_name:
+        files["/usr/share/hwdata/pci.ids"] = f"8086  Intel Corporation\n\t{device_id}  {pci_ids_name}\n"
+    gpus, problems = intel.probe(FakeHost(files=files))
+    assert [(g.name, g.kind, g.counted) for g in gpus] == [(name, "integrated", True)] and problems == []
+    from gpuready.catalog.tables import match_gpu
+
+    assert match_gpu(gpus[0]).id == table
+
+
 def test_old_intel_graphics_are_listed_but_not_counted():
     hardware, _ = probe_hardware(_replay("intel-uhd620-laptop"))
     assert [(g.name, g.counted, g.not_counted_reason, g.memory_total_bytes) for g in hardware.gpus] == [

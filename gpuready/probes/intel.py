@@ -25,6 +25,12 @@ ARC_DEVICES = {
     "56a0": "Intel Arc A770", "56a1": "Intel Arc A750", "56a2": "Intel Arc A580",
     "56a5": "Intel Arc A380", "56a6": "Intel Arc A310", "e20b": "Intel Arc B580", "e20c": "Intel Arc B570",
 }
+# Arrow Lake-H's iGPU by PCI device id (Linux kernel include/drm/intel/pciids.h, INTEL_ARL_H_IDS). The Arc 130T
+# (7 Xe cores, in the Core Ultra 5 225H and 235H) and the Arc 140T (8, in the Core Ultra 7 and 9 H parts) share both
+# ids, and neither pci.ids ('Arrow Lake-P [Arc Pro 130T/140T]', '[Intel Graphics]'), Level Zero ('Intel(R) Arc(TM)
+# Graphics', Meteor Lake's name too) nor Mesa ('Intel(R) Graphics (ARL)') tells them apart: the CPU model does.
+ARROW_LAKE_H = frozenset({"7d51", "7dd1"})
+ARROW_LAKE_130T_CPU = re.compile(r"\bUltra 5 2\d5H\b", re.IGNORECASE)
 # Graphics before Gen12 (Xe-LP): Intel's compute runtime (oneAPI Level Zero / OpenCL) and
 # llama.cpp's SYCL backend support Gen12 and later only
 # (https://github.com/intel/compute-runtime#supported-platforms; Gen9-Gen11 moved to a
@@ -52,15 +58,27 @@ def parse_pci_ids(text: str, vendor: str = "8086") -> dict[str, str]:
     return names
 
 
-def display_name(pci_ids_name: str | None, device_id: str) -> str:
-    """'DG2 [Arc A770]' -> 'Intel Arc A770'; 'UHD Graphics 620' -> 'Intel UHD Graphics 620'."""
+def display_name(pci_ids_name: str | None, device_id: str, cpu_name: str | None = None) -> str:
+    """'DG2 [Arc A770]' -> 'Intel Arc A770'; 'UHD Graphics 620' -> 'Intel UHD Graphics 620'; an Arrow Lake-H iGPU ->
+    'Intel Arc 130T GPU' or 'Intel Arc 140T GPU' by the CPU model it sits in."""
     if device_id in ARC_DEVICES:
         return ARC_DEVICES[device_id]
+    if device_id in ARROW_LAKE_H:
+        return f"Intel Arc {'130T' if ARROW_LAKE_130T_CPU.search(cpu_name or '') else '140T'} GPU"
     if not pci_ids_name:
         return f"Intel GPU (8086:{device_id})"
     bracket = re.search(r"\[([^\]]+)\]", pci_ids_name)
     name = bracket.group(1) if bracket else pci_ids_name
     return name if name.lower().startswith("intel") else f"Intel {name}"
+
+
+def _cpu_name(host: Host) -> str | None:
+    """The first /proc/cpuinfo 'model name', for the iGPUs whose PCI id does not name them alone."""
+    for line in (host.read_text("/proc/cpuinfo") or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            return value.strip()
+    return None
 
 
 def _pci_ids(host: Host) -> dict[str, str]:
@@ -97,10 +115,11 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
     if not cards:
         return [], []
     names = _pci_ids(host)
+    cpu_name = _cpu_name(host) if any(device.device_id in ARROW_LAKE_H for _, device in cards) else None
     available = parse_meminfo(host.read_text("/proc/meminfo") or "").get("MemAvailable")
     gpus, problems = [], []
     for card, device in cards:
-        name = display_name(names.get(device.device_id), device.device_id)
+        name = display_name(names.get(device.device_id), device.device_id, cpu_name)
         total, free = _vram(host, card, device)
         discrete = total is not None or device.device_id in ARC_DEVICES
         if discrete:
