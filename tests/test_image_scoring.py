@@ -117,13 +117,14 @@ def test_the_band_is_the_nearest_rank_80th_percentile():
     assert score_image.percentile(errors, share) >= statistics.quantiles(errors, n=10)[6]  # never narrower than the 70th
 
 
-@pytest.mark.parametrize(("backend", "fitted"), [("rocm", False), ("sycl", True)])
+@pytest.mark.parametrize(("backend", "fitted"), [("rocm", False), ("sycl", False)])
 def test_amd_and_intel_rows_are_kept_as_their_own_backend_and_only_the_rule_fits_them(backend, fitted):
     # A ROCm (AMD) or sycl (Intel XPU) row is kept as its own backend
     row = raw(backend, "GPU", iterations_per_s=16.0, steps=20, rate_of="whole image")
     (scored,), skipped = score_image.collect([row], CATALOG, device_of("GPU", 100e12), source_key)
     assert scored.backend == backend and not skipped
-    # ... neither is a reference backend; Intel's own class won the held-out rule, AMD's did not (benchmarks/ACCURACY.md)
+    # ... neither is a reference backend, and neither's own class wins the held-out rule (Intel's did on its first 29
+    # rows, not with the Arc 140T's; benchmarks/ACCURACY.md)
     assert backend not in score_image.REFERENCE_BACKENDS
     assert (backend in score_image.FITTED_BACKENDS) == fitted == (backend in score_image.BY_THE_RULE)
     # ... and gpuready ships constants for exactly the fitted one
@@ -148,9 +149,12 @@ def test_a_same_peak_family_is_one_device_and_its_members_share_their_peaks():
     assert score_image.device_key({"gpu_id": "arc-a770-8gb"}, unnamed) == "A770"
 
 
-@pytest.mark.parametrize("backend", ["rocm", "sycl"])
-def test_the_band_of_a_backend_beyond_cuda_and_apple_comes_from_the_formula_gpuready_ships_for_it(backend):
-    # Two CUDA devices and two devices of the backend: scaled CUDA constants for ROCm, a class of its own for Intel
+@pytest.mark.parametrize(("backend", "fitted"), [("rocm", False), ("sycl", False), ("sycl", True)])
+def test_the_band_of_a_backend_beyond_cuda_and_apple_comes_from_the_formula_gpuready_ships_for_it(monkeypatch, backend, fitted):
+    # Two CUDA devices and two devices of the backend: scaled CUDA constants, or a class of its own where the rule fits
+    # one (as it did Intel's on its first 29 rows)
+    if fitted:
+        monkeypatch.setattr(score_image, "SHIPPED", score_image.Terms(own=score_image.REFERENCE_BACKENDS | {backend}))
     cuda = [raw("cuda", f"CUDA {n}", iterations_per_s=rate) for n, rate in ((1, 10.0), (2, 12.0))]
     other = [raw(backend, f"{backend} {n}", iterations_per_s=rate) for n, rate in ((1, 6.0), (2, 9.0))]
     rows, _ = score_image.collect(cuda + other, CATALOG, device_of("x", 100e12), source_key)
@@ -164,6 +168,6 @@ def test_the_band_of_a_backend_beyond_cuda_and_apple_comes_from_the_formula_gpur
     # the shipped formula differs: for a fitted backend the band is its own class's held-out errors, not CUDA's scaled
     scaled = score_image.held_out(rows, score_image.Terms(own=score_image.REFERENCE_BACKENDS), by_device)
     assert ([lodo[id(row)] for row in rows if row.backend == backend]
-            != pytest.approx([scaled[id(row)] for row in rows if row.backend == backend])) == (backend == "sycl")
+            != pytest.approx([scaled[id(row)] for row in rows if row.backend == backend])) == fitted
     heading = next(line for line in out if line.startswith("#### "))
-    assert heading.endswith("fitted on its own rows\n" if backend == "sycl" else "scored, not fitted\n")
+    assert heading.endswith("fitted on its own rows\n" if fitted else "scored, not fitted\n")

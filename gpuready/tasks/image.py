@@ -81,9 +81,10 @@ ENCODER_TOKENS = {"clip-vit-l-14": 77, "openclip-vit-bigg-14": 77, "t5-v1_1-xxl"
 # memory traffic added (attention_scores x 4 fp16 accesses / bandwidth); gpuready predicts today's fused
 # attention. Compiled rows (torch.compile) are scored against these eager constants: gpuready predicts the
 # plain runtime.
-# Intel GPUs (sycl: PyTorch's XPU build) are fitted on their own 29 SD.Next rows (image-generation-intel.toml): a class
-# of their own predicted them better held out than CUDA's constants scaled (benchmarks/ACCURACY.md, "Intel XPU").
-STEP_EFFICIENCY = {"unet": {"cuda": 0.38, "metal": 0.44, "sycl": 0.25}, "dit": {"cuda": 0.85}}
+# Intel GPUs (sycl: PyTorch's XPU build) take CUDA's constants scaled (step_constants), as AMD's do: on the 34 SD.Next
+# rows of image-generation-intel.toml (6 Intel GPUs) a class of their own predicts them no better held out (34% against
+# 32%, benchmarks/ACCURACY.md, "Intel XPU"); it did on the first 29, before the Arc 140T's PyTorch 2.9 rows.
+STEP_EFFICIENCY = {"unet": {"cuda": 0.38, "metal": 0.44}, "dit": {"cuda": 0.85}}
 # Fixed seconds per step whatever the GPU's speed: an eager runtime launches every kernel of the denoiser
 # from Python, one after another (a UNet step is some 40-90 resnet and transformer blocks of several kernels
 # each), and a fast GPU waits for the host. It is why SD 1.5 at batch 1 runs no faster on an A100 (21.7
@@ -93,7 +94,7 @@ STEP_EFFICIENCY = {"unet": {"cuda": 0.38, "metal": 0.44, "sycl": 0.25}, "dit": {
 # grid value with the lowest median error); a cost per block instead of per step scored no better
 # (benchmarks/ACCURACY.md). Apple's rows time one amount of work only, so the two cannot be told apart
 # there: metal takes 0 and its efficiency absorbs the overhead.
-STEP_FIXED_SECONDS = {"unet": {"cuda": 0.014, "metal": 0.0, "sycl": 0.041}, "dit": {"cuda": 0.0125}}
+STEP_FIXED_SECONDS = {"unet": {"cuda": 0.014, "metal": 0.0}, "dit": {"cuda": 0.0125}}
 # GeForce RTX cards: catalog/gpus.toml lists the FP16 tensor rate with FP32 accumulate, which NVIDIA's
 # Turing, Ampere and Ada whitepapers give as half the FP16-accumulate rate on GeForce (the workstation and
 # datacenter cards run both at the full rate). The diffusion rows show GeForce cards at the full rate: the
@@ -110,11 +111,11 @@ SPEED_UNCERTAINTY = 0.5
 # errors give, where rows score it: ROCm, the 80th percentile of the errors of image-generation-rocm.toml's 16 rows
 # on 8 AMD GPUs (PyTorch's ROCm build under ComfyUI and SD.Next), each predicted from the CUDA rows alone: median 32%
 # (benchmarks/ACCURACY.md, "ROCm: scored, not fitted"). A ROCm class fitted on those rows predicts them worse held out.
-# Intel GPUs (sycl), fitted on their own rows (STEP_EFFICIENCY), take the 80th percentile of those rows' errors held
-# out by device: image-generation-intel.toml's 29 SD.Next records on 5 Intel GPUs (Arc A750, A770, B580, 140V, Meteor
-# Lake's Arc), median 18%, worst 209%: the same B580 ran SD 1.5 2.8x faster on one PyTorch build than on another
-# (benchmarks/ACCURACY.md, "Intel XPU: fitted on its own rows").
-SPEED_UNCERTAINTY_BY_BACKEND = {"rocm": 0.57, "sycl": 0.64}
+# Intel GPUs (sycl) the same way: image-generation-intel.toml's 34 SD.Next records on 6 Intel GPUs (Arc A750, A770,
+# B580, 140V, 140T, Meteor Lake's Arc), each predicted from the CUDA rows alone: median 32%, worst 160%. The spread is
+# the software more than the GPU: the same B580 ran SD 1.5 2.8x faster on PyTorch 2.9 than on 2.6, and the Arc 140T's
+# PyTorch 2.9 rows run 2-3x faster than predicted (benchmarks/ACCURACY.md, "Intel XPU: scored, not fitted").
+SPEED_UNCERTAINTY_BY_BACKEND = {"rocm": 0.57, "sycl": 0.71}
 
 
 @dataclass(frozen=True, kw_only=True)
