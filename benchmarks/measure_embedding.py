@@ -18,13 +18,11 @@ Each pair is a 16-token query plus a chunk, N tokens in all.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
-import subprocess
-import sys
 import time
+
+from measure_common import cpu_name, gpuready_estimate
 
 CHUNKS = 256
 QUERY_TOKENS = 16
@@ -53,17 +51,6 @@ def timed(run, threads: int, chunks: int = CHUNKS, runs: int = 3) -> tuple[float
         wall.append(chunks / (time.perf_counter() - start) * 60)
         cpu.append(chunks / ((time.process_time() - start_cpu) / threads) * 60)
     return statistics.median(wall), statistics.median(cpu)
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main() -> None:
@@ -115,15 +102,11 @@ def main() -> None:
               f"({tokens}-token {what}, batch {args.batch}, median of 3 runs of {args.chunks}, load average now {os.getloadavg()[0]:.2f})")
         print(f"  TOML: chunk_tokens = {tokens}, batch = {args.batch}, threads = {torch.get_num_threads()}, "
               f"{unit} = {by_cpu:.0f}  # wall clock {measured:.0f}")
-    estimate = subprocess.run(
-        [sys.executable, "-m", "gpuready", "estimate", "all-minilm-l6-v2", "--json"],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))},
-    )
-    if estimate.returncode == 0:
-        verdict = json.loads(estimate.stdout)
+    verdict, error = gpuready_estimate("all-minilm-l6-v2")
+    if verdict:
         print(f"gpuready (256-token chunks): {verdict['speed']:,.0f} {verdict['speed_unit']} (+/-{verdict['uncertainty']:.0%})")
     else:
-        print(f"gpuready estimate failed: {estimate.stderr.strip()[-300:]}")
+        print(f"gpuready estimate failed: {error}")
 
 
 if __name__ == "__main__":

@@ -21,11 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
-import sys
 import time
+
+from measure_common import cpu_name, gpuready_estimate
 
 # Public-domain text (the opening of the U.S. Declaration of Independence), six sentences: Piper
 # synthesises one sentence a call, so the passage is several calls, as reading a page is.
@@ -41,17 +40,6 @@ PASSAGE = (
     "The history of the present King of Great Britain is a history of repeated injuries and usurpations. "
     "To prove this, let Facts be submitted to a candid world."
 )
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def load_voice(threads: int, voice_dir: str | None):
@@ -118,16 +106,11 @@ def main() -> None:
               f"load average now {os.getloadavg()[0]:.2f})")
         print(f"  TOML: threads = {threads}, audio_seconds = {audio:.2f}, wall_seconds = {audio / by_cpu:.3f}  "
               f"# CPU-time rate; wall clock {audio / wall:.3f} s")
-    estimate = subprocess.run(
-        [sys.executable, "-m", "gpuready", "estimate", "piper-medium", "--json"],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))},
-    )
-    if estimate.returncode == 0:
-        verdict = json.loads(estimate.stdout)
+    verdict, error = gpuready_estimate("piper-medium")
+    if verdict:
         print(f"gpuready: {verdict['speed']:.2f} {verdict['speed_unit']} (+/-{verdict['uncertainty']:.0%})")
     else:
-        print(f"gpuready estimate failed (run from a checkout with gpuready's deps importable): "
-              f"{estimate.stderr.strip()[-300:]}")
+        print(f"gpuready estimate failed (run from a checkout with gpuready's deps importable): {error}")
 
 
 def _dist_version(name: str) -> str:

@@ -872,18 +872,17 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], t
                                    "longer decides its backend's share alone)"
                                    f"{': gpuready' + chr(39) + 's formula**' if by_device else ''}")
     carried_formula = weighted if by_device else before_device
-    flags_rows = [dataclasses.replace(r, peak=r.extra[2]) for r in rows]
-    flags = dataclasses.replace(
-        try_formula("", flags_rows, True, True, per_model="gpu" if model_kept else False, threads=form, gpu=gpu,
-                    by_device=by_device),
-        name="... gpuready's formula with an AVX-512 CPU at the flags' 64 FP32 FLOPs a cycle, not its FMA pipes' 32 "
-             "(catalog/cpus.toml fma_flops_per_cycle: Rocket Lake's one 512-bit FMA)")
-    wide_rows = [dataclasses.replace(r, peak=r.extra[3]) for r in rows]
-    wide = dataclasses.replace(
-        try_formula("", wide_rows, True, True, per_model="gpu" if model_kept else False, threads=form, gpu=gpu,
-                    by_device=by_device),
-        name="... gpuready's formula with a Cortex-A72 (Raspberry Pi 4) at the NEON flags' 16 FP32 FLOPs a cycle, not "
-             "the 8 it retires (catalog/cpus.toml fp32_flops_per_cycle)")
+
+    def at_peak(index: int, name: str) -> Tried:
+        """gpuready's formula with every row at the peak `extra[index]` holds (the flags' figure in place of a narrower
+        rate catalog/cpus.toml states)."""
+        moved = [dataclasses.replace(r, peak=r.extra[index]) for r in rows]
+        return dataclasses.replace(try_formula("", moved, True, True, per_model="gpu" if model_kept else False,
+                                               threads=form, gpu=gpu, by_device=by_device), name=name)
+    flags = at_peak(2, "... gpuready's formula with an AVX-512 CPU at the flags' 64 FP32 FLOPs a cycle, not its FMA "
+                       "pipes' 32 (catalog/cpus.toml fma_flops_per_cycle: Rocket Lake's one 512-bit FMA)")
+    wide = at_peak(3, "... gpuready's formula with a Cortex-A72 (Raspberry Pi 4) at the NEON flags' 16 FP32 FLOPs a "
+                      "cycle, not the 8 it retires (catalog/cpus.toml fp32_flops_per_cycle)")
     counts_best = base.lodo_median <= min(clock.lodo_median, vocoder.lodo_median)
     fixed_kept = gpu.fixed_grid != (0.0,)
 

@@ -94,6 +94,16 @@ ARM_IMPLEMENTERS = {0x41: "ARM", 0x42: "Broadcom", 0x4E: "NVIDIA", 0x51: "Qualco
 GRAVITON = {"Neoverse-N1": "AWS Graviton2", "Neoverse-V1": "AWS Graviton3", "Neoverse-V2": "AWS Graviton4"}
 
 
+def cpuinfo_model_name(host: Host) -> str | None:
+    """The first /proc/cpuinfo 'model name' (x86 Linux), for probes whose device ids do not name a part alone: an
+    Arrow Lake-H iGPU (130T or 140T), an AMD NPU (XDNA or XDNA 2)."""
+    for line in (host.read_text("/proc/cpuinfo") or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            return value.strip()
+    return None
+
+
 def parse_cpu_list(text: str) -> int:
     """Count the CPUs in a Linux cpu list such as ``0-15,24``."""
     count = 0

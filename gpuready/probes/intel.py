@@ -16,6 +16,7 @@ import re
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
 from gpuready.probes import pci
+from gpuready.probes.cpu import cpuinfo_model_name
 from gpuready.probes.memory import parse_meminfo
 
 PCI_IDS_PATHS = ("/usr/share/hwdata/pci.ids", "/usr/share/misc/pci.ids", "/usr/share/pci.ids")
@@ -72,15 +73,6 @@ def display_name(pci_ids_name: str | None, device_id: str, cpu_name: str | None 
     return name if name.lower().startswith("intel") else f"Intel {name}"
 
 
-def _cpu_name(host: Host) -> str | None:
-    """The first /proc/cpuinfo 'model name', for the iGPUs whose PCI id does not name them alone."""
-    for line in (host.read_text("/proc/cpuinfo") or "").splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "model name":
-            return value.strip()
-    return None
-
-
 def _pci_ids(host: Host) -> dict[str, str]:
     for path in PCI_IDS_PATHS:
         text = host.read_text(path)
@@ -115,7 +107,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
     if not cards:
         return [], []
     names = _pci_ids(host)
-    cpu_name = _cpu_name(host) if any(device.device_id in ARROW_LAKE_H for _, device in cards) else None
+    cpu_name = cpuinfo_model_name(host) if any(device.device_id in ARROW_LAKE_H for _, device in cards) else None
     available = parse_meminfo(host.read_text("/proc/meminfo") or "").get("MemAvailable")
     gpus, problems = [], []
     for card, device in cards:

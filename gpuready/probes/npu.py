@@ -32,6 +32,7 @@ import re
 from gpuready.hardware import NPU, Problem
 from gpuready.host import Host
 from gpuready.probes import apple
+from gpuready.probes.cpu import cpuinfo_model_name
 from gpuready.catalog.tables import NPUSpec, npu_table
 
 NPU_PCI_VENDORS = ("0x8086", "0x1022")
@@ -85,14 +86,6 @@ def runtimes_for(row: NPUSpec, platform: str) -> tuple[str, ...]:
     return tuple(r for r in row.runtimes if "Windows" not in r)
 
 
-def _cpu_name(host: Host) -> str | None:
-    for line in (host.read_text("/proc/cpuinfo") or "").splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "model name":
-            return value.strip()
-    return None
-
-
 def _has_library(host: Host, directories: tuple[str, ...], prefix: str) -> bool:
     for directory in directories:
         if any(name.startswith(prefix) for name in host.list_dir(directory) or []):
@@ -124,7 +117,7 @@ def linux_npus(host: Host) -> tuple[list[NPU], list[Problem]]:
 
     npus: list[NPU] = []
     problems: list[Problem] = []
-    cpu_name = _cpu_name(host) if any(v == 0x1022 for v, *_ in found.values()) else None
+    cpu_name = cpuinfo_model_name(host) if any(v == 0x1022 for v, *_ in found.values()) else None
     for slot, (vendor, device, revision, driver) in found.items():
         row = table_row(vendor, device, revision, cpu_name)
         if row is None:
