@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gpu_fakes import FakeHost
+
 from gpuready.catalog.tables import ASSUMED_CPU_BANDWIDTH_BYTES_PER_S, enrich_cpu, match_cpu
 from gpuready.hardware import CPU, GPU, Memory, Problem
 from gpuready.host import ReplayHost, command_slug
@@ -357,6 +359,25 @@ def test_a_windows_pc_reads_the_windows_readout():
     )
     assert memory_value == Memory(total_bytes=34282434560, available_bytes=21474836480, source="windows")
     assert system.probe(host)[0] == ("Windows 11 Pro 23H2 (build 22631)", False)
+
+
+@pytest.mark.parametrize(
+    ("present", "features", "per_cycle"),
+    [
+        # IsProcessorFeaturePresent names AVX2 but has no FMA3 constant: an AVX2 CPU has FMA3 (x86-64-v3)
+        ({"avx": True, "avx2": True, "avx512f": False, "neon": False, "dotprod": False}, ("avx", "avx2", "fma"), 32),
+        ({"avx": True, "avx2": True, "avx512f": True, "neon": False, "dotprod": False}, ("avx", "avx2", "avx512f", "fma"), 64),
+        # an AVX-only CPU (Sandy Bridge, Ivy Bridge) has no FMA3, and none is inferred
+        ({"avx": True, "avx2": False, "avx512f": False, "neon": False, "dotprod": False}, ("avx",), 8),
+    ],
+)
+def test_a_windows_cpu_with_avx2_is_counted_with_its_fma_pipes(present, features, per_cycle):
+    from gpuready.tasks.devices import cpu_flops_per_cycle
+
+    readout = {"cpu": {"name": "Some x86 CPU", "vendor": "GenuineIntel", "physical_cores": 8, "logical_cores": 16,
+                       "features": present}}
+    value, problems = cpu.windows_cpu(FakeHost(platform="windows", libraries={"windows": readout}), "x86_64")
+    assert problems == [] and value.features == features and cpu_flops_per_cycle(value.features) == per_cycle
 
 
 # --- bad input ------------------------------------------------------------------
