@@ -236,6 +236,11 @@ def gpu_chain(rows: list[Row]) -> GpuChain:
     return GpuChain(base, fp32, fixed, per_pass, carried_terms)
 
 
+def by_form(form: ThreadForm, amdahl_tried, power_tried, none=None):
+    """What stands for `form` among the formulas tried with each thread term (`none` where the form carries none)."""
+    return {AMDAHL.name: amdahl_tried, POWER.name: power_tried}.get(form.name, none)
+
+
 @dataclass
 class ThreadChoice:
     """The thread terms judged, held out: `both` the formula without one (carrying the GPU terms kept, gpu_chain),
@@ -249,7 +254,7 @@ class ThreadChoice:
 
     @property
     def carried(self) -> "Tried":
-        return {"amdahl": self.amdahl, "power": self.power}.get(self.form.name, self.both)
+        return by_form(self.form, self.amdahl, self.power, self.both)
 
 
 def thread_term(rows: list[Row], gpu: GpuTerms | None = None) -> ThreadChoice:
@@ -606,15 +611,14 @@ def tts_model(row: Row) -> str:
 
 def amdahl(row: Row, serial: float) -> float:
     """Time relative to perfect scaling over the row's threads when a share `serial` of the one-thread work
-    does not parallelise (CPU rows; 1 elsewhere)."""
-    threads = row.cores or 1
-    return serial * threads + 1 - serial if row.backend == "cpu" else 1.0
+    does not parallelise (CPU rows, as tasks/speech.py counts it: encoders.amdahl_factor; 1 elsewhere)."""
+    return encoders.amdahl_factor(row.cores, serial) if row.backend == "cpu" else 1.0
 
 
 def thread_share(row: Row, exponent: float) -> float:
     """Each CPU thread's share of its one-thread efficiency when it falls as threads^-exponent (document search's
-    CPU term, tasks/search.py); 1 elsewhere."""
-    return (row.cores or 1) ** -exponent if row.backend == "cpu" else 1.0
+    CPU term, tasks/search.py; encoders.per_core_share); 1 elsewhere."""
+    return encoders.per_core_share(1.0, row.cores, exponent)[0] if row.backend == "cpu" else 1.0
 
 
 # The fixed GPU term's grid (tasks/speech.py TTS_FIXED_SECONDS): 0 to 30 ms per second of audio (or per network pass
@@ -854,7 +858,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], t
                                 f"share falls as a power of the threads used (document search's CPU term; a fitted on a "
                                 f"0.05 grid){': gpuready' + chr(39) + 's formula**' if power_carried else ''}")
     # "gpuready's formula" is the one carried: with the thread term that passes its rule (form), else without
-    formula = {"amdahl": amdahl_term, "power": power}.get(form.name, both)
+    formula = by_form(form, amdahl_term, power, both)
     torch_rows = try_formula("... gpuready's formula, with Piper's PyTorch rows fitted too", with_kept_out, True, True,
                              per_model="gpu" if model_kept else False, threads=form, gpu=gpu, by_device=by_device)
     per_model = try_formula("... each catalogue model's own efficiency on every backend, CPU too (the backend's where "
@@ -895,7 +899,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], t
             return f"no: {against}, but the other fixed form lowers LODO further"
         return f"no: {against}"
     thread_terms = [t for t in (amdahl_term, power) if t.lowers(both)]
-    chosen = {"amdahl": amdahl_term, "power": power}.get(form.name)
+    chosen = by_form(form, amdahl_term, power)
 
     def thread_verdict(term: Tried) -> str:
         if term is chosen:
@@ -932,7 +936,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], t
                    f"| {statistics.median(tried.in_sample.values()):.0f}% | {kept[tried.name]} |")
     cpu_rows = [r for r in rows if r.backend == "cpu"]
     shown = form if form != NO_THREAD_TERM else POWER  # the shares below are with a thread term, kept or not
-    shown_tried = amdahl_term if shown == AMDAHL else power
+    shown_tried = by_form(shown, amdahl_term, power)
     fits = form_fit(rows, shown, gpu=gpu)
     one_thread = defaultdict(list)
     for row in cpu_rows:

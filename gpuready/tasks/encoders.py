@@ -39,14 +39,24 @@ def per_core_share(one_core: float, cores: int | None, exponent: float) -> tuple
     return one_core * used**-exponent, used
 
 
+def amdahl_factor(cores: int | None, serial: float) -> float:
+    """Time on `cores` (unknown: one) relative to perfect scaling when a share `serial` of one core's work does not
+    spread over them (Amdahl's law): serial x cores + 1 - serial, 1 on one core."""
+    used = max(1, cores or 1)
+    return serial * used + 1 - serial
+
+
+# The basis's words where a CPU's peak is taken at its FMA pipes' rate (Device.fma_flops) rather than its flags'.
+NARROWER_FMA = "FMA pipes narrower than its ISA flags imply: catalog/cpus.toml fma_flops_per_cycle"
+
+
 def device_flops_basis(device: Device, fma: bool = False) -> str:
     """The peak an estimate divides by, in words: a CPU's flags' figure, which ggml's kernels (llama.cpp, whisper.cpp,
     stable-diffusion.cpp) and document search are counted at (Device.flops), or with ``fma`` the float peak text to
     speech is counted at (its FMA pipes' rate where catalog/cpus.toml gives a narrower one, Device.float_flops)."""
     if device.kind == "cpu":
         peak = device.float_flops if fma else device.flops
-        narrower = (", FMA pipes narrower than its ISA flags imply: catalog/cpus.toml fma_flops_per_cycle"
-                    if fma and device.fma_flops else "")
+        narrower = f", {NARROWER_FMA}" if fma and device.fma_flops else ""
         return (f"{device.name}: {peak / 1e12:.2f} TFLOPS estimated peak (cores x "
                 f"{ASSUMED_CPU_CLOCK_HZ / 1e9:.0f} GHz assumed x FMA width{narrower})")
     return f"{device.name}: {device.flops / 1e12:.1f} TFLOPS FP16 peak"

@@ -17,7 +17,8 @@ from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import text_estimate
 from gpuready.tasks.base import Group, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole, without_cpu_fp16
 from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device
-from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, gpu_weights_peak, per_core_share
+from gpuready.tasks.encoders import (NARROWER_FMA, amdahl_factor, device_flops_basis, encoder_efficiency, gpu_weights_peak,
+                                     per_core_share)
 from gpuready.tasks.measured import with_measured_encoder
 
 # Whisper processes audio in 30 s windows of 1,500 encoder frames (n_audio_ctx = 1500;
@@ -278,7 +279,7 @@ def tts_peak_flops(device: Device, variant: str = "fp16") -> tuple[float, str]:
     if not device.clock_hz:
         return device.float_flops, device_flops_basis(device, fma=True)
     peak = device.float_flops * device.clock_hz / ASSUMED_CPU_CLOCK_HZ
-    narrower = "; FMA pipes narrower than its ISA flags imply: catalog/cpus.toml fma_flops_per_cycle" if device.fma_flops else ""
+    narrower = f"; {NARROWER_FMA}" if device.fma_flops else ""
     return peak, (f"{peak / 1e9:.0f} GFLOPS ({device.name} at its stated {device.clock_hz / 1e9:g} GHz, not the assumed "
                   f"{ASSUMED_CPU_CLOCK_HZ / 1e9:g} GHz{narrower})")
 
@@ -306,7 +307,7 @@ def tts_efficiency(backend: str, threads: int | None = None, model_id: str | Non
         one = TTS_EFFICIENCY["cpu"]
         value, used = per_core_share(one, threads, TTS_CPU_THREAD_EXPONENT)
         serial = TTS_CPU_SERIAL_SHARE
-        value /= serial * used + 1 - serial
+        value /= amdahl_factor(used, serial)
         terms = []
         if serial:
             terms.append(f"{serial:.0%} of one thread's work not spread over the {used} threads (Amdahl)")
