@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpuready.catalog.power import power_table  # noqa: E402
+from gpuready.probes import apple  # noqa: E402
 from gpuready.catalog.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
 from gpuready.tasks import devices  # noqa: E402
 from gpuready.tasks import text_estimate as est  # noqa: E402
@@ -216,11 +217,19 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
     matrix_cores = (stated.lower() != "none") if stated else devices.vulkan_matrix_cores(spec.vendor, spec.architecture)
     return devices.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
                       vendor=spec.vendor,
-                      bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=spec.fp16_flops or spec.fp32_flops,
+                      bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=gpu_flops(spec),
                       unified=spec.vendor == "apple", memory_type=spec.memory_type, vector_flops=spec.fp32_flops,
                       power_watts=power.watts if (power := power_table().gpu(spec.id)) else None,
                       matrix_cores=matrix_cores if backend == "vulkan" else None,
                       bf16_matrix=bool(row.get("vulkan_bf16")) and bool(matrix_cores) if backend == "vulkan" else None)
+
+
+def gpu_flops(spec) -> float | None:
+    """The FP16 rate gpuready estimates with: the table's, else for an Apple GPU the floor its probe derives from the
+    core count (probes/apple.py gpu_flops: Apple publishes no TFLOPS for M3 and M4)."""
+    if spec.vendor == "apple":
+        return apple.gpu_flops(spec)[0]
+    return spec.fp16_flops or spec.fp32_flops
 
 
 def vendor_class(device: devices.Device) -> str:
@@ -332,7 +341,7 @@ def text_generation(catalog, out: list[str]) -> None:
     prompt_rows: list[speedfit.PromptRow] = []
     baseline: list[float] = []
     skipped = defaultdict(int)
-    floorless = 0  # generation rows on a GPU with no table FLOPS whose runtime estimate derives one (Apple M3, M4)
+    derived: set[str] = set()  # GPUs scored at the FLOPS gpuready derives, the table giving none (Apple M3, M4)
     for row in load("text-generation"):
         if row.get("superseded"):
             # A before/after table of a merged change: the "before" build is code no release runs any more.
@@ -377,9 +386,8 @@ def text_generation(catalog, out: list[str]) -> None:
         predicted = speed.generation_tokens_per_s_full_context if kind == "generation" else speed.prompt_tokens_per_s
         where = "Apple" if backend == "metal" else ("CPU" if backend == "cpu" else "GPU")
         family = est.quant_family(quant_id)
-        if kind == "generation" and device.kind == "gpu" and not device.flops and device.vendor == "apple" \
-                and family != "float":
-            floorless += 1
+        if device.kind == "gpu" and (spec := gpu_spec(row)) is not None and not (spec.fp16_flops or spec.fp32_flops):
+            derived.add(device_key(row, device))
         bytes_read = est.weights_read_bytes(model, weights) + kv_read
         # A prompt token's work: 2 x the parameters it multiplies through; the output token's own only where the
         # build ran it for every token (ALL_LOGITS_UNTIL), and what it would add kept for the report's comparison.
@@ -423,19 +431,12 @@ def text_generation(catalog, out: list[str]) -> None:
                                    row.get("threads"), device.bandwidth_bytes_per_s, "memory" if stated_bandwidth(row) else "table",
                                    row["tokens_per_s"], implied))
     out.append("## Text generation (llama.cpp)\n")
-    speed_report.speed_model_report(gen_rows, prompt_rows, baseline, out, FITS)
+    speed_report.speed_model_report(gen_rows, prompt_rows, baseline, out, FITS, derived)
     out.append("### In-sample errors of gpuready's committed constants\n")
     out.append("| speed | hardware | rows | median error | worst error |\n|---|---|---:|---:|---:|")
     for (kind, where), errors in sorted(groups.items()):
         out.append(f"| {kind} | {where} | {len(errors)} | {statistics.median(errors):.0f}% | {max(errors):.0f}% |")
     out.append(f"\nSkipped: {dict(sorted(skipped.items()))}.\n")
-    if floorless:
-        out.append(f"Not what gpuready ships: {floorless} generation rows of quantised models on Apple GPUs whose table "
-                   "rows carry no FLOPS figure (Apple publishes none for M3 and M4) are scored without the cost of "
-                   "unpacking their weights, and those GPUs' prompt rows are skipped above, while gpuready's Apple probe derives a floor "
-                   "for them (probes/apple.py gpu_flops: the core count x M1's 0.325 TFLOPS a core) and estimates both "
-                   "with it. Scored with that floor, the fit moves (issue 10's closing notes give the figures) and "
-                   "needs a round of its own.\n")
     out.append("Weights memory (parameters x bits per weight from catalog/quants.toml) against the real file size the row "
                f"reports: {len(memory_errors)} rows, median error {statistics.median(memory_errors):.1f}%, "
                f"worst {max(memory_errors):.1f}%.\n")

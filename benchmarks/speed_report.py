@@ -51,6 +51,8 @@ def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...],
     models, 2- and 3-bit K-quants, Intel GPUs under Vulkan) is judged on that class's rows, as
     the prompt's second term picks its form per backend on that backend's rows: a median over
     all rows cannot see a term that fixes a small class, and the rest of the rows are shown beside.
+    It is judged on all rows too, and stays if dropping it raises either: in a joint fit its own
+    constants also keep its rows from pulling the shared ones.
     """
     scopes = scopes or {}
     terms = {name: True for name in fit_terms}
@@ -77,7 +79,11 @@ def choose_terms(rows: list, cross_validate, fit_terms: tuple[str, ...],
             rest, rest_without = error(terms, among, True), error(without, among, True)
             trials.append((f"without {name}, its own {len(among)} rows", own_without, own))
             trials.append((f"without {name}, the other {len(rows) - len(among)} rows", rest_without, rest))
-            drop = own_without <= own + 1e-9  # a tie (to rounding) drops it: the simpler model
+            # A tie (to rounding) on its own rows drops it, the simpler model, unless dropping it raises the error
+            # over all rows: in a joint fit a class's own constants also keep its rows from pulling the shared ones.
+            everywhere, everywhere_without = error(terms), error(without)
+            trials.append((f"without {name}, all {len(rows)} rows", everywhere_without, everywhere))
+            drop = own_without <= own + 1e-9 and everywhere_without <= everywhere + 1e-9
         else:
             score = error(without)
             trials.append((f"without {name}", score, best))
@@ -93,8 +99,10 @@ def _identity(row) -> tuple:
     return (row.device, row.source, row.variant, row.measured_s)
 
 
-def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str], fits: dict) -> None:
-    """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill `fits`."""
+def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float], out: list[str], fits: dict,
+                       derived: set[str] = frozenset()) -> None:
+    """Fit the generation and prompt models, cross-validate them, choose terms, derive bands; fill `fits`.
+    ``derived``: the devices scored at the FLOPS gpuready derives where the table gives none (apple_round)."""
     gen_terms, gen_trials = choose_terms(gen_rows, speedfit.cross_validate_generation,
                                          ("layers", "families", "hbm", "moe", "unpack", "lowbit", "ilowbit", "intel",
                                           "kv"),
@@ -104,6 +112,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                                           "intel": lambda r: bool(r.vendor_class), "kv": lambda r: r.depth > 0})
     # "lowbit": 2- and 3-bit K-quants as their own family (their own unpacking cost), or folded into K-quants;
     # "ilowbit": 1- to 3-bit i-quants (codebook lookups) the same way, or folded into IQ4_NL/IQ4_XS.
+    unmerged = gen_rows
     gen_rows = speedfit.merge_low_bits(gen_rows, gen_terms["lowbit"], gen_terms["ilowbit"])
     # The prompt model in the generation model's form: seconds per token = (2 x active params / peak FLOPS) / e
     # + (2 x active params in TFLOP) x s, where s (seconds per TFLOP, the "layers" slot) is a backend's software
@@ -212,11 +221,12 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "memory speed is not stated; a "
                "May 2025 Vulkan build on an RTX 2070. Prompt: Intel GPUs under Vulkan and SYCL; a Vulkan RTX 2080 Ti whose "
                "source prints no device line (gpuready assumes Turing gets matrix cores); BF16 MoE on the Radeon 8060S; "
-               "MoE on GB10; the 24-core M1 Max; the H200's quantised prompts of a 1B model (three rounds before, below).\n\n"
+               "MoE on GB10; the 24-core M1 Max; the H200's quantised prompts of a 1B model (four rounds before, below).\n\n"
+               + apple_round(unmerged, gen_terms, gen_trials, prompt_trials, lodo, p_lodo, derived) + "\n\n"
                + iquant_round(gen_rows, gen_terms, fit, lodo) + "\n\n"
                + output_round(prompt_rows, output_shares, every_output_errors, p_lodo, p_loso, prompt_forms) + "\n\n"
                + depth_round(gen_rows, gen_trials, gen_terms, lodo) + "\n\n"
-               "Three rounds before: the first rows measured for gpuready on a GPU it was lent (text-generation-h200.toml: one "
+               "Four rounds before: the first rows measured for gpuready on a GPU it was lent (text-generation-h200.toml: one "
                "NVIDIA H200, llama.cpp 0c1e570 built there, Llama 3.1 8B and 3.2 1B shapes in Q4_K_M, Q4_0, Q8_0 and F16, "
                "tg128 at depths 0, 4096 and 16384; benchmarks/gpu_run.sh). Held out under the term set of the round "
                "before, every H200 generation row was predicted slow (median 36%, worst 48%): the HBM class (\"hbm\", "
@@ -231,7 +241,7 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "a fixed prompt cost per layer per token (which fits the H200's two shapes at about 1.2 us beside 218 "
                "TFLOPS): as a third term it raised CUDA's held-out prompt error from 18.9% to 22.8%, and as a third form "
                "of the second term it lost on CUDA (25.5% against 21.6%) and won nowhere by more than half a point.\n\n"
-               "Four rounds before: 30 mixture-of-experts rows on 8 more devices (text-generation-moe.toml: Strix Halo under ROCm, "
+               "Five rounds before: 30 mixture-of-experts rows on 8 more devices (text-generation-moe.toml: Strix Halo under ROCm, "
                "Radeon PRO W7800 and RX 7900 XTX under ROCm, RTX 4090, Tesla P40, A10 and RTX PRO 6000 under CUDA, Mixtral on "
                "an M2 Max): the MoE prompt rows went 44% -> 22% held out and their band covers 76% of them (was 38%); with "
                "them the prompt term choice keeps per-family efficiencies (float 1.18, legacy 1.09 of K-quants; 15.1% "
@@ -315,8 +325,9 @@ def speed_model_report(gen_rows: list, prompt_rows: list, baseline: list[float],
                "seconds 0). A term for one class of rows (hbm: HBM GPUs; moe: mixture-of-experts models; lowbit: 2- and "
                "3-bit K-quants; ilowbit: 1- to 3-bit i-quants; cublas: CUDA prompts of the cuBLAS era; intel: Intel GPUs under Vulkan; kv: generation "
                "after a context already in the KV cache, llama-bench's @d tests) is judged on "
-               "that class's own rows, and the other rows' figures are shown beside it: a median over all rows cannot "
-               "see a term that fixes a few of them.\n")
+               "that class's own rows and on all rows, and stays if dropping it raises either (a median over all rows "
+               "cannot see a term that fixes a few of them; a class's own constants also keep its rows from pulling "
+               "the shared ones); the other rows' figures are shown beside it.\n")
     out.append("| model | variant | held-out error | with the term |\n|---|---|---:|---:|")
     for task, trials in (("generation", gen_trials), ("prompt", prompt_trials)):
         for label, score, best in trials:
@@ -412,7 +423,7 @@ def depth_round(gen_rows: list, trials: list, terms: dict, lodo: list) -> str:
                       for device, backend, label, low, high, extra in implied)
     low, high = min(implied, key=lambda s: s[-1]), max(implied, key=lambda s: s[-1])
     h200 = [e for r, e in lodo if r.device == "h200" and r.depth]
-    return (f"Two rounds before: generation at depth (text-generation-depth.toml: llama.cpp's benches/dgx-spark.md at four "
+    return (f"Three rounds before: generation at depth (text-generation-depth.toml: llama.cpp's benches/dgx-spark.md at four "
             f"depths for its five models, an M2 Ultra's Qwen3 0.6B from 2,048 to 32,768 tokens (PR #26570), Strix Halo "
             f"under ROCm and Vulkan; {len(deep)} generation rows at depth on {len({r.device for r in deep})} devices and "
             f"{len({r.backend for r in deep})} backends, with the H200's, RX 7900 XTX's and 4x RTX 4090's of earlier "
@@ -438,6 +449,58 @@ def depth_round(gen_rows: list, trials: list, terms: dict, lodo: list) -> str:
             "| device | backend | model | depths | k implied |\n|---|---|---|---|---:|\n" + table)
 
 
+def kept_by_all_rows(trials: list) -> list[str]:
+    """The class terms choose_terms kept only because dropping them raised the error over all rows (their own rows
+    alone would have dropped them)."""
+    found = []
+    for name, without, with_term in trials:
+        if ", its own " in name and without <= with_term + 1e-9:
+            term = name.split()[1].rstrip(",")
+            everywhere = next((w, t) for n, w, t in trials if n.startswith(f"without {term}, all "))
+            if everywhere[0] > everywhere[1] + 1e-9:
+                found.append(term)
+    return found
+
+
+def apple_round(rows: list, terms: dict, trials: list, prompt_trials: list, lodo: list, p_lodo: list,
+                derived: set[str]) -> str:
+    """The paragraph on the GPUs scored at the FLOPS gpuready derives (Apple M3, M4): their rows' held-out errors, and
+    the term choice's rule that changed with them (the "ilowbit" figures, and generation held out by the old rule)."""
+    mine = [e for r, e in lodo if r.device in derived]
+    prompts = [e for r, e in p_lodo if r.device in derived]
+    if not mine:
+        return ""
+    trial = {name: (without, with_term) for name, without, with_term in trials}
+    own = next((v for k, v in trial.items() if k.startswith("without ilowbit, its own")), None)
+    everywhere = next((v for k, v in trial.items() if k.startswith("without ilowbit, all")), None)
+    rule = ""
+    if own and everywhere and terms.get("ilowbit") and kept_by_all_rows(trials + prompt_trials) == ["ilowbit"]:
+        old_rule = {**terms, "ilowbit": False}
+        before = speedfit.cross_validate_generation(speedfit.merge_low_bits(rows, terms["lowbit"], False), "device",
+                                                    **old_rule)
+        rule = (" With them the \"ilowbit\" term's own rows are a tie held out "
+                f"({own[0]:.2f}% without it, {own[1]:.2f}% with it), while dropping it raises the error over all rows "
+                f"({everywhere[1]:.2f}% -> {everywhere[0]:.2f}%): in a joint fit a class's own constants also keep its "
+                "rows from pulling the shared ones. The term choice (\"Which terms stay\") therefore keeps a class "
+                "term when dropping it raises the error on its own rows or on all rows; it had looked at its own rows "
+                "only, and by that rule the term went, every i-quant shared one unpacking cost and generation came out "
+                f"at {statistics.median(e for _, e in before):.1f}% held out by device (CPU rows "
+                f"{statistics.median(e for r, e in before if r.backend == 'cpu'):.1f}%). The other terms' choices are "
+                "the same under either rule.")
+    return ("Latest round: Apple M3 and M4 GPUs scored as gpuready estimates them. Apple states no TFLOPS for M3 or M4 "
+            "GPUs, so their catalog/gpus.toml rows carry none, and the scorer had used the table's figure alone: it "
+            "skipped those GPUs' prompt rows and timed their quantised generation rows without the unpacking cost, "
+            "while gpuready's Apple probe derives a rate from the core count (probes/apple.py gpu_flops) and applies "
+            "both. The scorer now takes the probe's rate (score_estimator.gpu_flops), and the per-core rate is now "
+            "M2's, the newest Apple states (13.6 TFLOPS for the M2 Max's 38 GPU cores: 0.358 a core, as its 10-, 19- "
+            "and 76-core figures give), not M1's 0.325: M3 and M4 cores keep 128 FP32 lanes at M2's clock or above, "
+            f"so it is a floor. {len(mine)} generation and {len(prompts)} prompt rows on {len(derived)} M3/M4 GPUs are "
+            f"scored that way; held out by device their generation rows' median error is {statistics.median(mine):.1f}% "
+            f"(worst {max(mine):.0f}%)"
+            + (f", their prompt rows' {statistics.median(prompts):.1f}% (worst {max(prompts):.0f}%)." if prompts else ".")
+            + rule)
+
+
 def iquant_round(gen_rows: list, terms: dict, fit, lodo: list) -> str:
     """The paragraph on i-quants: their rows, their fitted unpacking costs (``fit``, the generation fit on every row)
     beside the K-quants', their held-out errors, and what the rows of their sources do to the other rows held out."""
@@ -454,11 +517,24 @@ def iquant_round(gen_rows: list, terms: dict, fit, lodo: list) -> str:
         return statistics.median(e for r, e in errors if (family is None or r.family == family)
                                  and (backend is None or r.backend == backend))
 
-    def held(family: str) -> str:
-        errs = [e for r, e in lodo if r.family == family]
+    def low(row) -> bool:
+        """A 1- to 3-bit i-quant row, whether or not the "ilowbit" term keeps it a family of its own."""
+        return row.family == speedfit.I_LOW_BIT_FAMILY or (row.family == "i-quant" and " IQ4" not in row.label)
+
+    def held(lows: bool) -> str:
+        errs = [e for r, e in lodo if r.family.startswith("i-quant") and low(r) == lows]
         return f"{statistics.median(errs):.0f}% (worst {max(errs):.0f}%, {len(errs)} rows)"
 
-    return ("Latest round: i-quants (text-generation-iquant.toml). gpuready had no row of an i-quant (IQ1_S to IQ4_XS), "
+    if terms.get("ilowbit", True):
+        family_text = ("so they are their own family (\"ilowbit\", kept by the term choice above). Fitted: "
+                       f"{ops['i-quant']:.2f} operations a weight for IQ4 and {ops[speedfit.I_LOW_BIT_FAMILY]:.2f} for "
+                       f"IQ1-IQ3, against {ops['k-quant']:.2f} for K-quants")
+    else:
+        family_text = ("so they were tried as a family of their own (\"ilowbit\"), which the term choice above does "
+                       "not keep: all i-quants share one unpacking cost. Fitted: "
+                       f"{ops['i-quant']:.2f} operations a weight, against {ops['k-quant']:.2f} for K-quants")
+
+    return ("The round before: i-quants (text-generation-iquant.toml). gpuready had no row of an i-quant (IQ1_S to IQ4_XS), "
             "so its fit gave them no unpacking cost, and the catalogue's IQ4_XS files came out at twice Q4_K_M's speed "
             "wherever unpacking is a large share of a token, as on a 2-core CPU (Llama 3.1 8B on a 2-core AVX-512 "
             "machine with 51 GB/s: 10.6 against 5.7 tokens/s before this round, 8.1 against 5.6 after). The rows: the i-quants' generation rows of mainline llama.cpp in ikawrakow's "
@@ -466,10 +542,8 @@ def iquant_round(gen_rows: list, terms: dict, fit, lodo: list) -> str:
             "IQ4_XS pairs of llama.cpp PR #5747 (RTX 4080 under CUDA, M2 Max GPU under Metal), "
             f"{len(mine)} i-quant rows on {len({r.device for r in mine})} devices. IQ4_NL and IQ4_XS decode a 4-bit index "
             "through one 16-entry table; IQ1 to IQ3 look 4 or 8 weights up at once in codebooks of 256 to 2,048 "
-            "entries, so they are their own family (\"ilowbit\", kept by the term choice above). Fitted: "
-            f"{ops['i-quant']:.2f} operations a weight for IQ4 and {ops[speedfit.I_LOW_BIT_FAMILY]:.2f} for IQ1-IQ3, "
-            f"against {ops['k-quant']:.2f} for K-quants; held out by device the IQ4 rows' median error is "
-            f"{held('i-quant')}, the IQ1-IQ3 rows' {held(speedfit.I_LOW_BIT_FAMILY)}. The other rows held out by device: "
+            f"entries, {family_text}; held out by device the IQ4 rows' median error is "
+            f"{held(False)}, the IQ1-IQ3 rows' {held(True)}. The other rows held out by device: "
             f"{median(without):.2f}% without the new sources' rows and {median(with_them):.2f}% with them (CPU rows "
             f"{median(without, backend='cpu'):.1f}% and {median(with_them, backend='cpu'):.1f}%). A quantised family "
             "with no rows at all now takes the K-quants' unpacking cost (text_estimate.unpack_ops_per_weight; "
@@ -510,7 +584,7 @@ def output_round(rows: list, shares: list[float], before: dict, lodo: list, loso
 
     sycl = [r for r in rows if r.backend == "sycl"]
     top_share, top_row = max(changed, key=lambda pair: pair[0])
-    return ("The round before: what a prompt computes for its output token only. A prompt needs logits for its last token "
+    return ("Two rounds before: what a prompt computes for its output token only. A prompt needs logits for its last token "
             "only, and llama.cpp has computed them for that token alone since PR #6122 (merged 2024-03-26): after the "
             "last layer's attention the hidden states go through ggml_get_rows(inp_out_ids), so that layer's feed-forward "
             "and the output matrix run for the output token, and a batch without a logits array (llama-bench's pp test, a "

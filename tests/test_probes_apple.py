@@ -75,8 +75,8 @@ def test_an_m3_max_forty_core_gets_the_forty_core_bandwidth_and_flops_derived_fr
     assert problems == []
     assert (gpu.name, gpu.table_id, gpu.bandwidth_bytes_per_s) == ("Apple M3 Max (40-core GPU)", "apple-m3-max-40c", 400_000_000_000)
     assert gpu.memory_usable_bytes == 48 * GIB  # 3/4 of 64 GiB
-    # Apple publishes no M3 TFLOPS: 40 cores x M1's 2.6 TFLOPS / 8 cores, labelled as derived.
-    assert (gpu.fp16_flops, gpu.flops_source) == (40 * 2.6e12 / 8, "derived:40 cores x M1's 0.325 TFLOPS a core")
+    # Apple publishes no M3 TFLOPS: 40 cores x M2 Max's 13.6 TFLOPS / 38 cores (the newest rate Apple states), derived.
+    assert (gpu.fp16_flops, gpu.flops_source) == (40 * 13.6e12 / 38, "derived:40 cores x M2's 0.358 TFLOPS a core")
 
 
 def test_an_m2_ultra_with_a_raised_wired_limit_may_use_what_the_limit_says():
@@ -185,8 +185,8 @@ def test_the_what_if_chip_defaults_to_its_smallest_memory():
         memory_usable_bytes=36 * GIB,  # 3/4 of 48 GiB
         bandwidth_bytes_per_s=400_000_000_000,
         bandwidth_source="table:apple-m3-max-40c",
-        fp16_flops=40 * 2.6e12 / 8,
-        flops_source="derived:40 cores x M1's 0.325 TFLOPS a core",
+        fp16_flops=40 * 13.6e12 / 38,
+        flops_source="derived:40 cores x M2's 0.358 TFLOPS a core",
         architecture="Apple M3 GPU",
         table_id="apple-m3-max-40c",
         backends=("metal",),

@@ -132,3 +132,23 @@ def test_the_output_round_counts_the_head_for_every_token_in_its_comparison():
     assert before.ideal_s == pytest.approx(1.25e-4) and before.tflop == pytest.approx(2.5)
     assert before.per_watt == pytest.approx(3.75) and before.output_share == 0.0
     assert before.ideal_s / before.implied == pytest.approx(row.ideal_s / row.implied)
+
+
+def test_an_apple_gpu_without_a_stated_tflops_figure_is_scored_at_the_rate_gpuready_derives():
+    import dataclasses
+
+    from gpuready.probes.apple import apple_hardware
+    from gpuready.tasks import devices
+    from gpuready.testing import cpu_machine
+
+    module = load_scorer("score_estimator_apple")
+    m3 = module.gpu_device({"gpu_hint": "Apple M3 (10-core GPU)"}, "metal")
+    gpu, _ = apple_hardware(module.gpu_spec({"gpu_hint": "Apple M3 (10-core GPU)"}))
+    # Apple states no M3 TFLOPS: the scorer times prompts and unpacking at the rate the probe derives (10 x M2's).
+    assert m3.flops == gpu.fp16_flops == pytest.approx(10 * 13.6e12 / 38)
+    assert m3.unpack_flops == m3.flops
+    shipped = devices.gpu_device(dataclasses.replace(cpu_machine(16), gpus=(gpu,)))
+    assert (shipped.flops, shipped.unpack_flops) == (m3.flops, m3.unpack_flops)
+    # A GPU whose table row states its rate keeps it.
+    m2 = module.gpu_device({"gpu_hint": "Apple M2 Max (38-core GPU)"}, "metal")
+    assert m2.flops == pytest.approx(13.6e12)

@@ -709,10 +709,37 @@ def test_a_term_for_one_class_of_rows_is_judged_on_that_class():
     scoped, trials = speed_report.choose_terms(rows, cv, ("intel",), scope)
     assert scoped == {"intel": True}
     assert [label for label, _, _ in trials] == ["all terms", "without intel, its own 3 rows",
-                                                  "without intel, the other 20 rows"]
+                                                  "without intel, the other 20 rows", "without intel, all 23 rows"]
     # The same class at the ordinary rows' 0.8: its own constants predict it no better, so the term goes.
     same = rows[:20] + [replace(r, measured_s=r.ideal_s / 0.8) for r in rows[20:]]
     assert speed_report.choose_terms(same, cv, ("intel",), scope)[0] == {"intel": False}
+    assert speed_report.kept_by_all_rows(trials) == []
+
+
+def test_a_class_term_that_ties_on_its_own_rows_stays_when_dropping_it_raises_the_error_over_all_rows():
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    import speed_report
+
+    speedfit = load_speedfit()
+    # 6 rows, 2 of them the class's: without the term its own rows' errors stay 10%, the others' go 5% -> 20%
+    # (its rows pull the shared constants), so the all-rows median rises and the term stays.
+    rows = [speedfit.GenRow("cpu", "k-quant", 1e-3, 0, 1e-3, f"d{i}", f"s{i}", vendor_class="x" if i < 2 else "")
+            for i in range(6)]
+
+    def cv(rows, key, x=True):
+        return [(r, 10.0 if r.vendor_class else (5.0 if x else 20.0)) for r in rows]
+
+    terms, trials = speed_report.choose_terms(rows, cv, ("x",), {"x": lambda r: bool(r.vendor_class)})
+    assert terms == {"x": True}
+    assert ("without x, its own 2 rows", 10.0, 10.0) in trials and ("without x, all 6 rows", 20.0, 5.0) in trials
+    assert speed_report.kept_by_all_rows(trials) == ["x"]
+
+    # Neither its own rows nor all rows get worse without it: the simpler model wins the tie.
+    def flat(rows, key, x=True):
+        return [(r, 10.0) for r in rows]
+
+    assert speed_report.choose_terms(rows, flat, ("x",), {"x": lambda r: bool(r.vendor_class)})[0] == {"x": False}
 
 
 def test_the_basis_says_where_a_family_has_no_measured_rows_of_its_own():

@@ -185,10 +185,12 @@ def apple_hardware(spec: GPUSpec, memory_bytes: int | None = None, wired_limit_m
     return gpu, neural_engine(generation, spec)
 
 
-# Apple states 2.6 TFLOPS for the M1's 8-core GPU (https://www.apple.com/newsroom/2020/11/apple-unleashes-m1/),
-# 0.325 TFLOPS a core. It publishes no figure for M3 and M4; their cores run faster clocks,
-# so a core count times M1's per-core rate is a floor, labelled as derived.
-APPLE_FLOPS_PER_GPU_CORE = 2.6e12 / 8
+# Apple publishes no TFLOPS figure for M3 and M4 GPUs. The newest it does publish is the M2 generation's:
+# 13.6 TFLOPS for the M2 Max's 38-core GPU (https://www.apple.com/newsroom/2023/01/apple-unveils-m2-pro-and-m2-max-next-generation-chips-for-next-level-workflows/),
+# 0.358 TFLOPS a core, as its 10-core (3.6), 19-core (6.8) and 76-core (27.2) figures give too (M1's was 0.325).
+# M3 and M4 cores keep 128 FP32 lanes and run at M2's clock or above, so a core count times M2's per-core rate
+# is a floor, labelled as derived.
+APPLE_FLOPS_PER_GPU_CORE = 13.6e12 / 38
 
 
 def gpu_flops(spec: GPUSpec) -> tuple[float | None, str | None]:
@@ -196,7 +198,7 @@ def gpu_flops(spec: GPUSpec) -> tuple[float | None, str | None]:
     if spec.fp16_flops:
         return spec.fp16_flops, f"table:{spec.id}"
     if spec.gpu_cores:
-        return spec.gpu_cores * APPLE_FLOPS_PER_GPU_CORE, f"derived:{spec.gpu_cores} cores x M1's 0.325 TFLOPS a core"
+        return spec.gpu_cores * APPLE_FLOPS_PER_GPU_CORE, f"derived:{spec.gpu_cores} cores x M2's 0.358 TFLOPS a core"
     return None, None
 
 

@@ -53,18 +53,18 @@ DEFAULT_VOCAB = 32000
 # (justine.lol/matmul) CPU-only rows. Rows with a stated memory configuration use its
 # bandwidth, the rest catalog/cpus.toml's.
 BANDWIDTH_EFFICIENCY = {
-    "cpu": 0.91,
+    "cpu": 0.90,
     "cuda": 0.88,
-    "metal": 0.88,
+    "metal": 0.91,
     "rocm": 0.91,
     "sycl": 0.66,
-    "vulkan": 0.90,
+    "vulkan": 0.89,
     "vulkan-intel": 0.46,
 }
 COMPUTE_EFFICIENCY = {
     "cpu": 0.55,
     "cuda": 0.40,
-    "metal": 0.64,
+    "metal": 0.66,
     "rocm": 0.36,
     "sycl": 0.30,
     "vulkan": 0.39,
@@ -96,13 +96,13 @@ QUANT_FAMILY_EFFICIENCY = {
     "mxfp4": 1.00,
 }
 LAYER_SECONDS = {
-    "cpu": 225.8e-6,
-    "cuda": 56.7e-6,
-    "metal": 130.0e-6,
-    "rocm": 94.4e-6,
-    "sycl": 147.1e-6,
-    "vulkan": 33.9e-6,
-    "vulkan-intel": 101.8e-6,
+    "cpu": 229.2e-6,
+    "cuda": 57.1e-6,
+    "metal": 127.9e-6,
+    "rocm": 94.6e-6,
+    "sycl": 147.0e-6,
+    "vulkan": 34.0e-6,
+    "vulkan-intel": 101.3e-6,
 }
 # Operations per weight to unpack each quant family inside the matrix-vector kernel, at the
 # device's vector (FP32 shader / CUDA-core) rate, where dequantisation runs -- llama.cpp's
@@ -112,12 +112,12 @@ LAYER_SECONDS = {
 # 92 tokens/s in Q2_K and 120 in Q4_0). F16/BF16 need none. Fitted; 0.0 where the fit drops it.
 UNPACK_OPS_PER_WEIGHT = {
     "float": 0.00,
-    "i-quant": 1.32,
-    "i-quant-low": 6.03,
-    "k-quant": 3.71,
-    "k-quant-low": 14.64,
-    "legacy": 3.14,
-    "mxfp4": 16.33,
+    "i-quant": 1.27,
+    "i-quant-low": 5.99,
+    "k-quant": 3.59,
+    "k-quant-low": 14.69,
+    "legacy": 2.88,
+    "mxfp4": 16.14,
 }
 # A mixture-of-experts layer's fixed cost in dense layers: routing adds kernels per layer
 # (router matmul, top-k selection, gathered expert matmuls, weighted sum), see
@@ -153,20 +153,20 @@ VULKAN_MOE_TILE_TOKENS = 32
 PROMPT_EFFICIENCY = {
     "cpu": 0.70,
     "cuda": 0.93,
-    "metal": 0.55,
+    "metal": 0.61,
     "rocm": 0.59,
     "sycl": 0.83,
     "vulkan": 0.42,
     "vulkan-intel": 0.20,
 }
 PROMPT_SECONDS_PER_TFLOP = {
-    "cpu": 102.80e-3,
+    "cpu": 102.88e-3,
     "cuda": 0.00e-3,
-    "metal": 0.17e-3,
-    "rocm": 7.45e-3,
+    "metal": 4.14e-3,
+    "rocm": 7.48e-3,
     "sycl": 6.42e-3,
-    "vulkan": 2.05e-3,
-    "vulkan-intel": 9.91e-3,
+    "vulkan": 2.06e-3,
+    "vulkan-intel": 9.99e-3,
 }
 # The second term's other form, energy per FLOP over the board's power limit: a matrix product at
 # full tensor rate draws more than most boards may (an RTX 4090 at its 450 W limit, an RTX 6000 Ada
@@ -176,7 +176,7 @@ PROMPT_SECONDS_PER_TFLOP = {
 # held-out rows better and zeroes the other; a device whose power is unknown pays no power term.
 PROMPT_JOULES_PER_FLOP = {
     "cpu": 0.0000e-12,
-    "cuda": 2.6045e-12,
+    "cuda": 2.5989e-12,
     "metal": 0.0000e-12,
     "rocm": 0.0000e-12,
     "sycl": 0.0000e-12,
@@ -200,7 +200,7 @@ PROMPT_GEFORCE_RATE = 2.00
 PROMPT_MOE_EFFICIENCY = 0.42
 # Each quant family's matrix-matrix kernel as a share of K-quants' (1.0 where the fit drops the term).
 PROMPT_FAMILY_EFFICIENCY = {
-    "float": 1.23,
+    "float": 1.22,
     "k-quant": 1.00,
     "legacy": 1.14,
     "mxfp4": 1.00,
@@ -212,11 +212,11 @@ PROMPT_FAMILY_EFFICIENCY = {
 SPEED_BAND = {
     "cpu": 0.28,
     "cuda": 0.16,
-    "metal": 0.14,
+    "metal": 0.13,
     "rocm": 0.12,
     "sycl": 0.39,
-    "vulkan": 0.15,
-    "vulkan-intel": 1.20,
+    "vulkan": 0.16,
+    "vulkan-intel": 1.19,
 }
 # A quant family whose kernels the model predicts worse than the rest widens its backend's band: the
 # family's 80th percentile of leave-one-device-out generation errors over that of all rows, where above 1
@@ -228,7 +228,7 @@ QUANT_FAMILY_BAND = {
     "i-quant": 1.24,
     "i-quant-low": 1.00,
     "k-quant": 1.00,
-    "k-quant-low": 2.52,
+    "k-quant-low": 2.42,
     "legacy": 1.00,
     "mxfp4": 1.00,
 }
@@ -236,9 +236,9 @@ QUANT_FAMILY_BAND = {
 # 1.00 everywhere while, held out, the factors cover no more of the worst-covered family's rows.
 PROMPT_FAMILY_BAND = {
     "float": 1.00,
-    "k-quant": 1.57,
+    "k-quant": 1.78,
     "legacy": 1.00,
-    "moe": 1.95,
+    "moe": 2.20,
 }
 # The same for prompt speed and time to first token: the 80th percentile of each backend's
 # leave-one-device-out prompt errors (benchmarks/ACCURACY.md, "Bands: prompt"). Prompt speed is
@@ -247,10 +247,10 @@ PROMPT_FAMILY_BAND = {
 PROMPT_BAND = {
     "cpu": 0.54,
     "cuda": 0.42,
-    "metal": 0.09,
+    "metal": 0.14,
     "rocm": 0.43,
     "sycl": 2.06,
-    "vulkan": 0.48,
+    "vulkan": 0.46,
     "vulkan-intel": 2.43,
 }
 # Backends whose constants come from measurements (benchmarks/validation); the others are guesses.
