@@ -752,3 +752,22 @@ def test_the_basis_says_where_a_family_has_no_measured_rows_of_its_own():
     assert any("operations a weight to unpack i-quant weights" in line and "no measured rows" not in line for line in iq4)
     tq = est._with_speed_basis([], LLAMA_8B, None, CPU, 0.0, "TQ2_0")
     assert any("(the K-quants' cost: no measured rows of this family)" in line for line in tq)
+
+
+def test_the_prompt_basis_says_when_the_gpus_flops_figure_is_derived_or_measured_rather_than_stated():
+    from gpuready.hardware import GPU
+    from gpuready.testing import cpu_machine
+
+    def basis(source: str | None) -> str:
+        gpu = GPU(vendor="apple", name="Apple M3 Max (40-core GPU)", kind="unified", memory_total_bytes=64 * GIB,
+                  memory_usable_bytes=48 * GIB, bandwidth_bytes_per_s=400e9, bandwidth_source="table:apple-m3-max-40c",
+                  fp16_flops=40 * 13.6e12 / 38, flops_source=source, backends=("metal",))
+        device = devices.gpu_device(replace(cpu_machine(64), gpus=(gpu,)))
+        lines = est._with_speed_basis([], LLAMA_8B, device, CPU, 1.0, "Q4_K_M")
+        return next(line for line in lines if line.startswith("prompt:") and "TFLOPS peak" in line)
+
+    assert basis("derived:40 cores x M2's 0.358 TFLOPS a core").startswith(
+        "prompt: 14.3 TFLOPS peak (derived from 40 cores x M2's 0.358 TFLOPS a core, a floor: the maker states no figure) x ")
+    measured = "measured on this machine, 2026-12-01 10:00, ±2.0%"
+    assert basis(measured).startswith(f"prompt: 14.3 TFLOPS peak ({measured}) x ")
+    assert basis("table:apple-m3-max-40c").startswith("prompt: 14.3 TFLOPS peak x ")

@@ -92,6 +92,9 @@ class Device:
     # CPU: the FP32 peak of its FMA pipes, where narrower than the ISA flags' `flops` (catalog/cpus.toml
     # fma_flops_per_cycle: Zen 4, Intel client AVX-512 cores); None elsewhere.
     fma_flops: float | None = None
+    # GPU: where `flops` came from when it is not a table's figure: derived from the core count (Apple M3/M4, whose
+    # maker states none) or measured here (`gpuready bench`); None for a table's figure. Said in the prompt basis.
+    flops_detail: str | None = None
 
     @property
     def unpack_flops(self) -> float | None:
@@ -267,6 +270,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
             compute_capability=first.compute_capability or (spec.compute_capability if spec else None),
             gfx_target=first.gfx_target or (spec.gfx_target if spec else None),
             **_measured(first.bandwidth_source),
+            flops_detail=flops_detail(first.flops_source),
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device
@@ -308,6 +312,15 @@ def _source_kind(source: str | None) -> str:
 # half of it (AnandTech, "Apple's M1 Pro, M1 Max SoCs Investigated", section "Huge Memory
 # Bandwidth, but not for every Block": the M1 Max's CPU clusters cannot use its 400 GB/s).
 APPLE_CPU_BANDWIDTH_SHARE = 0.5
+
+
+def flops_detail(source: str | None) -> str | None:
+    """What an estimate's basis says of a GPU's FLOPS figure that no table states: a derived floor, or a measurement."""
+    if not source:
+        return None
+    if source.startswith("derived:"):
+        return f"derived from {source.removeprefix('derived:')}, a floor: the maker states no figure"
+    return source if source.startswith(MEASURED_HERE) else None
 
 
 def _measured(source: str | None) -> dict:

@@ -805,6 +805,7 @@ def _with_speed_basis(basis: list[str], model: LanguageModel, gpu: Device | None
             pkey = speed_class(device, PROMPT_EFFICIENCY)
             lines.append(
                 f"prompt: {device.flops / 1e12:.1f} TFLOPS peak"
+                + (f" ({device.flops_detail})" if device.flops_detail else "")
                 + (" (one card's: the cards take their layers in turn)" if device.count > 1 else "")
                 + (f" x {rate:.2f} (Vulkan without {'BF16 ' if device.matrix_cores is not False else ''}matrix cores: "
                    f"the FP32 vector rate)" if vector else "")
