@@ -493,8 +493,9 @@ def apple_round(rows: list, terms: dict, trials: list, prompt_trials: list, lodo
             "while gpuready's Apple probe derives a rate from the core count (probes/apple.py gpu_flops) and applies "
             "both. The scorer now takes the probe's rate (score_estimator.gpu_flops), and the per-core rate is now "
             "M2's, the newest Apple states (13.6 TFLOPS for the M2 Max's 38 GPU cores: 0.358 a core, as its 10-, 19- "
-            "and 76-core figures give), not M1's 0.325: M3 and M4 cores keep 128 FP32 lanes at M2's clock or above, "
-            f"so it is a floor. {len(mine)} generation and {len(prompts)} prompt rows on {len(derived)} M3/M4 GPUs are "
+            "and 76-core figures give), not M1's 0.325. Third-party GPU databases (hmc-tech.com) list M3 and M4 GPU "
+            "cores with M2's 128 FP32 lanes at M2's 1.398 GHz (M3) or more (M4, 1.47 GHz), so it is a floor. "
+            f"{len(mine)} generation and {len(prompts)} prompt rows on {len(derived)} M3/M4 GPUs are "
             f"scored that way; held out by device their generation rows' median error is {statistics.median(mine):.1f}% "
             f"(worst {max(mine):.0f}%)"
             + (f", their prompt rows' {statistics.median(prompts):.1f}% (worst {max(prompts):.0f}%)." if prompts else ".")

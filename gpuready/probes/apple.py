@@ -188,8 +188,8 @@ def apple_hardware(spec: GPUSpec, memory_bytes: int | None = None, wired_limit_m
 # Apple publishes no TFLOPS figure for M3 and M4 GPUs. The newest it does publish is the M2 generation's:
 # 13.6 TFLOPS for the M2 Max's 38-core GPU (https://www.apple.com/newsroom/2023/01/apple-unveils-m2-pro-and-m2-max-next-generation-chips-for-next-level-workflows/),
 # 0.358 TFLOPS a core, as its 10-core (3.6), 19-core (6.8) and 76-core (27.2) figures give too (M1's was 0.325).
-# M3 and M4 cores keep 128 FP32 lanes and run at M2's clock or above, so a core count times M2's per-core rate
-# is a floor, labelled as derived.
+# Third-party GPU databases (hmc-tech.com) list M3 and M4 GPU cores with M2's 128 FP32 lanes at M2's 1.398 GHz (M3)
+# or more (M4, 1.47 GHz), so a core count times M2's per-core rate is a floor, labelled as derived.
 APPLE_FLOPS_PER_GPU_CORE = 13.6e12 / 38
 
 
