@@ -771,3 +771,32 @@ def test_the_prompt_basis_says_when_the_gpus_flops_figure_is_derived_or_measured
     measured = "measured on this machine, 2026-12-01 10:00, ±2.0%"
     assert basis(measured).startswith(f"prompt: 14.3 TFLOPS peak ({measured}) x ")
     assert basis("table:apple-m3-max-40c").startswith("prompt: 14.3 TFLOPS peak x ")
+
+
+def test_the_iquant_paragraph_reads_right_when_the_codebook_iquants_share_iq4s_cost():
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    import speed_report
+
+    speedfit = load_speedfit()
+    # Four CPUs: K-quant rows from one source, IQ4_XS and IQ2_M rows from another. With the "ilowbit" term off the
+    # IQ2_M rows carry the IQ4 family ("i-quant"), as speedfit.merge_low_bits leaves them; the paragraph still
+    # tells the two kinds apart by their quant and says they share one cost.
+    rows = []
+    for d in range(4):
+        for i, ideal in enumerate((2e-3, 4e-3, 8e-3)):
+            rows.append(speedfit.GenRow("cpu", "k-quant", ideal, 0, ideal / (0.8 + 0.01 * d), f"d{d}", "s-main",
+                                        variant=f"m{i} Q4_K_M", label=f"m{i} Q4_K_M"))
+        rows.append(speedfit.GenRow("cpu", "i-quant", 3e-3, 0, 3e-3 / 0.7, f"d{d}", "s-iq",
+                                    variant="m IQ4_XS", label="m IQ4_XS"))
+        rows.append(speedfit.GenRow("cpu", "i-quant", 2e-3, 0, 2e-3 / (0.5 + 0.02 * d), f"d{d}", "s-iq",
+                                    variant="m IQ2_M", label="m IQ2_M"))
+    terms = dict(layers=False, families=True, hbm=False, moe=False, unpack=False, lowbit=True, ilowbit=False,
+                 intel=False, kv=False)
+    fit = speedfit.fit_generation(rows, **terms)
+    lodo = speedfit.cross_validate_generation(rows, "device", **terms)
+    text = speed_report.iquant_round(rows, terms, fit, lodo)
+    assert "which the term choice above does not keep: all i-quants share one unpacking cost" in text
+    assert "kept by the term choice above" not in text
+    assert ", 4 rows), the IQ1-IQ3 rows' " in text  # four IQ4 rows, then the four IQ2_M rows held out on their own
+    assert text.count(", 4 rows)") == 2
