@@ -215,21 +215,23 @@ def gpu_device(row: dict, backend: str) -> devices.Device | None:
     # assumes for the architecture (devices.VULKAN_MATRIX_CORES); BF16 matrix shapes only where the line says bf16: 1.
     stated = row.get("vulkan_matrix_cores")
     matrix_cores = (stated.lower() != "none") if stated else devices.vulkan_matrix_cores(spec.vendor, spec.architecture)
+    flops, flops_source = gpu_flops(spec)
     return devices.Device(kind="gpu", name=spec.name, backend=backend, usable_memory_bytes=spec.memory_bytes or None,
-                      vendor=spec.vendor,
-                      bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=gpu_flops(spec),
+                      vendor=spec.vendor, flops_detail=devices.flops_detail(flops_source),
+                      bandwidth_bytes_per_s=spec.bandwidth_bytes_per_s, flops=flops,
                       unified=spec.vendor == "apple", memory_type=spec.memory_type, vector_flops=spec.fp32_flops,
                       power_watts=power.watts if (power := power_table().gpu(spec.id)) else None,
                       matrix_cores=matrix_cores if backend == "vulkan" else None,
                       bf16_matrix=bool(row.get("vulkan_bf16")) and bool(matrix_cores) if backend == "vulkan" else None)
 
 
-def gpu_flops(spec) -> float | None:
-    """The FP16 rate gpuready estimates with: the table's, else for an Apple GPU the floor its probe derives from the
-    core count (probes/apple.py gpu_flops: Apple publishes no TFLOPS for M3 and M4)."""
+def gpu_flops(spec) -> tuple[float | None, str | None]:
+    """The FP16 rate gpuready estimates with and where it came from: the table's, else for an Apple GPU the floor its
+    probe derives from the core count (probes/apple.py gpu_flops: Apple publishes no TFLOPS for M3 and M4)."""
     if spec.vendor == "apple":
-        return apple.gpu_flops(spec)[0]
-    return spec.fp16_flops or spec.fp32_flops
+        return apple.gpu_flops(spec)
+    flops = spec.fp16_flops or spec.fp32_flops
+    return flops, f"table:{spec.id}" if flops else None
 
 
 def vendor_class(device: devices.Device) -> str:
@@ -386,7 +388,7 @@ def text_generation(catalog, out: list[str]) -> None:
         predicted = speed.generation_tokens_per_s_full_context if kind == "generation" else speed.prompt_tokens_per_s
         where = "Apple" if backend == "metal" else ("CPU" if backend == "cpu" else "GPU")
         family = est.quant_family(quant_id)
-        if device.kind == "gpu" and (spec := gpu_spec(row)) is not None and not (spec.fp16_flops or spec.fp32_flops):
+        if device.flops_detail:  # the rate gpuready derives where the table states none (gpu_flops)
             derived.add(device_key(row, device))
         bytes_read = est.weights_read_bytes(model, weights) + kv_read
         # A prompt token's work: 2 x the parameters it multiplies through; the output token's own only where the

@@ -470,14 +470,12 @@ def apple_round(rows: list, terms: dict, trials: list, prompt_trials: list, lodo
     prompts = [e for r, e in p_lodo if r.device in derived]
     if not mine:
         return ""
-    trial = {name: (without, with_term) for name, without, with_term in trials}
-    own = next((v for k, v in trial.items() if k.startswith("without ilowbit, its own")), None)
-    everywhere = next((v for k, v in trial.items() if k.startswith("without ilowbit, all")), None)
     rule = ""
-    if own and everywhere and terms.get("ilowbit") and kept_by_all_rows(trials + prompt_trials) == ["ilowbit"]:
+    if kept_by_all_rows(trials + prompt_trials) == ["ilowbit"]:  # kept, and both of its trial lines are there
+        own, everywhere = ((without, with_term) for name, without, with_term in trials
+                           if name.startswith(("without ilowbit, its own", "without ilowbit, all")))
         old_rule = {**terms, "ilowbit": False}
-        before = speedfit.cross_validate_generation(speedfit.merge_low_bits(rows, terms["lowbit"], False), "device",
-                                                    **old_rule)
+        before = speedfit.cross_validate_generation(rows, "device", **old_rule)  # it folds IQ1-IQ3 into IQ4 itself
         rule = (" With them the \"ilowbit\" term's own rows are a tie held out "
                 f"({own[0]:.2f}% without it, {own[1]:.2f}% with it), while dropping it raises the error over all rows "
                 f"({everywhere[1]:.2f}% -> {everywhere[0]:.2f}%): in a joint fit a class's own constants also keep its "

@@ -148,7 +148,8 @@ def test_an_apple_gpu_without_a_stated_tflops_figure_is_scored_at_the_rate_gpure
     assert m3.flops == gpu.fp16_flops == pytest.approx(10 * 13.6e12 / 38)
     assert m3.unpack_flops == m3.flops
     shipped = devices.gpu_device(dataclasses.replace(cpu_machine(16), gpus=(gpu,)))
-    assert (shipped.flops, shipped.unpack_flops) == (m3.flops, m3.unpack_flops)
+    assert (shipped.flops, shipped.unpack_flops, shipped.flops_detail) == (m3.flops, m3.unpack_flops, m3.flops_detail)
+    assert m3.flops_detail.startswith("derived from 10 cores")
     # A GPU whose table row states its rate keeps it.
     m2 = module.gpu_device({"gpu_hint": "Apple M2 Max (38-core GPU)"}, "metal")
-    assert m2.flops == pytest.approx(13.6e12)
+    assert m2.flops == pytest.approx(13.6e12) and m2.flops_detail is None
