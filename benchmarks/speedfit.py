@@ -146,19 +146,14 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
     ops = {row.family: 0.0 for row in rows}
     factor = 1.0
     kv_extra = 0.0
-
-    def layer_count(row: GenRow) -> float:
-        return row.layers * (factor if row.moe else 1.0)
-
-    def parts(row: GenRow) -> tuple[float, float, float]:
-        """Each term's share of the measured time: bytes, fixed per layer, unpacking (with the known seconds)."""
-        key = class_of[id(row)]
-        return ((row.ideal_s * ratio[row.family] + row.kv_s * kv_extra) * inverse[key] / row.measured_s,
-                layer_count(row) * fixed[key] / row.measured_s,
-                (row.weight_s * ops[row.family] + row.known_s) / row.measured_s)
-
-    by_class = {key: [row for row in rows if class_of[id(row)] == key] for key in inverse}
-    by_family = {family: [row for row in rows if row.family == family] for family in ratio}
+    # The loop reads each row's fields as a plain tuple: this fit runs thousands of times per scoring run, and
+    # attribute and call overhead was most of its time. Every expression below is the term's formula in the
+    # order it was first written (parts: bytes, fixed per layer, unpacking), so the fits are bit for bit the same.
+    # (class, family, ideal_s, kv_s, weight_s, known_s, measured_s, layers, moe)
+    fields = [(class_of[id(row)], row.family, row.ideal_s, row.kv_s, row.weight_s, row.known_s, row.measured_s,
+               row.layers, row.moe) for row in rows]
+    by_class = {key: [f for f in fields if f[0] == key] for key in inverse}
+    by_family = {family: [f for f in fields if f[1] == family] for family in ratio}
     previous = None
     for _ in range(ITERATIONS):
         state = (*inverse.values(), *fixed.values(), *ratio.values(), *ops.values(), factor, kv_extra)
@@ -167,14 +162,15 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
         previous = state
         for backend in inverse:
             mine = by_class[backend]
-            u = [(row.ideal_s * ratio[row.family] + row.kv_s * kv_extra) / row.measured_s for row in mine]
-            v = [layer_count(row) / row.measured_s for row in mine]
-            y = [1 - parts(row)[2] for row in mine]
+            u = [(ideal * ratio[fam] + kv_s * kv_extra) / m for _, fam, ideal, kv_s, _, _, m, _, _ in mine]
+            v = [n * (factor if is_moe else 1.0) / m for _, _, _, _, _, _, m, n, is_moe in mine]
+            y = [1 - (w * ops[fam] + known) / m for _, fam, _, _, w, known, m, _, _ in mine]
             inverse[backend], fixed[backend] = _two_term(u, v, layers, y)
-        experts = [row for row in rows if row.moe and fixed[class_of[id(row)]] > 0]
+        experts = [f for f in fields if f[8] and fixed[f[0]] > 0]
         if moe and layers and experts:
-            u = [row.layers * fixed[class_of[id(row)]] / row.measured_s for row in experts]
-            y = [1 - share[0] - share[2] for share in map(parts, experts)]
+            u = [n * fixed[key] / m for key, _, _, _, _, _, m, n, _ in experts]
+            y = [1 - (ideal * ratio[fam] + kv_s * kv_extra) * inverse[key] / m - (w * ops[fam] + known) / m
+                 for key, fam, ideal, kv_s, w, known, m, _, _ in experts]
             suu = sum(a * a for a in u)
             factor = max(1.0, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0  # no row pays the term
         if kv:
@@ -183,9 +179,11 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
             for family in ops:
                 if family == "float":  # F16/BF16 weights need no unpacking
                     continue
-                mine = [row for row in by_family[family] if row.weight_s]
-                w = [row.weight_s / row.measured_s for row in mine]
-                y = [1 - share[0] - share[1] - row.known_s / row.measured_s for row, share in zip(mine, map(parts, mine))]
+                mine = [f for f in by_family[family] if f[4]]
+                w = [weight / m for _, _, _, _, weight, _, m, _, _ in mine]
+                y = [1 - (ideal * ratio[fam] + kv_s * kv_extra) * inverse[key] / m
+                     - n * (factor if is_moe else 1.0) * fixed[key] / m - known / m
+                     for key, fam, ideal, kv_s, _, known, m, n, is_moe in mine]
                 sww = sum(a * a for a in w)
                 ops[family] = max(0.0, sum(a * b for a, b in zip(w, y)) / sww) if sww else 0.0
         if families:
@@ -193,9 +191,9 @@ def fit_generation(rows: list[GenRow], layers: bool = True, families: bool = Tru
                 if family == REFERENCE_FAMILY:
                     continue
                 mine = by_family[family]
-                u = [row.ideal_s * inverse[class_of[id(row)]] / row.measured_s for row in mine]
-                y = [1 - row.kv_s * kv_extra * inverse[class_of[id(row)]] / row.measured_s
-                     - share[1] - share[2] for row, share in zip(mine, map(parts, mine))]
+                u = [ideal * inverse[key] / m for key, _, ideal, _, _, _, m, _, _ in mine]
+                y = [1 - kv_s * kv_extra * inverse[key] / m - n * (factor if is_moe else 1.0) * fixed[key] / m
+                     - (w * ops[fam] + known) / m for key, fam, _, kv_s, w, known, m, n, is_moe in mine]
                 suu = sum(a * a for a in u)
                 ratio[family] = max(0.2, sum(a * b for a, b in zip(u, y)) / suu) if suu else 1.0
     return GenFit(efficiency={b: 1 / a for b, a in inverse.items()},
