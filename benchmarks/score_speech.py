@@ -937,14 +937,16 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], t
     cpu_rows = [r for r in rows if r.backend == "cpu"]
     shown = form if form != NO_THREAD_TERM else POWER  # the shares below are with a thread term, kept or not
     shown_tried = by_form(shown, amdahl_term, power)
-    fits = form_fit(rows, shown, gpu=gpu)
+    # the figures gpuready's formula carries: each device's own median first where that term is kept
+    fits = form_fit(rows, shown, gpu=gpu, by_device=by_device)
     one_thread = defaultdict(list)
     for row in cpu_rows:
         one_thread[row.device.removeprefix("cpu: ")].append(row.work * row.measured / row.peak * amdahl(row, fits["serial"])
                                                            / thread_share(row, fits["exponent"]))
     shares = ", ".join(f"{statistics.median(v):.2f} on the {device}" for device, v in sorted(one_thread.items()))
     pi = "cpu: Raspberry Pi 4 Model B"
-    without_pi = (thread_parameter(form_fit([r for r in rows if r.device != pi], shown, gpu=gpu), shown)
+    without_pi = (thread_parameter(form_fit([r for r in rows if r.device != pi], shown, gpu=gpu, by_device=by_device),
+                                   shown)
                   if any(r.device == pi for r in rows) else None)
     threads = sorted({r.cores for r in cpu_rows})
     cpu_both, cpu_shown = both.judged(shown_tried.scope), shown_tried.judged(shown_tried.scope)
@@ -955,6 +957,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], t
         here = (f", and Piper on the development VM {high.measured / low.measured:.2f}x from {low.cores} to {high.cores} "
                 "threads (speech-tts-measured-here.toml)")
     parameter = (f"serial share s = {fits['serial']:.2f}" if shown == AMDAHL else f"a = {fits['exponent']:.2f}")
+    first = ", each device's median first" if by_device else ""
     out.append("\nWhy these terms: gpuready assumes a 3.0 GHz all-core clock for every CPU (gpuready/tasks/devices.py "
                "ASSUMED_CPU_CLOCK_HZ), but a Raspberry Pi 4 runs at 1.8 GHz (Raspberry Pi 4 product brief, "
                "catalog/cpus.toml clock_ghz), so its peak was overstated 1.7x; every row counts its Cortex-A72 cores at "
@@ -972,7 +975,7 @@ def tts_terms_tried(rows: list[Row], with_kept_out: list[Row], out: list[str], t
                f"2.4x from one to four threads (sherpa-onnx's table){here}, so each thread's share of a core's peak "
                "falls as threads are added. Two forms are tried: Amdahl's (a share s of one thread's work does not "
                "spread over the threads: the time x (s x threads + 1 - s)) and a power (each thread's share x "
-               f"threads^-a). With the {'Amdahl' if shown == AMDAHL else 'power'} term ({parameter} fitted on all rows) "
+               f"threads^-a). With the {'Amdahl' if shown == AMDAHL else 'power'} term ({parameter} fitted on all rows{first}) "
                f"the share of a core's peak one thread reaches is {shares}. The gap between CPU designs stays: the Xeon "
                "Platinum 8272CL's peak counts AVX-512 at two FMA units (as Intel ARK states for the Platinum 8280), "
                "which Kokoro's runtimes turn into far less speed, and the Apple M4 Pro's PyTorch CPU run is faster than "

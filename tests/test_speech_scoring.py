@@ -673,4 +673,5 @@ def test_gpuready_speaks_each_fitted_gpu_row_as_the_scorer_predicts_it_with_gpur
         realtime, _ = speech.tts_realtime(model, device, "fp32" if fp32 else "fp16")
         assert realtime == pytest.approx(score_speech.tts_predict_terms(tts, constants))
         checked += 1
-    assert checked == 12  # Kokoro on the RTX 3090 Ti, 4060 Ti (7 runs), 3090 and 5090 (fp32), F5-TTS at 32 steps on the RTX 3090 and L20
+    assert checked == 11  # Kokoro on the RTX 3090 Ti, 4060 Ti (7 runs), 3090 and 5090 (fp32), F5-TTS at 32 steps on the RTX 3090
+    # (the L20 row ran 16 steps, F5-TTS's benchmark.py at the cited commit, so it is not at the catalogue's passes)
