@@ -472,3 +472,18 @@ def test_a_speed_failure_names_the_variant_of_that_model_that_would_meet_it(caps
     # a bound no variant meets gives no such hint
     assert main(["check", "--machine", machine, "--model", "llama-3.1-70b", "--min-speed", "5000"]) == 1
     assert "hint: --quant" not in capsys.readouterr().err
+
+
+def test_the_readmes_text_summary_example_is_what_the_recorded_desktop_prints(capsys):
+    # The README shows an excerpt of `gpuready --plain` on the recorded Ryzen 9 7950X ("  ..." marks lines left out):
+    # every line it quotes is one the tool prints today, in the same order, so a refit cannot leave it stale.
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("gpuready 0.2.0: what this machine can run locally")
+    quoted = [line for line in readme[start:readme.index("```", start)].splitlines() if line != "  ..."]
+    code, out, err = run(capsys, "--plain", "--machine", CPU_DESKTOP)
+    assert code == 0, err
+    printed, at = out.splitlines(), 0
+    for line in quoted:  # each quoted line at or after the one before it
+        assert line in printed[at:], line
+        at = printed.index(line, at) + 1
+    assert len(quoted) >= 10
