@@ -353,10 +353,16 @@ def test_a_tts_model_runs_on_the_cpu_beside_a_gpu_its_runtime_does_not_drive(bac
     alone = speech.estimate(piper, "fp32", None, cpu)
     assert beside.placement == "cpu" and beside.speed == alone.speed
     assert speech.runtime_name(piper, beside, gpu(backend=backend)) == "Piper (ONNX Runtime, CPU)"
-    # on a CUDA GPU it runs there, and Kokoro (PyTorch, kokoro-onnx) runs on every one of these GPUs
+    # on a CUDA GPU it runs there; kokoro-onnx (Kokoro's fp16 file) runs wherever an ONNX Runtime execution provider
+    # drives the GPU (CoreML, ROCm, OpenVINO for an XPU), and a GPU driven only through Vulkan, not on Windows (where
+    # DirectML would), has none
     on_cuda = speech.estimate(piper, "fp32", gpu(), cpu)
     assert on_cuda.placement == "gpu" and speech.runtime_name(piper, on_cuda, gpu()) == "Piper (ONNX Runtime, CUDA)"
-    assert speech.estimate(CATALOG.get("kokoro-82m"), "fp16", gpu(backend=backend), cpu).placement == "gpu"
+    onnx = speech.estimate(CATALOG.get("kokoro-82m"), "fp16", gpu(backend=backend), cpu)
+    assert onnx.placement == ("cpu" if backend == "vulkan" else "gpu")
+    assert speech.runtime_name(CATALOG.get("kokoro-82m"), onnx, gpu(backend=backend)) == {
+        "metal": "kokoro-onnx (ONNX Runtime, CoreML)", "rocm": "kokoro-onnx (ONNX Runtime, ROCm)",
+        "sycl": "kokoro-onnx (ONNX Runtime, OpenVINO)", "vulkan": "kokoro-onnx (ONNX Runtime)"}[backend]
     # PyTorch (Kokoro's fp32 model, F5-TTS) drives CUDA, ROCm, MPS and XPU devices, no Vulkan one
     pytorch = "cpu" if backend == "vulkan" else "gpu"
     for model_id, variant in (("kokoro-82m", "fp32"), ("f5-tts", "fp16")):

@@ -437,3 +437,29 @@ def test_kokoros_fp16_variant_names_the_runtime_that_ships_fp16_weights(quant, r
     # hexgrad/kokoro runs its PyTorch model in fp32 whatever the GPU; the fp16 file is kokoro-onnx's
     verdicts = judge_all(CATALOG, with_gpu(ryzen(), "RTX 4090"), Options(quant=quant), task="speech")
     assert summary(verdicts, "speech")["kokoro-82m"] == ("runs-well", quant, "gpu", runtime)
+
+
+@pytest.mark.parametrize(
+    ("card", "backends", "platform", "placement", "quant", "runtime"),
+    [
+        # Linux: ROCm's provider for a Radeon with ROCm, OpenVINO's for an Intel GPU, none for a Radeon driven only
+        # through Vulkan (ONNX Runtime has no Vulkan provider), so Kokoro speaks on the CPU there, from its fp32 weights
+        ("RX 7900 XTX", ("rocm", "vulkan"), "linux", "gpu", "fp16", "kokoro-onnx (ONNX Runtime, ROCm)"),
+        ("Arc A770", ("sycl", "vulkan"), "linux", "gpu", "fp16", "kokoro-onnx (ONNX Runtime, OpenVINO)"),
+        ("RX 7900 XTX", ("vulkan",), "linux", "cpu", "fp32", "PyTorch (CPU)"),
+        # Windows: DirectML drives any DirectX 12 GPU that CUDA does not
+        ("RX 7900 XTX", ("vulkan",), "windows", "gpu", "fp16", "kokoro-onnx (ONNX Runtime, DirectML)"),
+        ("Arc A770", ("sycl", "vulkan"), "windows", "gpu", "fp16", "kokoro-onnx (ONNX Runtime, DirectML)"),
+        ("RTX 4090", ("cuda", "vulkan"), "windows", "gpu", "fp16", "kokoro-onnx (ONNX Runtime, CUDA)"),
+    ],
+)
+def test_kokoros_onnx_file_runs_on_the_execution_provider_that_drives_the_gpu(card, backends, platform, placement, quant,
+                                                                            runtime):
+    spec = find_gpus(card)[0]  # the A770's 8 GB and 16 GB boards are two rows of one name
+    gpu = GPU(vendor=spec.vendor, name=spec.name, memory_total_bytes=spec.memory_bytes,
+              memory_free_bytes=spec.memory_bytes, backends=backends, source="user")
+    hardware = enrich(dataclasses.replace(ryzen(), gpus=(gpu,), platform=platform))
+    verdicts = judge_all(CATALOG, hardware, Options(), task="speech")
+    level, got_quant, got_placement, got_runtime = summary(verdicts, "speech")["kokoro-82m"]
+    assert (got_placement, got_quant, got_runtime) == (placement, quant, runtime)
+    assert level in ("runs-well", "runs")

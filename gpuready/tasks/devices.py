@@ -95,6 +95,10 @@ class Device:
     # GPU: where `flops` came from when it is not a table's figure: derived from the core count (Apple M3/M4, whose
     # maker states none) or measured here (`gpuready bench`); None for a table's figure. Said in the prompt basis.
     flops_detail: str | None = None
+    # GPU: the operating system of the machine it was probed on (linux, darwin, windows); None for a GPU from the
+    # table alone (a what-if card, a scored row). Which ONNX Runtime execution provider drives a GPU depends on it
+    # (tasks/speech.py onnx_provider: DirectML on Windows).
+    host_platform: str | None = None
 
     @property
     def unpack_flops(self) -> float | None:
@@ -271,6 +275,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
             gfx_target=first.gfx_target or (spec.gfx_target if spec else None),
             **_measured(first.bandwidth_source),
             flops_detail=flops_detail(first.flops_source),
+            host_platform=hardware.platform,
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device

@@ -357,10 +357,31 @@ def tts_realtime(model: SpeechModel, device: Device, variant: str = "fp16") -> t
 # PiperVoice.load takes use_cuda, its CLI --cuda), so on a Mac's, a Radeon's or an Intel GPU it speaks on the CPU.
 # PyTorch (Kokoro's fp32 model, F5-TTS) drives CUDA, ROCm (as its "cuda" device), Apple's MPS and Intel's XPU, and no
 # Vulkan device (https://pytorch.org/docs/stable/notes/mps.html, https://pytorch.org/docs/stable/notes/get_start_xpu.html).
-# kokoro-onnx (Kokoro's fp16 file) takes whichever ONNX Runtime execution provider the machine has (CUDA, ROCm,
-# CoreML, DirectML on Windows), so it is not limited here.
+# kokoro-onnx (Kokoro's fp16 file) runs on the ONNX Runtime execution provider of the onnxruntime build installed beside
+# it (thewh1teagle/kokoro-onnx src/kokoro_onnx/session.py resolve_providers: onnxruntime-gpu, -directml, -openvino,
+# -rocm or -qnn, or the one ONNX_PROVIDER names; plain CPU otherwise): onnx_provider says which one drives this GPU.
 PIPER_GPU_BACKENDS = ("cuda",)
 PYTORCH_GPU_BACKENDS = ("cuda", "rocm", "metal", "sycl")
+
+
+def onnx_provider(gpu: Device) -> str | None:
+    """The ONNX Runtime execution provider that drives `gpu`, or None where none does (the model runs on the CPU).
+    CUDA for NVIDIA's CUDA GPUs and CoreML for Apple's; on Windows DirectML, which runs on any DirectX 12 GPU
+    (onnxruntime-directml; https://onnxruntime.ai/docs/execution-providers/DirectML-ExecutionProvider.html); on Linux
+    ROCm for a Radeon with ROCm (onnxruntime-rocm) and OpenVINO for an Intel GPU (onnxruntime-openvino,
+    https://onnxruntime.ai/docs/execution-providers/OpenVINO-ExecutionProvider.html: Intel CPUs, GPUs and NPUs). A
+    GPU driven only through Vulkan on Linux (a Radeon without ROCm) has no provider: ONNX Runtime has no Vulkan one."""
+    if gpu.backend == "cuda":
+        return "CUDA"
+    if gpu.backend == "metal":
+        return "CoreML"
+    if gpu.host_platform == "windows":
+        return "DirectML"
+    if gpu.backend == "rocm":
+        return "ROCm"
+    if gpu.vendor == "intel" or gpu.backend == "sycl":
+        return "OpenVINO"
+    return None
 
 
 def tts_gpu(model: SpeechModel, variant: str, gpu: Device | None) -> Device | None:
@@ -371,7 +392,7 @@ def tts_gpu(model: SpeechModel, variant: str, gpu: Device | None) -> Device | No
     if model.id.startswith("piper"):
         backends = PIPER_GPU_BACKENDS
     elif model.id.startswith("kokoro") and variant == "fp16":
-        return gpu
+        return gpu if onnx_provider(gpu) else None
     else:
         backends = PYTORCH_GPU_BACKENDS
     return gpu if gpu.backend in backends else None
@@ -423,8 +444,8 @@ def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: Device | None)
         if model.id.startswith("kokoro") and estimate.quant == "fp16":
             # hexgrad/kokoro and Kokoro-FastAPI run the PyTorch model in fp32; the fp16 weights are kokoro-onnx's
             # kokoro-v1.0.fp16.onnx (https://github.com/thewh1teagle/kokoro-onnx/releases, model-files-v1.0)
-            return {"cuda": "kokoro-onnx (ONNX Runtime, CUDA)", "metal": "kokoro-onnx (ONNX Runtime, CoreML)",
-                    "rocm": "kokoro-onnx (ONNX Runtime, ROCm)"}.get(backend, "kokoro-onnx (ONNX Runtime)")
+            provider = onnx_provider(gpu) if gpu and backend != "cpu" else None
+            return f"kokoro-onnx (ONNX Runtime, {provider})" if provider else "kokoro-onnx (ONNX Runtime)"
         return {"cuda": "PyTorch (CUDA)", "rocm": "PyTorch (ROCm)", "metal": "PyTorch (MPS) or MLX", "sycl": "PyTorch (XPU)",
                 "cpu": "PyTorch (CPU)"}.get(backend, f"PyTorch ({backend})")
     if estimate.quant.startswith("q"):
