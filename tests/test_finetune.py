@@ -355,3 +355,19 @@ def test_the_dequantisation_constant_is_the_median_the_scorer_fits_from_litgpts_
     llama = next(r for r in rows if r["model"] == "llama-2-7b" and r["script"] == "lora")
     assert llama["bytes"] == pytest.approx(0.0882 * 1555e9 / (6_476_005_376 * 2), rel=1e-3)
     assert finetune.QLORA_DEQUANT_BYTES_PER_WEIGHT == pytest.approx(statistics.median(r["bytes"] for r in rows), abs=0.05)
+
+
+@pytest.mark.parametrize(("backend", "placement", "runtime"), [
+    ("vulkan", "cpu", "PyTorch (CPU)"),  # PyTorch has no Vulkan device: a Radeon without ROCm trains nothing
+    ("sycl", "gpu", "PyTorch (XPU)"),    # PyTorch's XPU device trains on Intel GPUs
+    ("rocm", "gpu", "PyTorch (ROCm)"),
+])
+def test_full_fine_tuning_runs_on_a_gpu_only_where_a_training_runtime_drives_its_backend(backend, placement, runtime):
+    model = CATALOG.get("qwen2.5-0.5b")
+    card = Device("gpu", "Test GPU", backend, 16 * 1024**3, 600e9, 80e12)
+    cpu = Device("cpu", "Test CPU", "cpu", 64 * 1024**3, 80e9, 1e12, cores=8)
+    estimate = finetune.estimate(model, "full-adamw", CATALOG, card, cpu, Options())
+    assert estimate.placement == placement
+    assert finetune.runtime(model, estimate, card, CATALOG) == runtime
+    on_cpu = finetune.estimate(model, "full-adamw", CATALOG, None, cpu, Options())
+    assert (estimate.speed == on_cpu.speed) == (placement == "cpu")

@@ -64,7 +64,13 @@ ALLOCATOR_MARGIN = 0.20
 # bitsandbytes only: MLX's quantised LoRA multiplies the packed weights directly (no 16-bit copy).
 QLORA_DEQUANT_BYTES_PER_WEIGHT = 10.7
 QLORA_DEQUANT_BACKENDS = ("cuda", "rocm")
-RUNTIMES = {"cuda": "PyTorch (CUDA)", "rocm": "PyTorch (ROCm)", "metal": "MLX (mlx-lm)", "cpu": "PyTorch (CPU)"}
+RUNTIMES = {"cuda": "PyTorch (CUDA)", "rocm": "PyTorch (ROCm)", "sycl": "PyTorch (XPU)", "metal": "MLX (mlx-lm)",
+            "cpu": "PyTorch (CPU)"}
+# The GPU backends a training runtime drives: PyTorch's CUDA device (NVIDIA, and AMD under ROCm) and its XPU device
+# (Intel GPUs, https://pytorch.org/docs/stable/notes/get_start_xpu.html), MLX on Apple silicon. PyTorch has no Vulkan
+# device, so a GPU llama.cpp reaches only through Vulkan (a Radeon without ROCm, as on Windows) trains nothing: the
+# run is judged on the CPU.
+TRAINING_GPU_BACKENDS = ("cuda", "rocm", "sycl", "metal")
 # What each method needs beyond PyTorch: bitsandbytes' 8-bit optimisers and 4-bit base run on
 # CUDA and ROCm GPUs; MLX trains LoRA adapters over a quantised model (QLoRA) but has no 8-bit
 # optimiser; full-precision methods run anywhere PyTorch does.
@@ -91,6 +97,8 @@ def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, opti
     """Memory at the step's peak, placement (one GPU, else the CPU), and training tokens/s."""
     plan = replace(recipe(variant, options), sequence_tokens=sequence_tokens(model, options))
     components = memory_components(model, plan)
+    if gpu is not None and gpu.backend not in TRAINING_GPU_BACKENDS:
+        gpu = None  # no training runtime drives it: the CPU trains
     # Training keeps a whole copy on each GPU (data parallel): a group fits as one of its cards does.
     placement, device, parts = place_whole(components, gpu, cpu)
     memory = MemoryParts(parts)
@@ -124,7 +132,9 @@ def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, opti
         basis.append(
             f"speed: {flops / 1e9:,.1f} GFLOPs a token ({'6' if variant in FULL_METHODS else '4'} x parameters"
             f"{' + 2 recomputed' if plan.checkpointing else ''}, plus attention) on {peak / 1e12:.1f} TFLOPS x "
-            f"{efficiency:.0%} {device.backend} training efficiency; {speed * 0.5:,.0f}-{speed * 1.5:,.0f} tokens/s"
+            f"{efficiency:.0%} {device.backend} training efficiency"
+            f"{'' if device.backend in TRAINING_EFFICIENCY else ' (none known for ' + device.backend + ': the CPU' + chr(39) + 's)'}"
+            f"; {speed * 0.5:,.0f}-{speed * 1.5:,.0f} tokens/s"
         )
         if dequant_s:
             basis.append(
