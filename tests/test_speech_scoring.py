@@ -681,3 +681,13 @@ def test_gpuready_speaks_each_fitted_gpu_row_as_the_scorer_predicts_it_with_gpur
         checked += 1
     assert checked == 11  # Kokoro on the RTX 3090 Ti, 4060 Ti (7 runs), 3090 and 5090 (fp32), F5-TTS at 32 steps on the RTX 3090
     # (the L20 row ran 16 steps, F5-TTS's benchmark.py at the cited commit, so it is not at the catalogue's passes)
+
+
+@pytest.mark.parametrize(("backend", "runtime"), [("rocm", "whisper.cpp (ROCm/HIP)"), ("sycl", "whisper.cpp (SYCL)"),
+                                                  ("vulkan", "whisper.cpp (Vulkan)"), ("cuda", "faster-whisper (CUDA fp16)")])
+def test_whisper_at_fp16_names_its_runtime_as_the_quantised_files_do(backend, runtime):
+    # whisper.cpp's GPU builds, named the same whether the ggml file is F16 or quantised (it read "whisper.cpp (rocm)")
+    cpu = devices.Device("cpu", "Test CPU", "cpu", 32 * 1024**3, 80e9, 1e12, cores=8)
+    model = CATALOG.get("whisper-large-v3")
+    estimate = speech.estimate(model, "fp16", gpu(backend=backend), cpu)
+    assert estimate.placement == "gpu" and speech.runtime_name(model, estimate, gpu(backend=backend)) == runtime

@@ -448,15 +448,16 @@ def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: Device | None)
             return f"kokoro-onnx (ONNX Runtime, {provider})" if provider else "kokoro-onnx (ONNX Runtime)"
         return {"cuda": "PyTorch (CUDA)", "rocm": "PyTorch (ROCm)", "metal": "PyTorch (MPS) or MLX", "sycl": "PyTorch (XPU)",
                 "cpu": "PyTorch (CPU)"}.get(backend, f"PyTorch ({backend})")
+    whisper_cpp = {"cuda": "whisper.cpp (CUDA)", "metal": "whisper.cpp (Metal)", "rocm": "whisper.cpp (ROCm/HIP)",
+                   "vulkan": "whisper.cpp (Vulkan)", "sycl": "whisper.cpp (SYCL)"}
     if estimate.quant.startswith("q"):
-        return {"cuda": "whisper.cpp (CUDA)", "metal": "whisper.cpp (Metal)", "rocm": "whisper.cpp (ROCm/HIP)",
-                "vulkan": "whisper.cpp (Vulkan)", "sycl": "whisper.cpp (SYCL)"}.get(backend, "whisper.cpp (CPU)")
+        return whisper_cpp.get(backend, "whisper.cpp (CPU)")
     if backend == "cuda":
         return f"faster-whisper (CUDA {estimate.quant})"
     if backend == "cpu":
         # CTranslate2 has no fp16 on CPU; whisper.cpp's default ggml models are F16 and run there.
         return "whisper.cpp (CPU)" if estimate.quant == "fp16" else f"faster-whisper (CPU {estimate.quant})"
-    return {"metal": "whisper.cpp (Metal) or mlx-whisper"}.get(backend, f"whisper.cpp ({backend})")
+    return {"metal": "whisper.cpp (Metal) or mlx-whisper"}.get(backend, whisper_cpp.get(backend, f"whisper.cpp ({backend})"))
 
 
 def _describe(model: SpeechModel, estimate: TaskEstimate, options) -> str:
