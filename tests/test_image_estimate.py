@@ -210,3 +210,15 @@ def test_the_vae_runs_at_the_gpus_own_fp32_rate_where_the_probe_matched_a_table_
     assert image.fp32_flops(matched) == (19.7e12, "19.7 TFLOPS FP32 (GPU table)")
     unknown = devices.Device("gpu", "Mystery GPU", "cuda", 16 * 1024**3, 560e9, 40e12)
     assert image.fp32_flops(unknown) == (20e12, "FP32 assumed half the FP16 peak")
+
+
+@pytest.mark.parametrize(("backend", "runtime"), [
+    ("cuda", "ComfyUI-GGUF (CUDA)"), ("rocm", "ComfyUI-GGUF (ROCm)"), ("sycl", "ComfyUI-GGUF (XPU)"),
+    ("metal", "ComfyUI-GGUF (MPS)"),
+    # PyTorch (and so ComfyUI) has no Vulkan device: stable-diffusion.cpp loads the GGUF file itself there
+    ("vulkan", "stable-diffusion.cpp (Vulkan)"),
+])
+def test_a_gguf_image_model_names_the_runtime_that_drives_the_gpus_backend(backend, runtime):
+    flux = model("flux.1-schnell")
+    estimate = image.estimate(flux, "q8_0", 1024, 1024, flux.steps, gpu(backend=backend), CPU)
+    assert estimate.placement == "gpu" and image.runtime(flux, estimate, gpu(backend=backend)) == runtime

@@ -513,7 +513,11 @@ RUNTIME_BY_BACKEND = {
     "vulkan": "stable-diffusion.cpp (Vulkan)",
     "cpu": "diffusers (CPU) or stable-diffusion.cpp",
 }
-GGUF_RUNTIME = {"cuda": "ComfyUI-GGUF (CUDA)", "metal": "ComfyUI-GGUF (MPS)", "cpu": "stable-diffusion.cpp (CPU)"}
+# GGUF weights: ComfyUI-GGUF wherever PyTorch drives the GPU (CUDA, ROCm as its CUDA device, MPS, Intel's XPU), and
+# stable-diffusion.cpp, which loads GGUF files itself, on the CPU and on a GPU reached only through Vulkan (PyTorch has
+# no Vulkan device).
+GGUF_RUNTIME = {"cuda": "ComfyUI-GGUF (CUDA)", "rocm": "ComfyUI-GGUF (ROCm)", "metal": "ComfyUI-GGUF (MPS)",
+                "sycl": "ComfyUI-GGUF (XPU)", "vulkan": "stable-diffusion.cpp (Vulkan)", "cpu": "stable-diffusion.cpp (CPU)"}
 
 
 def size(model: ImageModel, options) -> tuple[int, int]:
