@@ -222,3 +222,12 @@ def test_a_gguf_image_model_names_the_runtime_that_drives_the_gpus_backend(backe
     flux = model("flux.1-schnell")
     estimate = image.estimate(flux, "q8_0", 1024, 1024, flux.steps, gpu(backend=backend), CPU)
     assert estimate.placement == "gpu" and image.runtime(flux, estimate, gpu(backend=backend)) == runtime
+
+
+def test_nf4_is_not_offered_on_a_gpu_reached_only_through_vulkan():
+    # bitsandbytes' nf4 loads only into PyTorch pipelines; PyTorch has no Vulkan device
+    dev = model("flux.1-dev")
+    on = {backend: image.estimate(dev, "nf4", 1024, 1024, dev.steps, gpu(backend=backend), CPU) for backend in ("cuda", "vulkan")}
+    assert image.refuse(dev, "nf4", on["cuda"], gpu(backend="cuda")) is None
+    assert "no Vulkan device" in image.refuse(dev, "nf4", on["vulkan"], gpu(backend="vulkan"))
+    assert image.refuse(dev, "q8_0", on["vulkan"], gpu(backend="vulkan")) is None

@@ -538,6 +538,15 @@ def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catal
     return RUNTIME_BY_BACKEND.get(backend, RUNTIME_BY_BACKEND["cpu"])
 
 
+def refuse(model: ImageModel, variant: str, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str | None:
+    """nf4 is bitsandbytes' format, loaded by PyTorch pipelines (Forge, diffusers), and PyTorch has no Vulkan device:
+    on a GPU reached only through Vulkan the runtime there, stable-diffusion.cpp, loads GGUF files, not nf4."""
+    if variant == "nf4" and gpu is not None and estimate.placement != "cpu" and gpu.backend == "vulkan":
+        return ("nf4 is a bitsandbytes format for PyTorch pipelines, which have no Vulkan device; "
+                "stable-diffusion.cpp runs the GGUF variants here")
+    return None
+
+
 def _estimate(model: ImageModel, variant: str, catalog, gpu: Device | None, cpu: Device, options) -> TaskEstimate:
     return estimate(model, variant, *size(model, options), model.steps, gpu, cpu)
 
@@ -557,4 +566,5 @@ TASK = Task(
     describe=_describe,
     runtime=runtime,
     quality=bits_quality(PRECISION_BITS),
+    refuse=refuse,
 )
