@@ -463,3 +463,22 @@ def test_kokoros_onnx_file_runs_on_the_execution_provider_that_drives_the_gpu(ca
     level, got_quant, got_placement, got_runtime = summary(verdicts, "speech")["kokoro-82m"]
     assert (got_placement, got_quant, got_runtime) == (placement, quant, runtime)
     assert level in ("runs-well", "runs")
+
+
+@pytest.mark.parametrize(("model_id", "gpu_memory", "said"), [
+    # Piper's 0.3 GB fits a 16 GB card, but its ONNX Runtime session has no provider for a Vulkan GPU: it read
+    # "too big for" the card
+    ("piper-medium", 16 * 1024**3, "its runtime does not drive Test GPU (vulkan); runs on the CPU"),
+    # Whisper large-v3 does not fit a 1 GB card, whatever drives it
+    ("whisper-large-v3", 1024**3, "too big for Test GPU (1.0 GB usable); runs on the CPU"),
+])
+def test_a_variant_on_the_cpu_beside_a_gpu_says_whether_it_is_too_big_or_undriven(model_id, gpu_memory, said):
+    from gpuready.tasks import judge, speech
+    from gpuready.tasks.devices import Device
+
+    card = Device("gpu", "Test GPU", "vulkan", gpu_memory, 500e9, 50e12)
+    cpu = Device("cpu", "Test CPU", "cpu", 32 * 1024**3, 80e9, 1e12, cores=8)
+    judged = judge.judge_variant(speech.TASK, CATALOG.get(model_id), "fp32" if model_id.startswith("piper") else "fp16",
+                                 CATALOG, card, cpu, Options())
+    assert judged.estimate.placement == "cpu"
+    assert any(reason.startswith(said) for reason in judged.reasons), judged.reasons

@@ -129,12 +129,11 @@ def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, opti
         "published figures for one recipe differ by about 2x",
     ]
     if peak:
+        assumed = "" if device.backend in TRAINING_EFFICIENCY else f" (none known for {device.backend}: the CPU's)"
         basis.append(
             f"speed: {flops / 1e9:,.1f} GFLOPs a token ({'6' if variant in FULL_METHODS else '4'} x parameters"
             f"{' + 2 recomputed' if plan.checkpointing else ''}, plus attention) on {peak / 1e12:.1f} TFLOPS x "
-            f"{efficiency:.0%} {device.backend} training efficiency"
-            f"{'' if device.backend in TRAINING_EFFICIENCY else ' (none known for ' + device.backend + ': the CPU' + chr(39) + 's)'}"
-            f"; {speed * 0.5:,.0f}-{speed * 1.5:,.0f} tokens/s"
+            f"{efficiency:.0%} {device.backend} training efficiency{assumed}; {speed * 0.5:,.0f}-{speed * 1.5:,.0f} tokens/s"
         )
         if dequant_s:
             basis.append(

@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuready.hardware import Hardware
 from gpuready.tasks.base import Task, band_words
-from gpuready.tasks.devices import Device, cpu_device, gpu_device, memory_word
+from gpuready.tasks.devices import Device, cpu_device, gpu_device, memory_word, one_card
 from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Options, VariantVerdict, Verdict, level_words, quality_adjusted
 from gpuready.units import fmt_gb
 
@@ -61,6 +61,18 @@ def fit_unread(task: Task, model, variant: str, estimate, gpu: Device | None, ca
             and not task.refuse(model, variant, replace(estimate, placement="gpu"), gpu, catalog))
 
 
+def cpu_prefix(estimate, gpu: Device | None) -> str:
+    """Why a variant the estimate put on the CPU is not on the GPU: too big for one card of it, or small enough but
+    its runtime does not drive that GPU (Piper's ONNX Runtime session on a Radeon, PyTorch on a GPU reached only
+    through Vulkan)."""
+    card = one_card(gpu)
+    if card is None or not card.usable_memory_bytes:
+        return ""
+    if estimate.memory.total_bytes > card.usable_memory_bytes:
+        return f"too big for {gpu.name} ({fmt_gb(gpu.usable_memory_bytes)} usable); "
+    return f"its runtime does not drive {gpu.name} ({gpu.backend}); "
+
+
 def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, cpu: Device, options: Options) -> Judged:
     """Estimate one variant and judge it: fit, accepted placement, then speed against the floors."""
     estimate = task.estimate(model, variant, catalog, gpu, cpu, options)
@@ -93,8 +105,8 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
                 available = f", only {system}"
             return judged("does-not-fit", reasons + [f"needs {fmt_gb(needed)}{available}"])
     if estimate.placement == "cpu":
-        prefix = f"too big for {gpu.name} ({fmt_gb(gpu.usable_memory_bytes)} usable); " if gpu and gpu.usable_memory_bytes else ""
-        reasons.append(f"{prefix}runs on the CPU from system memory ({fmt_gb(system_usable)} available)")
+        reasons.append(f"{cpu_prefix(estimate, gpu)}runs on the CPU from system memory "
+                       f"({fmt_gb(system_usable)} available)")
     allowed = PLACEMENT_ORDER[: PLACEMENT_ORDER.index(options.placement) + 1]
     if estimate.placement not in allowed:
         return judged("does-not-fit", reasons + [f"placement '{estimate.placement}' is not accepted (only {', '.join(allowed)})"])
