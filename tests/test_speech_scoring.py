@@ -691,3 +691,16 @@ def test_whisper_at_fp16_names_its_runtime_as_the_quantised_files_do(backend, ru
     model = CATALOG.get("whisper-large-v3")
     estimate = speech.estimate(model, "fp16", gpu(backend=backend), cpu)
     assert estimate.placement == "gpu" and speech.runtime_name(model, estimate, gpu(backend=backend)) == runtime
+
+
+@pytest.mark.parametrize(("backend", "setup"), [("cuda", "pip install onnxruntime-gpu"),
+                                                ("metal", "ONNX_PROVIDER=CoreMLExecutionProvider"),
+                                                ("sycl", "pip install onnxruntime-openvino")])
+def test_kokoros_onnx_estimate_on_a_gpu_says_how_kokoro_onnx_is_set_up_to_use_it(backend, setup):
+    # kokoro-onnx runs on the CPU unless an accelerated onnxruntime build is installed or ONNX_PROVIDER names one
+    cpu = devices.Device("cpu", "Test CPU", "cpu", 32 * 1024**3, 80e9, 1e12, cores=8)
+    estimate = speech.estimate(CATALOG.get("kokoro-82m"), "fp16", gpu(backend=backend), cpu)
+    assert estimate.placement == "gpu"
+    assert any(setup in line and "otherwise it runs on the CPU" in line for line in estimate.basis)
+    on_cpu = speech.estimate(CATALOG.get("kokoro-82m"), "fp32", None, cpu)
+    assert not any("kokoro-onnx uses" in line for line in on_cpu.basis)

@@ -364,6 +364,19 @@ PIPER_GPU_BACKENDS = ("cuda",)
 PYTORCH_GPU_BACKENDS = ("cuda", "rocm", "metal", "sycl")
 
 
+# What makes kokoro-onnx use each provider (resolve_providers): one of the accelerated onnxruntime builds it looks for
+# installed, or ONNX_PROVIDER naming the provider. macOS's plain onnxruntime wheel carries the CoreML provider
+# (https://onnxruntime.ai/docs/execution-providers/CoreML-ExecutionProvider.html), but kokoro-onnx reaches it only
+# through ONNX_PROVIDER.
+ONNX_PROVIDER_SETUP = {
+    "CUDA": "pip install onnxruntime-gpu (kokoro-onnx[gpu])",
+    "ROCm": "pip install onnxruntime-rocm",
+    "DirectML": "pip install onnxruntime-directml",
+    "OpenVINO": "pip install onnxruntime-openvino",
+    "CoreML": "ONNX_PROVIDER=CoreMLExecutionProvider",
+}
+
+
 def onnx_provider(gpu: Device) -> str | None:
     """The ONNX Runtime execution provider that drives `gpu`, or None where none does (the model runs on the CPU).
     CUDA for NVIDIA's CUDA GPUs and CoreML for Apple's; on Windows DirectML, which runs on any DirectX 12 GPU
@@ -411,6 +424,9 @@ def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device, 
     placement, device, parts = place_whole({f"weights ({variant})": weights, "working memory": working}, gpu, cpu)
     memory = MemoryParts(parts)
     basis.append(f"on {device.name} ({device.backend})")
+    if placement == "gpu" and model.id.startswith("kokoro") and variant == "fp16" and (provider := onnx_provider(device)):
+        basis.append(f"kokoro-onnx uses {provider} only when set up for it ({ONNX_PROVIDER_SETUP[provider]}); otherwise it "
+                     "runs on the CPU (kokoro-onnx's session.py, resolve_providers)")
     if model.kind == "stt":
         speed, encode, lines = stt_realtime(model, variant, device)
         uncertainty = STT_UNCERTAINTY
