@@ -48,3 +48,8 @@ def fmt_gb(value: float | None) -> str:
     if value is None:
         return "unknown"
     return f"{value / 1024**3:.1f} GB"
+
+
+def fmt_number(value: float) -> str:
+    """A rate or amount to about three figures, never rounded to nothing: 1,234 / 12.3 / 0.184."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"

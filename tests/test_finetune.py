@@ -371,3 +371,15 @@ def test_full_fine_tuning_runs_on_a_gpu_only_where_a_training_runtime_drives_its
     assert finetune.runtime(model, estimate, card, CATALOG) == runtime
     on_cpu = finetune.estimate(model, "full-adamw", CATALOG, None, cpu, Options())
     assert (estimate.speed == on_cpu.speed) == (placement == "cpu")
+
+
+def test_a_training_speed_under_one_token_a_second_is_shown_to_three_figures_not_as_zero():
+    # a 70B model's LoRA on a small CPU: about 0.17 tokens/s, which read "about 0 training tokens/s" and "0-0 tokens/s"
+    model = CATALOG.get("llama-3.1-70b")
+    cpu = Device("cpu", "Test CPU", "cpu", 512 * 1024**3, 20e9, 0.4e12, cores=4)
+    estimate = finetune.estimate(model, "lora", CATALOG, None, cpu, Options())
+    assert 0.01 < estimate.speed < 1
+    said = finetune.describe(model, estimate, Options())
+    assert said == f"about {estimate.speed:.3g} training tokens/s" and "about 0 " not in said
+    speed_line = next(line for line in estimate.basis if "training efficiency" in line)
+    assert f"{estimate.speed * 0.5:.3g}-{estimate.speed * 1.5:.3g} tokens/s" in speed_line

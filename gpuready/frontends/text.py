@@ -6,10 +6,10 @@ from gpuready.hardware import CPU, GPU, Hardware
 from gpuready.report import Report
 from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
-from gpuready.tasks.energy import low_high, number
+from gpuready.tasks.energy import low_high
 from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
 from gpuready.tasks.verdict import PLACEMENT_WORDS, Verdict
-from gpuready.units import fmt_gb
+from gpuready.units import fmt_gb, fmt_number
 
 LEVEL_WORDS = {
     "runs-well": "runs well",
@@ -270,7 +270,7 @@ def energy_lines(verdict: Verdict) -> list[str]:
     energy = getattr(verdict, "energy", None)
     if energy is None or verdict.placement is None:
         return []
-    return ["", "Energy", f"  {number(energy.wh)} {energy.unit} ({low_high(energy)})", f"  {energy.basis}"]
+    return ["", "Energy", f"  {fmt_number(energy.wh)} {energy.unit} ({low_high(energy)})", f"  {energy.basis}"]
 
 
 def render_task_estimate(verdict: Verdict) -> str:

@@ -25,7 +25,7 @@ from gpuready.tasks.finetune_memory import (
     trainable_params,
 )
 from gpuready.tasks.verdict import LEVELS, level_words
-from gpuready.units import fmt_gb
+from gpuready.units import fmt_gb, fmt_number
 
 DEFAULT_SEQUENCE_TOKENS = 2048
 DEFAULT_MICRO_BATCH = 1
@@ -133,7 +133,7 @@ def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, opti
         basis.append(
             f"speed: {flops / 1e9:,.1f} GFLOPs a token ({'6' if variant in FULL_METHODS else '4'} x parameters"
             f"{' + 2 recomputed' if plan.checkpointing else ''}, plus attention) on {peak / 1e12:.1f} TFLOPS x "
-            f"{efficiency:.0%} {device.backend} training efficiency{assumed}; {speed * 0.5:,.0f}-{speed * 1.5:,.0f} tokens/s"
+            f"{efficiency:.0%} {device.backend} training efficiency{assumed}; {fmt_number(speed * 0.5)}-{fmt_number(speed * 1.5)} tokens/s"
         )
         if dequant_s:
             basis.append(
@@ -202,7 +202,7 @@ def level(model, estimate: TaskEstimate, options) -> tuple[str, list[str]]:
 
 
 def describe(model, estimate: TaskEstimate, options) -> str:
-    return f"about {estimate.speed:,.0f} training tokens/s"
+    return f"about {fmt_number(estimate.speed)} training tokens/s"
 
 
 def runtime(model, estimate: TaskEstimate, gpu: Device | None, catalog) -> str:

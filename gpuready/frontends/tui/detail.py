@@ -18,9 +18,9 @@ from textual.widgets import DataTable, Footer, Label, Static
 from gpuready.frontends.tui import format as fmt
 from gpuready.frontends.tui.widgets import color
 from gpuready.tasks.base import band_words
-from gpuready.tasks.energy import low_high, number
+from gpuready.tasks.energy import low_high
 from gpuready.tasks.verdict import PLACEMENT_WORDS, Verdict
-from gpuready.units import fmt_gb
+from gpuready.units import fmt_gb, fmt_number
 
 
 class DetailScreen(Screen):
@@ -139,7 +139,7 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
     if energy is not None and verdict.placement is not None:
         text.append("\nEnergy", style=accent)
         text.append(f" ({low_high(energy)})\n", style=muted)
-        text.append(f"  {number(energy.wh)} {energy.unit} at {energy.power_w:g} W\n")
+        text.append(f"  {fmt_number(energy.wh)} {energy.unit} at {energy.power_w:g} W\n")
     offer = getattr(verdict, "npu", None)
     if offer is not None:
         text.append("\nOn the NPU", style=accent)
