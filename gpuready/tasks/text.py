@@ -223,13 +223,18 @@ def level(model: LanguageModel, estimate: est.Estimate, options) -> tuple[str, l
     return result, reasons
 
 
+def rate(value: float) -> str:
+    """Tokens a second in words: whole numbers from 10, two figures below ('1.1', '0.38'), never 'about 0'."""
+    return f"{value:.2g}" if value < 10 else f"{value:.0f}"
+
+
 def describe(model: LanguageModel, estimate: est.Estimate, options) -> str:
     speed = estimate.speed
     if estimate.batched is not None:
         batched = estimate.batched
-        return (f"about {batched.per_user_tokens_per_s:.0f} tokens/s for each of {batched.users} users, "
-                f"{batched.aggregate_tokens_per_s:.0f} tokens/s in all")
-    return f"about {speed.generation_tokens_per_s:.0f} tokens/s generation"
+        return (f"about {rate(batched.per_user_tokens_per_s)} tokens/s for each of {batched.users} users, "
+                f"{rate(batched.aggregate_tokens_per_s)} tokens/s in all")
+    return f"about {rate(speed.generation_tokens_per_s)} tokens/s generation"
 
 
 def prompt_words(model: LanguageModel, estimate: est.Estimate, options) -> str:
@@ -238,7 +243,7 @@ def prompt_words(model: LanguageModel, estimate: est.Estimate, options) -> str:
     if estimate.batched is not None or not speed.prompt_tokens_per_s:
         return ""
     band = f" ({band_words(speed.prompt_uncertainty)})" if speed.prompt_uncertainty else ""
-    return f", {speed.prompt_tokens_per_s:.0f} tokens/s prompt{band}"
+    return f", {rate(speed.prompt_tokens_per_s)} tokens/s prompt{band}"
 
 
 def runtime(model: LanguageModel, estimate: est.Estimate, gpu: Device | None, catalog) -> str:
