@@ -490,3 +490,14 @@ def test_a_text_generation_speed_in_words_keeps_two_figures_below_ten(value, wor
     from gpuready.tasks import text
 
     assert text.rate(value) == words
+
+
+def test_a_slow_rerankers_speed_in_words_keeps_three_figures():
+    # a cross-encoder on a CPU at under 10 pairs/s read "about 5 pairs/s", and under half a pair a second "about 0"
+    from gpuready.tasks import search
+
+    judged = {v.model_id: v for v in judge_all(CATALOG, ryzen(), Options(), task="document-search")}["bge-reranker-v2-m3"]
+    speed = judged.estimate.speed
+    assert speed < 100  # the 7950X's CPU: the three-figure branch
+    words = search.TASK.describe(CATALOG.get("bge-reranker-v2-m3"), judged.estimate, Options())
+    assert words.startswith(f"about {speed:.3g} pairs/s: 100 candidates reranked in ")

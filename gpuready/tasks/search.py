@@ -21,6 +21,7 @@ from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks.base import Group, MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole, without_cpu_fp16
 from gpuready.tasks.devices import Device
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, gpu_weights_peak, per_core_share
+from gpuready.units import fmt_number
 
 CHUNK_TOKENS = 256
 HNSW_M = 16
@@ -229,8 +230,9 @@ def _describe(model: SearchModel, estimate: TaskEstimate, options) -> str:
     speed = estimate.speed
     if model.kind == "embedding":
         documents, chunks = _collection(options)
-        return f"about {speed:,.0f} chunks/s ({speed * 60:,.0f} a minute): {documents:,} documents indexed in {_duration(chunks / speed)}"
-    return f"about {speed:,.0f} pairs/s: {RERANK_CANDIDATES} candidates reranked in {RERANK_CANDIDATES / speed:.2f} s"
+        return (f"about {fmt_number(speed)} chunks/s ({fmt_number(speed * 60)} a minute): {documents:,} documents indexed in "
+                f"{_duration(chunks / speed)}")
+    return f"about {fmt_number(speed)} pairs/s: {RERANK_CANDIDATES} candidates reranked in {RERANK_CANDIDATES / speed:.2f} s"
 
 
 TASK = Task(
