@@ -501,3 +501,12 @@ def test_a_slow_rerankers_speed_in_words_keeps_three_figures():
     assert speed < 100  # the 7950X's CPU: the three-figure branch
     words = search.TASK.describe(CATALOG.get("bge-reranker-v2-m3"), judged.estimate, Options())
     assert words.startswith(f"about {speed:.3g} pairs/s: 100 candidates reranked in ")
+
+
+def test_a_check_on_a_speed_far_below_the_bound_still_shows_the_speed(capsys):
+    # F5-TTS on a Raspberry Pi 5's CPU speaks at about a seventieth of real time: it read "about 0.0x real time"
+    code, out, _ = check(capsys, "--model", "f5-tts", "--min-realtime", "1", "--machine", str(FIXTURES / "linux-raspberry-pi-5"))
+    assert code == 1
+    assert out.strip().startswith("FAIL model f5-tts, >= 1x real time: F5-TTS: about 0.0")
+    shown = out.split("about ")[1].split("x real time")[0]
+    assert float(shown) > 0 and len(shown.rstrip("0").split(".")[1]) >= 2
