@@ -487,3 +487,12 @@ def test_the_readmes_text_summary_example_is_what_the_recorded_desktop_prints(ca
         assert line in printed[at:], line
         at = printed.index(line, at) + 1
     assert len(quoted) >= 10
+
+
+def test_the_text_summary_shows_a_speed_under_one_with_two_figures(capsys):
+    # F5-TTS on a Raspberry Pi 5's CPU, at about a seventieth of real time, read "0.0x" in the speech table
+    code, out, _ = run(capsys, "--plain", "--machine", str(FIXTURES / "linux-raspberry-pi-5"))
+    assert code == 0
+    f5 = next(line for line in out.splitlines() if line.strip().startswith("F5-TTS "))
+    shown = next(cell for cell in f5.split() if cell.endswith("x") and cell[0].isdigit())
+    assert shown != "0.0x" and 0 < float(shown[:-1]) < 1 and shown.startswith("0.0")

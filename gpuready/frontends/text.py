@@ -96,14 +96,21 @@ def speed_cell(verdict: Verdict) -> str:
     if speed is None or verdict.placement is None:
         return "-"
     if unit == "tokens/s":
-        return f"{speed:.1f}" if speed < 10 else f"{speed:,.0f}"
+        return figures(speed, 10)
     if unit == "s/image":
-        return f"{speed:.1f} s/image" if speed < 100 else f"{speed:,.0f} s/image"
+        return f"{figures(speed, 100)} s/image"
     if unit == "x realtime":
-        return f"{speed:.1f}x" if speed < 100 else f"{speed:,.0f}x"
+        return f"{figures(speed, 100)}x"
     if unit == "chunks/s":
         return f"{speed * 60:,.0f}/min"
-    return f"{speed:,.1f} {unit}" if speed < 10 else f"{speed:,.0f} {unit}"
+    return f"{figures(speed, 10)} {unit}"
+
+
+def figures(value: float, whole_from: float) -> str:
+    """A table's number: two figures below 1 ('0.014', never '0.0'), one decimal up to `whole_from`, whole above."""
+    if value < 1:
+        return f"{value:.2g}"
+    return f"{value:.1f}" if value < whole_from else f"{value:,.0f}"
 
 
 def prompt_cell(verdict: Verdict) -> str:
