@@ -856,3 +856,18 @@ def test_at_80_by_24_every_field_of_the_whatif_dialog_can_be_reached_on_screen()
 
     for region in run(scenario()):
         assert region.height > 0 and 0 <= region.y and region.bottom <= 24
+
+
+@pytest.mark.parametrize(("value", "unit", "shown"), [
+    (0.014, "x realtime", "0.014 × real time"),  # F5-TTS on a Raspberry Pi 5's CPU: it read "0.01"
+    (0.0043, "x realtime", "0.0043 × real time"),  # it read "0.00"
+    (36.1, "x realtime", "36.1 × real time"),
+    (2.82, "s/image", "2.82 s/image"),
+])
+def test_a_headline_speed_under_one_keeps_two_figures(value, unit, shown):
+    assert fmt.headline_cell(value, unit)[0] == shown
+
+
+@pytest.mark.parametrize(("value", "shown"), [(0.04, "0.04"), (0.384, "0.38"), (1.14, "1.1"), (36.4, "36")])
+def test_tokens_a_second_in_a_cell_never_read_zero(value, shown):
+    assert fmt.tokens(value) == shown

@@ -276,7 +276,12 @@ def _text_generation_speed(verdict: Verdict) -> tuple[str, float | None]:
     if speed is None or verdict.placement is None:
         return "-", None
     value = speed.generation_tokens_per_s
-    return (f"{value:.1f} tok/s" if value < 10 else f"{value:.0f} tok/s"), value
+    return f"{tokens(value)} tok/s", value
+
+
+def tokens(value: float) -> str:
+    """Tokens a second in a cell: two figures below 1 (0.04, never 0.0), one decimal below 10, whole above."""
+    return f"{value:.2g}" if value < 1 else (f"{value:.1f}" if value < 10 else f"{value:.0f}")
 
 
 # How each headline unit (Verdict.speed_unit) reads in a cell, and whether less is faster.
@@ -296,7 +301,7 @@ def variant_speed_cell(variant) -> str:
     if variant.placement is None:
         return "-"
     if variant.speed_unit == "tokens/s" and variant.speed is not None:
-        return f"{variant.speed:.1f} tok/s"
+        return f"{tokens(variant.speed)} tok/s"
     return headline_cell(variant.speed, variant.speed_unit)[0]
 
 
@@ -305,7 +310,7 @@ def headline_cell(value: float | None, unit: str | None) -> tuple[str, float | N
     if value is None or unit is None:
         return "-", None
     shown = value * 60 if unit == "chunks/s" else value
-    text = f"{shown:,.0f}" if shown >= 100 else (f"{shown:.2f}" if shown < 1 else f"{shown:.3g}")
+    text = f"{shown:,.0f}" if shown >= 100 else (f"{shown:.2g}" if shown < 1 else f"{shown:.3g}")  # 0.014, never 0.00
     key = -float(value) if unit in LOWER_IS_FASTER else float(value)
     return f"{text} {UNIT_LABELS.get(unit, unit)}", key
 
