@@ -871,3 +871,8 @@ def test_a_headline_speed_under_one_keeps_two_figures(value, unit, shown):
 @pytest.mark.parametrize(("value", "shown"), [(0.04, "0.04"), (0.384, "0.38"), (1.14, "1.1"), (36.4, "36")])
 def test_tokens_a_second_in_a_cell_never_read_zero(value, shown):
     assert fmt.tokens(value) == shown
+
+
+@pytest.mark.parametrize(("value", "decimals", "shown"), [(38.94, 1, "    38.9"), (0.043, 1, "   0.043"), (2171.2, 0, "    2171")])
+def test_the_details_screens_token_rates_stay_in_their_column_and_never_read_zero(value, decimals, shown):
+    assert fmt.detail_tokens(value, decimals) == shown

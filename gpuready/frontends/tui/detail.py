@@ -122,14 +122,14 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
             notes.append(band_words(uncertainty, "±"))
         text.append(f" ({', '.join(notes)})\n" if notes else "\n", style=muted)
         if hasattr(speed, "generation_tokens_per_s"):
-            text.append(f"  generation {speed.generation_tokens_per_s:8.1f} tok/s with an empty context\n")
+            text.append(f"  generation {fmt.detail_tokens(speed.generation_tokens_per_s)} tok/s with an empty context\n")
             full = getattr(speed, "generation_tokens_per_s_full_context", None)
             if full:
-                text.append(f"             {full:8.1f} tok/s with the context full\n")
+                text.append(f"             {fmt.detail_tokens(full)} tok/s with the context full\n")
             prompt = getattr(speed, "prompt_tokens_per_s", None)
             band = getattr(speed, "prompt_uncertainty", None)
             band_note = f" ({band_words(band, '±')})" if isinstance(band, float) else ""
-            text.append(f"  prompt     {prompt:8.0f} tok/s{band_note}\n" if prompt else "  prompt     unknown\n")
+            text.append(f"  prompt     {fmt.detail_tokens(prompt, 0)} tok/s{band_note}\n" if prompt else "  prompt     unknown\n")
             first = getattr(speed, "time_to_first_token_s", None)
             if first is not None:
                 text.append(f"  first token {first:7.2f} s after a 512-token prompt{band_note}\n")

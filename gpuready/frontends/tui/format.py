@@ -279,6 +279,11 @@ def _text_generation_speed(verdict: Verdict) -> tuple[str, float | None]:
     return f"{tokens(value)} tok/s", value
 
 
+def detail_tokens(value: float, decimals: int = 1) -> str:
+    """Tokens a second in the details screen's column, 8 wide: `decimals` from 1 up, two figures below (0.04)."""
+    return f"{value:8.{decimals}f}" if value >= 1 else f"{value:8.2g}"
+
+
 def tokens(value: float) -> str:
     """Tokens a second in a cell: two figures below 1 (0.04, never 0.0), one decimal below 10, whole above."""
     return f"{value:.2g}" if value < 1 else (f"{value:.1f}" if value < 10 else f"{value:.0f}")
