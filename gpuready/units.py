@@ -53,3 +53,11 @@ def fmt_gb(value: float | None) -> str:
 def fmt_number(value: float) -> str:
     """A rate or amount to about three figures, never rounded to nothing: 1,234 / 12.3 / 0.184."""
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def fmt_figures(value: float, whole_from: float = 10.0, decimals: int = 1) -> str:
+    """A speed to read: two figures below 1 (0.014, never 0.0), `decimals` places up to `whole_from`, whole numbers
+    with thousands separators from there (tokens/s: 0.38, 1.1, 36, 2,171)."""
+    if value < 1:
+        return f"{value:.2g}"
+    return f"{value:.{decimals}f}" if value < whole_from else f"{value:,.0f}"

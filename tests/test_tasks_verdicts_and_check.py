@@ -484,12 +484,12 @@ def test_a_variant_on_the_cpu_beside_a_gpu_says_whether_it_is_too_big_or_undrive
     assert any(reason.startswith(said) for reason in judged.reasons), judged.reasons
 
 
-@pytest.mark.parametrize(("value", "words"), [(0.384, "0.38"), (1.14, "1.1"), (9.3, "9.3"), (36.4, "36"), (2171.2, "2171")])
-def test_a_text_generation_speed_in_words_keeps_two_figures_below_ten(value, words):
+@pytest.mark.parametrize(("value", "words"), [(0.384, "0.38"), (1.14, "1.1"), (9.3, "9.3"), (36.4, "36"), (2171.2, "2,171")])
+def test_a_speed_to_read_keeps_two_figures_below_ten(value, words):
     # "about 1 tokens/s" for 1.1, and "about 0 tokens/s" for a 70B model on a small machine, were read as nothing
-    from gpuready.tasks import text
+    from gpuready.units import fmt_figures
 
-    assert text.rate(value) == words
+    assert fmt_figures(value) == words
 
 
 def test_a_slow_rerankers_speed_in_words_keeps_three_figures():

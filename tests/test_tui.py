@@ -868,9 +868,11 @@ def test_a_headline_speed_under_one_keeps_two_figures(value, unit, shown):
     assert fmt.headline_cell(value, unit)[0] == shown
 
 
-@pytest.mark.parametrize(("value", "shown"), [(0.04, "0.04"), (0.384, "0.38"), (1.14, "1.1"), (36.4, "36")])
+@pytest.mark.parametrize(("value", "shown"), [(0.04, "0.04 tok/s"), (0.384, "0.38 tok/s"), (1.14, "1.1 tok/s"), (36.4, "36 tok/s")])
 def test_tokens_a_second_in_a_cell_never_read_zero(value, shown):
-    assert fmt.tokens(value) == shown
+    # a variant's row in the details screen (and the text-generation table's cell, by the same format)
+    variant = dataclasses.make_dataclass("V", ["placement", "speed_unit", "speed"])("cpu", "tokens/s", value)
+    assert fmt.variant_speed_cell(variant) == shown
 
 
 @pytest.mark.parametrize(("value", "decimals", "shown"), [(38.94, 1, "    38.9"), (0.043, 1, "   0.043"), (2171.2, 0, "    2171")])

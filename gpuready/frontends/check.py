@@ -19,7 +19,7 @@ from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.energy import WH_PER_1K_TOKENS
 from gpuready.tasks.verdict import PLACEMENT_ORDER, PLACEMENT_WORDS, RUNNABLE, Options, level_words, rank_key
-from gpuready.units import fmt_gb, fmt_number, parse_documents, parse_resolution, parse_size
+from gpuready.units import fmt_figures, fmt_gb, fmt_number, parse_documents, parse_resolution, parse_size
 
 __all__ = ["ExitCode", "UsageError", "parse_size", "parse_resolution", "parse_documents", "Requirement", "Outcome",
            "validate", "load_requirements", "evaluate", "exit_code"]
@@ -505,23 +505,18 @@ def speed_text(verdict, requirement: Requirement | None = None) -> str:
     return text
 
 
-def tenths(value: float) -> str:
-    """One decimal from 1 up ('8.1', '1,836.0'), two figures below ('0.043'), never '0.0'."""
-    return f"{value:,.1f}" if value >= 1 else f"{value:.2g}"
-
-
 def _speed_text(verdict, speed: float | None, depth: int | None) -> str:
     unit = verdict.speed_unit
     if speed is None:
         return "speed unknown"
     # two or three figures, so a slow speed never reads as "about 0"
     if unit == "tokens/s":
-        text = f"about {speed:.2g} tokens/s" if speed < 10 else f"about {speed:.0f} tokens/s"
+        text = f"about {fmt_figures(speed)} tokens/s"
         return text + (f" at {depth:,} tokens of context" if depth else "")
     if unit == "x realtime":
-        return f"about {tenths(speed)}x real time"
+        return f"about {fmt_figures(speed, 1000)}x real time"
     if unit == "s/image":
-        return f"about {tenths(speed)} s per image"
+        return f"about {fmt_figures(speed, 1000)} s per image"
     if unit == "chunks/s":
         return f"about {fmt_number(speed * 60)} chunks a minute"
     return f"about {fmt_number(speed)} {unit}"

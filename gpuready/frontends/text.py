@@ -9,7 +9,7 @@ from gpuready.tasks.base import band_words
 from gpuready.tasks.energy import low_high
 from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
 from gpuready.tasks.verdict import PLACEMENT_WORDS, Verdict
-from gpuready.units import fmt_gb, fmt_number
+from gpuready.units import fmt_figures, fmt_gb, fmt_number
 
 LEVEL_WORDS = {
     "runs-well": "runs well",
@@ -96,21 +96,15 @@ def speed_cell(verdict: Verdict) -> str:
     if speed is None or verdict.placement is None:
         return "-"
     if unit == "tokens/s":
-        return figures(speed, 10)
+        return fmt_figures(speed)
     if unit == "s/image":
-        return f"{figures(speed, 100)} s/image"
+        return f"{fmt_figures(speed, 100)} s/image"
     if unit == "x realtime":
-        return f"{figures(speed, 100)}x"
+        return f"{fmt_figures(speed, 100)}x"
     if unit == "chunks/s":
         return f"{speed * 60:,.0f}/min"
-    return f"{figures(speed, 10)} {unit}"
+    return f"{fmt_figures(speed)} {unit}"
 
-
-def figures(value: float, whole_from: float) -> str:
-    """A table's number: two figures below 1 ('0.014', never '0.0'), one decimal up to `whole_from`, whole above."""
-    if value < 1:
-        return f"{value:.2g}"
-    return f"{value:.1f}" if value < whole_from else f"{value:,.0f}"
 
 
 def prompt_cell(verdict: Verdict) -> str:

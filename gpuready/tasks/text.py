@@ -21,7 +21,7 @@ from gpuready.tasks.base import Task, band_words, level_at_least
 from gpuready.tasks.devices import UNIFIED_MEMORY_MARGIN_BYTES, Device
 from gpuready.tasks.measured import with_measured_speed
 from gpuready.tasks.verdict import LEVELS, level_words
-from gpuready.units import fmt_gb
+from gpuready.units import fmt_figures, fmt_gb
 
 DEFAULT_CONTEXT_TOKENS = 8192
 # Generation speed floors for text generation, tokens/s. Adults read about 238 words a
@@ -223,18 +223,13 @@ def level(model: LanguageModel, estimate: est.Estimate, options) -> tuple[str, l
     return result, reasons
 
 
-def rate(value: float) -> str:
-    """Tokens a second in words: whole numbers from 10, two figures below ('1.1', '0.38'), never 'about 0'."""
-    return f"{value:.2g}" if value < 10 else f"{value:.0f}"
-
-
 def describe(model: LanguageModel, estimate: est.Estimate, options) -> str:
     speed = estimate.speed
     if estimate.batched is not None:
         batched = estimate.batched
-        return (f"about {rate(batched.per_user_tokens_per_s)} tokens/s for each of {batched.users} users, "
-                f"{rate(batched.aggregate_tokens_per_s)} tokens/s in all")
-    return f"about {rate(speed.generation_tokens_per_s)} tokens/s generation"
+        return (f"about {fmt_figures(batched.per_user_tokens_per_s)} tokens/s for each of {batched.users} users, "
+                f"{fmt_figures(batched.aggregate_tokens_per_s)} tokens/s in all")
+    return f"about {fmt_figures(speed.generation_tokens_per_s)} tokens/s generation"
 
 
 def prompt_words(model: LanguageModel, estimate: est.Estimate, options) -> str:
@@ -243,7 +238,7 @@ def prompt_words(model: LanguageModel, estimate: est.Estimate, options) -> str:
     if estimate.batched is not None or not speed.prompt_tokens_per_s:
         return ""
     band = f" ({band_words(speed.prompt_uncertainty)})" if speed.prompt_uncertainty else ""
-    return f", {rate(speed.prompt_tokens_per_s)} tokens/s prompt{band}"
+    return f", {fmt_figures(speed.prompt_tokens_per_s)} tokens/s prompt{band}"
 
 
 def runtime(model: LanguageModel, estimate: est.Estimate, gpu: Device | None, catalog) -> str:

@@ -18,7 +18,7 @@ from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
 from gpuready.frontends.text import LEVEL_WORDS, NOT_SUPPORTED, STATUS_WORDS
 from gpuready.tasks.verdict import PLACEMENT_WORDS, Verdict
-from gpuready.units import fmt_gb
+from gpuready.units import fmt_figures, fmt_gb
 
 LEVEL_SYMBOLS = {
     "runs-well": "✔",
@@ -276,17 +276,12 @@ def _text_generation_speed(verdict: Verdict) -> tuple[str, float | None]:
     if speed is None or verdict.placement is None:
         return "-", None
     value = speed.generation_tokens_per_s
-    return f"{tokens(value)} tok/s", value
+    return f"{fmt_figures(value)} tok/s", value
 
 
 def detail_tokens(value: float, decimals: int = 1) -> str:
-    """Tokens a second in the details screen's column, 8 wide: `decimals` from 1 up, two figures below (0.04)."""
-    return f"{value:8.{decimals}f}" if value >= 1 else f"{value:8.2g}"
-
-
-def tokens(value: float) -> str:
-    """Tokens a second in a cell: two figures below 1 (0.04, never 0.0), one decimal below 10, whole above."""
-    return f"{value:.2g}" if value < 1 else (f"{value:.1f}" if value < 10 else f"{value:.0f}")
+    """Tokens a second in the details screen's column, 8 wide: `decimals` places from 1 up, two figures below (0.04)."""
+    return f"{fmt_figures(value, float('inf'), decimals):>8}"
 
 
 # How each headline unit (Verdict.speed_unit) reads in a cell, and whether less is faster.
@@ -306,7 +301,7 @@ def variant_speed_cell(variant) -> str:
     if variant.placement is None:
         return "-"
     if variant.speed_unit == "tokens/s" and variant.speed is not None:
-        return f"{tokens(variant.speed)} tok/s"
+        return f"{fmt_figures(variant.speed)} tok/s"
     return headline_cell(variant.speed, variant.speed_unit)[0]
 
 
