@@ -383,3 +383,17 @@ def test_a_training_speed_under_one_token_a_second_is_shown_to_three_figures_not
     assert said == f"about {estimate.speed:.3g} training tokens/s" and "about 0 " not in said
     speed_line = next(line for line in estimate.basis if "training efficiency" in line)
     assert f"{estimate.speed * 0.5:.3g}-{estimate.speed * 1.5:.3g} tokens/s" in speed_line
+
+
+@pytest.mark.parametrize(("architecture", "placement"), [
+    ("Xe-LP (Gen12)", "cpu"),  # Tiger Lake's Iris Xe: not hardware PyTorch's XPU device is validated on
+    ("Gen9.5", "cpu"),
+    ("Xe-HPG (Alchemist)", "gpu"),  # an Arc A770
+    ("Xe2-LPG (Lunar Lake)", "gpu"),
+    (None, "gpu"),  # an Intel GPU the table does not name: counted as validated
+])
+def test_an_intel_gpu_trains_under_pytorch_xpu_only_on_the_architectures_it_is_validated_on(architecture, placement):
+    model = CATALOG.get("qwen2.5-0.5b")
+    card = Device("gpu", "Test Intel GPU", "sycl", 16 * 1024**3, 100e9, 20e12, vendor="intel", architecture=architecture)
+    cpu = Device("cpu", "Test CPU", "cpu", 64 * 1024**3, 80e9, 1e12, cores=8)
+    assert finetune.estimate(model, "full-adamw", CATALOG, card, cpu, Options()).placement == placement

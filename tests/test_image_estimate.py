@@ -229,5 +229,5 @@ def test_nf4_is_not_offered_on_a_gpu_reached_only_through_vulkan():
     dev = model("flux.1-dev")
     on = {backend: image.estimate(dev, "nf4", 1024, 1024, dev.steps, gpu(backend=backend), CPU) for backend in ("cuda", "vulkan")}
     assert image.refuse(dev, "nf4", on["cuda"], gpu(backend="cuda")) is None
-    assert "no Vulkan device" in image.refuse(dev, "nf4", on["vulkan"], gpu(backend="vulkan"))
+    assert "PyTorch has no device for Test GPU (vulkan)" in image.refuse(dev, "nf4", on["vulkan"], gpu(backend="vulkan"))
     assert image.refuse(dev, "q8_0", on["vulkan"], gpu(backend="vulkan")) is None

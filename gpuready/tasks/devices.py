@@ -99,6 +99,8 @@ class Device:
     # table alone (a what-if card, a scored row). Which ONNX Runtime execution provider drives a GPU depends on it
     # (tasks/speech.py onnx_provider: DirectML on Windows).
     host_platform: str | None = None
+    # GPU: its architecture as catalog/gpus.toml names it ("Xe-LP (Gen12)", "Ada Lovelace"), where the table has it.
+    architecture: str | None = None
 
     @property
     def unpack_flops(self) -> float | None:
@@ -189,6 +191,21 @@ def vulkan_matrix_cores(vendor: str | None, architecture: str | None) -> bool | 
     return VULKAN_MATRIX_CORES.get((vendor or "", architecture or ""))
 
 
+# Intel GPUs PyTorch's XPU device is validated on: the Arc A- and B-series, Core Ultra processors with Arc graphics
+# (Xe-LPG, Xe2-LPG) and the Data Center GPU Max (https://docs.pytorch.org/docs/stable/notes/get_start_xpu.html,
+# "Validated Hardware"); not the Xe-LP Iris Xe of 11th to 14th gen Core processors or older UHD graphics (Gen9-Gen11),
+# which llama.cpp's SYCL and Vulkan backends and OpenVINO still drive.
+PYTORCH_XPU_UNVALIDATED = ("Xe-LP (", "Gen")
+
+
+def pytorch_drives(gpu: Device) -> bool:
+    """Whether PyTorch has a device for this GPU: CUDA (NVIDIA, and AMD under ROCm), MPS (Apple), XPU (Intel GPUs
+    of the validated architectures; one the table does not name counts as validated). No Vulkan device."""
+    if gpu.backend in ("cuda", "rocm", "metal"):
+        return True
+    return gpu.backend == "sycl" and not (gpu.architecture or "").startswith(PYTORCH_XPU_UNVALIDATED)
+
+
 def backend_for(gpu: GPU) -> str:
     """The backend llama.cpp would use for this GPU: what the probe found usable, else the vendor's."""
     for preferred in ("cuda", "metal", "rocm", "sycl", "vulkan"):
@@ -276,6 +293,7 @@ def gpu_device(hardware: Hardware) -> Device | None:
             **_measured(first.bandwidth_source),
             flops_detail=flops_detail(first.flops_source),
             host_platform=hardware.platform,
+            architecture=spec.architecture if spec else None,
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device

@@ -21,7 +21,7 @@ from typing import Mapping
 
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_most, listed_variants
-from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device, one_card
+from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device, one_card, pytorch_drives
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 from gpuready.tasks.text_estimate import is_geforce_rtx
 
@@ -527,6 +527,8 @@ def size(model: ImageModel, options) -> tuple[int, int]:
 
 def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str:
     backend = gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
+    if estimate.quant.startswith("q") and backend == "sycl" and not pytorch_drives(gpu):
+        return GGUF_RUNTIME["vulkan"]  # no XPU device for ComfyUI on this Intel GPU: stable-diffusion.cpp's Vulkan build
     if estimate.quant.startswith("q"):
         return GGUF_RUNTIME.get(backend, "ComfyUI-GGUF")
     if estimate.quant == "nf4":
@@ -539,11 +541,12 @@ def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catal
 
 
 def refuse(model: ImageModel, variant: str, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str | None:
-    """nf4 is bitsandbytes' format, loaded by PyTorch pipelines (Forge, diffusers), and PyTorch has no Vulkan device:
-    on a GPU reached only through Vulkan the runtime there, stable-diffusion.cpp, loads GGUF files, not nf4."""
-    if variant == "nf4" and gpu is not None and estimate.placement != "cpu" and gpu.backend == "vulkan":
-        return ("nf4 is a bitsandbytes format for PyTorch pipelines, which have no Vulkan device; "
-                "stable-diffusion.cpp runs the GGUF variants here")
+    """nf4 is bitsandbytes' format, loaded by PyTorch pipelines (Forge, diffusers): on a GPU PyTorch has no device for
+    (one reached only through Vulkan, an Iris Xe: devices.pytorch_drives) the runtime, stable-diffusion.cpp, loads GGUF
+    files, not nf4."""
+    if variant == "nf4" and gpu is not None and estimate.placement != "cpu" and not pytorch_drives(gpu):
+        return (f"nf4 is a bitsandbytes format for PyTorch pipelines, and PyTorch has no device for {gpu.name} "
+                f"({gpu.backend}); stable-diffusion.cpp runs the GGUF variants here")
     return None
 
 

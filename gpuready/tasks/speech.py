@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import text_estimate
 from gpuready.tasks.base import Group, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole, without_cpu_fp16
-from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device
+from gpuready.tasks.devices import ASSUMED_CPU_CLOCK_HZ, Device, pytorch_drives
 from gpuready.tasks.encoders import (NARROWER_FMA, amdahl_factor, device_flops_basis, encoder_efficiency, gpu_weights_peak,
                                      per_core_share)
 from gpuready.tasks.measured import with_measured_encoder
@@ -361,7 +361,6 @@ def tts_realtime(model: SpeechModel, device: Device, variant: str = "fp16") -> t
 # it (thewh1teagle/kokoro-onnx src/kokoro_onnx/session.py resolve_providers: onnxruntime-gpu, -directml, -openvino,
 # -rocm or -qnn, or the one ONNX_PROVIDER names; plain CPU otherwise): onnx_provider says which one drives this GPU.
 PIPER_GPU_BACKENDS = ("cuda",)
-PYTORCH_GPU_BACKENDS = ("cuda", "rocm", "metal", "sycl")
 
 
 # What makes kokoro-onnx use each provider (resolve_providers): one of the accelerated onnxruntime builds it looks for
@@ -398,17 +397,15 @@ def onnx_provider(gpu: Device) -> str | None:
 
 
 def tts_gpu(model: SpeechModel, variant: str, gpu: Device | None) -> Device | None:
-    """The GPU a text-to-speech model's runtime can run at `variant` on: `gpu`, unless that runtime drives none of its
-    backend (PIPER_GPU_BACKENDS, PYTORCH_GPU_BACKENDS), in which case None (the CPU)."""
+    """The GPU a text-to-speech model's runtime can run at `variant` on: `gpu`, unless that runtime does not drive it
+    (PIPER_GPU_BACKENDS, onnx_provider, devices.pytorch_drives), in which case None (the CPU)."""
     if gpu is None:
         return None
     if model.id.startswith("piper"):
-        backends = PIPER_GPU_BACKENDS
-    elif model.id.startswith("kokoro") and variant == "fp16":
+        return gpu if gpu.backend in PIPER_GPU_BACKENDS else None
+    if model.id.startswith("kokoro") and variant == "fp16":
         return gpu if onnx_provider(gpu) else None
-    else:
-        backends = PYTORCH_GPU_BACKENDS
-    return gpu if gpu.backend in backends else None
+    return gpu if pytorch_drives(gpu) else None
 
 
 def estimate(model: SpeechModel, variant: str, gpu: Device | None, cpu: Device, measured: tuple = ()) -> TaskEstimate:
