@@ -231,3 +231,16 @@ def test_nf4_is_not_offered_on_a_gpu_reached_only_through_vulkan():
     assert image.refuse(dev, "nf4", on["cuda"], gpu(backend="cuda")) is None
     assert "PyTorch has no device for Test GPU (vulkan)" in image.refuse(dev, "nf4", on["vulkan"], gpu(backend="vulkan"))
     assert image.refuse(dev, "q8_0", on["vulkan"], gpu(backend="vulkan")) is None
+
+
+@pytest.mark.parametrize(("architecture", "fp16", "gguf"), [
+    ("Xe-LP (Gen12)", "OpenVINO (optimum-intel)", "stable-diffusion.cpp (Vulkan)"),  # an Iris Xe: no PyTorch XPU device
+    ("Xe-HPG (Alchemist)", "diffusers (XPU) or OpenVINO", "ComfyUI-GGUF (XPU)"),
+])
+def test_an_intel_gpus_image_runtime_follows_whether_pytorch_drives_it(architecture, fp16, gguf):
+    card = devices.Device("gpu", "Test Intel GPU", "sycl", 16 * 1024**3, 100e9, 20e12, vendor="intel",
+                          architecture=architecture)
+    sd, flux = model("sd-1.5"), model("flux.1-schnell")
+    on_sd = image.estimate(sd, "fp16", 512, 512, sd.steps, card, CPU)
+    on_flux = image.estimate(flux, "q4_0", 1024, 1024, flux.steps, card, CPU)
+    assert (image.runtime(sd, on_sd, card), image.runtime(flux, on_flux, card)) == (fp16, gguf)

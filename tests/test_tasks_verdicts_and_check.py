@@ -510,3 +510,16 @@ def test_a_check_on_a_speed_far_below_the_bound_still_shows_the_speed(capsys):
     assert out.strip().startswith("FAIL model f5-tts, >= 1x real time: F5-TTS: about 0.0")
     shown = out.split("about ")[1].split("x real time")[0]
     assert float(shown) > 0 and len(shown.rstrip("0").split(".")[1]) >= 2
+
+
+def test_an_iris_xe_embeds_through_openvino_where_pytorch_has_no_xpu_device_for_it():
+    from gpuready.tasks import search
+    from gpuready.tasks.devices import Device
+
+    cpu = Device("cpu", "Test CPU", "cpu", 16 * 1024**3, 60e9, 0.5e12, cores=4)
+    model = CATALOG.get("bge-small-en-v1.5")
+    for architecture, runtime in (("Xe-LP (Gen12)", "OpenVINO (optimum-intel)"),
+                                  ("Xe-HPG (Alchemist)", "sentence-transformers (XPU) or OpenVINO")):
+        card = Device("gpu", "Test Intel GPU", "sycl", 8 * 1024**3, 68e9, 4e12, vendor="intel", architecture=architecture)
+        estimate = search.TASK.estimate(model, "fp16", CATALOG, card, cpu, Options())
+        assert estimate.placement == "gpu" and search.TASK.runtime(model, estimate, card, CATALOG) == runtime

@@ -527,8 +527,10 @@ def size(model: ImageModel, options) -> tuple[int, int]:
 
 def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str:
     backend = gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
-    if estimate.quant.startswith("q") and backend == "sycl" and not pytorch_drives(gpu):
-        return GGUF_RUNTIME["vulkan"]  # no XPU device for ComfyUI on this Intel GPU: stable-diffusion.cpp's Vulkan build
+    if backend == "sycl" and not pytorch_drives(gpu):
+        # no XPU device for PyTorch on this Intel GPU (an Iris Xe): stable-diffusion.cpp's Vulkan build for GGUF files,
+        # OpenVINO (optimum-intel's diffusion pipelines) for the rest
+        return GGUF_RUNTIME["vulkan"] if estimate.quant.startswith("q") else "OpenVINO (optimum-intel)"
     if estimate.quant.startswith("q"):
         return GGUF_RUNTIME.get(backend, "ComfyUI-GGUF")
     if estimate.quant == "nf4":

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks.base import Group, MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_least, listed_variants, place_whole, without_cpu_fp16
-from gpuready.tasks.devices import Device
+from gpuready.tasks.devices import Device, pytorch_drives
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency, gpu_weights_peak, per_core_share
 from gpuready.units import fmt_number
 
@@ -214,6 +214,15 @@ RUNTIME_BY_BACKEND = {"cuda": "sentence-transformers (CUDA)", "rocm": "sentence-
                       "vulkan": "llama.cpp embeddings (Vulkan)", "cpu": "sentence-transformers (CPU)"}
 
 
+def runtime(estimate: TaskEstimate, gpu: Device | None) -> str:
+    """The runtime by backend; on an Intel GPU PyTorch has no XPU device for (an Iris Xe: devices.pytorch_drives),
+    OpenVINO, which drives it."""
+    backend = gpu.backend if gpu and estimate.placement != "cpu" else "cpu"
+    if backend == "sycl" and not pytorch_drives(gpu):
+        return "OpenVINO (optimum-intel)"
+    return RUNTIME_BY_BACKEND.get(backend, "sentence-transformers")
+
+
 def _collection(options) -> tuple[int, int]:
     documents = options.documents or DEFAULT_DOCUMENTS
     return documents, documents * CHUNKS_PER_DOCUMENT
@@ -243,8 +252,7 @@ TASK = Task(
     estimate=lambda model, variant, catalog, gpu, cpu, options: estimate(model, variant, _collection(options)[0], gpu, cpu),
     level=lambda model, estimate, options: (level_at_least(estimate.speed, _floors(model, options)), []),
     describe=_describe,
-    runtime=lambda model, estimate, gpu, catalog: RUNTIME_BY_BACKEND.get(
-        gpu.backend if gpu and estimate.placement != "cpu" else "cpu", "sentence-transformers"),
+    runtime=lambda model, estimate, gpu, catalog: runtime(estimate, gpu),
     quality=bits_quality(VARIANT_BITS),
     groups=(Group("embedding", "Embedding", "embedding", "embed"), Group("reranking", "Reranking", "reranker", "rerank")),
 )
