@@ -106,7 +106,6 @@ def speed_cell(verdict: Verdict) -> str:
     return f"{fmt_figures(speed)} {unit}"
 
 
-
 def prompt_cell(verdict: Verdict) -> str:
     """Prompt tokens/s of a text-generation verdict."""
     speed = getattr(verdict.estimate, "speed", None)

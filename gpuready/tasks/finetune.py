@@ -66,9 +66,6 @@ QLORA_DEQUANT_BYTES_PER_WEIGHT = 10.7
 QLORA_DEQUANT_BACKENDS = ("cuda", "rocm")
 RUNTIMES = {"cuda": "PyTorch (CUDA)", "rocm": "PyTorch (ROCm)", "sycl": "PyTorch (XPU)", "metal": "MLX (mlx-lm)",
             "cpu": "PyTorch (CPU)"}
-# A GPU trains where PyTorch has a device for it (devices.pytorch_drives: CUDA, ROCm, XPU on the Intel GPUs PyTorch
-# validates) or MLX runs (Apple silicon). PyTorch has no Vulkan device, so a GPU llama.cpp reaches only through Vulkan
-# (a Radeon without ROCm, as on Windows) or an Iris Xe trains nothing: the run is judged on the CPU.
 # What each method needs beyond PyTorch: bitsandbytes' 8-bit optimisers and 4-bit base run on
 # CUDA and ROCm GPUs; MLX trains LoRA adapters over a quantised model (QLoRA) but has no 8-bit
 # optimiser; full-precision methods run anywhere PyTorch does.
@@ -95,8 +92,11 @@ def estimate(model, variant: str, catalog, gpu: Device | None, cpu: Device, opti
     """Memory at the step's peak, placement (one GPU, else the CPU), and training tokens/s."""
     plan = replace(recipe(variant, options), sequence_tokens=sequence_tokens(model, options))
     components = memory_components(model, plan)
+    # A GPU trains where PyTorch has a device for it (devices.pytorch_drives: CUDA, ROCm, XPU on the Intel GPUs PyTorch
+    # validates) or MLX runs (Apple silicon). PyTorch has no Vulkan device, so a GPU llama.cpp reaches only through
+    # Vulkan (a Radeon without ROCm, as on Windows) or an Iris Xe trains nothing: the run is judged on the CPU.
     if gpu is not None and not pytorch_drives(gpu):
-        gpu = None  # no training runtime drives it: the CPU trains
+        gpu = None
     # Training keeps a whole copy on each GPU (data parallel): a group fits as one of its cards does.
     placement, device, parts = place_whole(components, gpu, cpu)
     memory = MemoryParts(parts)

@@ -470,7 +470,9 @@ def runtime_name(model: SpeechModel, estimate: TaskEstimate, gpu: Device | None)
     if backend == "cpu":
         # CTranslate2 has no fp16 on CPU; whisper.cpp's default ggml models are F16 and run there.
         return "whisper.cpp (CPU)" if estimate.quant == "fp16" else f"faster-whisper (CPU {estimate.quant})"
-    return {"metal": "whisper.cpp (Metal) or mlx-whisper"}.get(backend, whisper_cpp.get(backend, f"whisper.cpp ({backend})"))
+    if backend == "metal":
+        return "whisper.cpp (Metal) or mlx-whisper"
+    return whisper_cpp.get(backend, f"whisper.cpp ({backend})")
 
 
 def _describe(model: SpeechModel, estimate: TaskEstimate, options) -> str:
