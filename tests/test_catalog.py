@@ -71,6 +71,43 @@ def test_a_malformed_entry_names_the_file_the_entry_and_the_key(tmp_path, old, n
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("task", "key"),
+    [("text-generation", "quants"), ("image-generation", "variants"), ("speech", "variants"), ("document-search", "variants")],
+)
+def test_an_entry_with_nothing_to_run_is_refused_by_the_loader(tmp_path, task, key):
+    # An empty list of quantisations or precisions passed the loader once and crashed every verdict later
+    # (min() of an empty sequence, exit 3); now the file, the entry and the key are named at load.
+    directory = _copy_builtin(tmp_path)
+    path = directory / f"{task}.toml"
+    text = path.read_text()
+    start = text.index(f"\n{key} = [") + 1
+    end = text.index("]", start) + 1
+    path.write_text(text[:start] + f"{key} = []" + text[end:])
+    with pytest.raises(CatalogError) as error:
+        load_catalog(builtin=directory)
+    assert f"{task}.toml: models[" in str(error.value)
+    assert f"'{key}' must name at least one" in str(error.value)
+
+
+def test_a_file_for_another_catalogue_schema_is_refused(tmp_path):
+    (tmp_path / "mine.toml").write_text('task = "text-generation"\nschema = 2\n')
+    with pytest.raises(CatalogError, match=r"mine.toml: 'schema' is 2, but this gpuready reads catalogue schema 1"):
+        load_catalog(user=tmp_path)
+
+
+def test_the_same_id_twice_among_the_users_files_is_refused(tmp_path):
+    # A user entry replaces a built-in one by id; two user entries of one id would leave the winner to file order.
+    entry = ('[[models]]\nid = "my-model"\nname = "My Model"\nparams = 1.0e9\nlayers = 16\nhidden_size = 2048\n'
+             'attention_heads = 16\nkv_heads = 4\ncontext_length = 4096\nquants = ["Q4_K_M"]\n'
+             'source = "https://example.org/my-model/config.json"\n')
+    (tmp_path / "a.toml").write_text('task = "text-generation"\n' + entry)
+    assert load_catalog(user=tmp_path).get("my-model").name == "My Model"
+    (tmp_path / "b.toml").write_text('task = "text-generation"\n' + entry)
+    with pytest.raises(CatalogError, match=r"b.toml: models\[0\] \(id 'my-model'\): duplicate id 'my-model' \(also .*a.toml"):
+        load_catalog(user=tmp_path)
+
+
 def test_invalid_toml_is_reported_with_the_file(tmp_path):
     directory = _copy_builtin(tmp_path)
     (directory / "text-generation.toml").write_text("[[models]\n")

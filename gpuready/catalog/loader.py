@@ -122,6 +122,8 @@ class Entry:
     def known_names(self, key: str, known, noun: str, sort: bool = False) -> tuple[str, ...]:
         """A required list of names, each one of ``known`` (a quantisation, a precision, ...)."""
         names = self.strings(key, required=True)
+        if not names:  # a model with nothing to run could never be judged
+            raise self._fail(key, f"must name at least one {noun}")
         for name in names:
             if name not in known:
                 listed = ", ".join(sorted(known) if sort else known)
@@ -210,7 +212,13 @@ def read_toml(path: Path) -> dict:
         raise CatalogError(f"{path}: cannot read: {error.strerror or error}") from None
 
 
+SCHEMA = 1  # the `schema = N` each catalogue file states; a file written for another layout is refused, not misread
+
+
 def _tables(data: dict, key: str, path: Path) -> list:
+    schema = data.get("schema", SCHEMA)
+    if schema != SCHEMA or isinstance(schema, bool):
+        raise CatalogError(f"{path}: 'schema' is {schema!r}, but this gpuready reads catalogue schema {SCHEMA}")
     tables = data.get(key, [])
     if not isinstance(tables, list):
         raise CatalogError(f"{path}: '{key}' must be an array of tables ([[{key}]])")
@@ -262,9 +270,14 @@ def load_catalog(parsers: Mapping[str, Parser], builtin: Path | None = None, use
         quants[quant.id] = quant
     models: dict[str, Any] = {}
     files = [quants_path]
-    sources = [builtin / f"{task}.toml" for task in parsers if (builtin / f"{task}.toml").exists()]
+    builtins = [builtin / f"{task}.toml" for task in parsers if (builtin / f"{task}.toml").exists()]
+    sources = list(builtins)
     if user is not None and user.is_dir():
         sources += sorted(user.glob("*.toml"))
+    user_files = set(sources[len(builtins):])
+    # id -> the entry that defined it, kept apart for built-in and user files: a user entry replaces a built-in one by id,
+    # but two entries of the same id within either set are a mistake (which one wins would depend on file order).
+    defined: dict[bool, dict[str, str]] = {False: {}, True: {}}
     for path in sources:
         data = read_toml(path)
         task = _task_of(data, path, parsers)
@@ -274,7 +287,9 @@ def load_catalog(parsers: Mapping[str, Parser], builtin: Path | None = None, use
             if isinstance(table, dict) and isinstance(table.get("id"), str):
                 label += f" (id '{table['id']}')"
             model = parsers[task](Entry(table, label), quants)
-            if model.id in models and path.parent == builtin:
-                raise CatalogError(f"{label}: duplicate id '{model.id}'")
+            seen = defined[path in user_files]
+            if model.id in seen:
+                raise CatalogError(f"{label}: duplicate id '{model.id}' (also {seen[model.id]})")
+            seen[model.id] = label
             models[model.id] = model
     return Catalog(models=models, quants=quants, files=files)
