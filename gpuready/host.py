@@ -176,22 +176,28 @@ def _load_readout(name: str) -> Callable[[], dict] | None:
     return getattr(module, attribute)
 
 
+# The most text a probe reads from one file. /proc/cpuinfo of a 1,024-thread machine is about 1.5 MB; a
+# larger file is not one a probe asks for (a recording's link to /dev/zero would otherwise fill memory).
+MAX_TEXT_CHARS = 16 * 1024 * 1024
+
+
 def read_file_text(path: str | os.PathLike) -> str | None:
-    """A file's text, or None when it is missing, a directory, a dangling link, unreadable or a FIFO.
+    """A file's text, or None when it is missing, not a regular file (a directory, a FIFO, a socket, a device),
+    a dangling link, unreadable, or longer than MAX_TEXT_CHARS.
 
     Opened with O_NONBLOCK, so a FIFO in place of a file cannot hang the run (it changes nothing for
-    regular files), and a FIFO or socket reads as missing.
+    regular files). /proc and /sys files are regular files, so every file a probe reads is one.
     """
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError):
         return None
     try:
-        mode = os.fstat(descriptor).st_mode
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISDIR(mode):
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             return None
         with open(descriptor, encoding="utf-8", errors="replace", closefd=False) as handle:
-            return handle.read()
+            text = handle.read(MAX_TEXT_CHARS + 1)
+        return text if len(text) <= MAX_TEXT_CHARS else None
     except (OSError, ValueError):
         return None
     finally:
@@ -320,12 +326,26 @@ class ReplayHost:
     def _path(self, path: str) -> Path:
         return self.directory / "root" / path.lstrip("/")
 
+    def _escapes(self, path: Path, within: str = "") -> bool:
+        """Whether ``path`` leads out of the recording's ``within`` folder (a link to /proc/cpuinfo or /dev/zero): a
+        recording comes from a bug report, and replaying it must read only what it holds, never this computer's files."""
+        try:
+            path.resolve().relative_to((self.directory / within).resolve())
+        except (OSError, RuntimeError, ValueError):
+            self._fault(path, "leads outside the recording (a link); read as missing")
+            return True
+        return False
+
     def read_text(self, path: str) -> str | None:
-        return read_file_text(self._path(path))
+        target = self._path(path)
+        return None if self._escapes(target, "root") else read_file_text(target)
 
     def list_dir(self, path: str) -> list[str] | None:
+        target = self._path(path)
+        if self._escapes(target, "root"):
+            return None
         try:
-            return sorted(entry.name for entry in self._path(path).iterdir())
+            return sorted(entry.name for entry in target.iterdir())
         except OSError:
             return None
 
@@ -335,9 +355,12 @@ class ReplayHost:
 
     def _recorded(self, path: Path) -> str | None:
         """A recorded file's text; None (and a fault) when it is there but cannot be read as text."""
+        if self._escapes(path):
+            return None
         text = read_file_text(path)
         if text is None:
-            self._fault(path, "cannot be read (a directory, a FIFO or unreadable)" if path.is_dir() or path.exists() else "cannot be read")
+            self._fault(path, "cannot be read (not a regular file, unreadable or too long)"
+                        if path.is_dir() or path.exists() else "cannot be read")
         return text
 
     def run(self, argv: Sequence[str], timeout: float = 5.0) -> CommandResult:

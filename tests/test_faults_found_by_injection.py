@@ -152,7 +152,7 @@ def test_a_directory_in_place_of_a_recorded_command_output_is_one_problem(tmp_pa
     output.unlink()
     output.mkdir()
     _, problems = probe_hardware(ReplayHost(machine))
-    assert [p.message for p in problems if p.probe == "recording"] == [f"recorded file commands/{output.name}: cannot be read (a directory, a FIFO or unreadable)"]
+    assert [p.message for p in problems if p.probe == "recording"] == [f"recorded file commands/{output.name}: cannot be read (not a regular file, unreadable or too long)"]
 
 
 def test_windows_memory_that_is_not_an_object_is_an_error_with_a_hint(tmp_path):
@@ -176,6 +176,37 @@ def test_a_fifo_in_place_of_a_file_does_not_hang_the_live_host(tmp_path):
     fifo = tmp_path / "meminfo"
     os.mkfifo(fifo)
     assert LiveHost().read_text(str(fifo)) is None
+
+
+def test_a_device_in_place_of_a_file_reads_as_missing_on_the_live_host():
+    # A character device is not a file a probe asks for; /dev/zero would otherwise be read until memory ran out.
+    assert LiveHost().read_text("/dev/zero") is None
+
+
+def test_a_file_longer_than_any_probe_reads_is_missing(tmp_path, monkeypatch):
+    from gpuready import host as host_module
+
+    monkeypatch.setattr(host_module, "MAX_TEXT_CHARS", 10)
+    (tmp_path / "short").write_text("0123456789")
+    (tmp_path / "long").write_text("0123456789a")
+    assert [LiveHost().read_text(str(tmp_path / name)) for name in ("short", "long")] == ["0123456789", None]
+
+
+def test_a_recording_that_links_out_of_itself_reads_nothing_of_this_computer(tmp_path, capsys):
+    # A recording is a bug report's attachment: a link in it to /proc/cpuinfo once reported this computer's CPU as
+    # the recorded one, and a link to /dev/zero hung the run while it filled memory.
+    machine = tmp_path / "machine"
+    shutil.copytree(FIXTURES / "linux-desktop-ryzen-7950x", machine)
+    (machine / "root" / "proc" / "cpuinfo").unlink()
+    (machine / "root" / "proc" / "cpuinfo").symlink_to("/proc/cpuinfo")
+    (machine / "root" / "proc" / "meminfo").unlink()
+    (machine / "root" / "proc" / "meminfo").symlink_to("/dev/zero")
+    code, out, err = run(capsys, "report", "--json", "--machine", str(machine))
+    report = json.loads(out)
+    assert report["hardware"]["cpu"]["name"] is None and report["hardware"]["memory"]["total_bytes"] is None
+    recording = sorted(p["message"] for p in report["problems"] if p["probe"] == "recording")
+    assert "recorded file root/proc/cpuinfo: leads outside the recording (a link); read as missing" in recording
+    assert "recorded file root/proc/meminfo: leads outside the recording (a link); read as missing" in recording
 
 
 # --- hung commands: one budget, run side by side, named in a Problem -----------------------
