@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 from pathlib import Path
 
 from gpu_fakes import FakeHost, pci_files
@@ -112,8 +114,32 @@ def test_a_failing_nvidia_smi_list_leaves_the_csv_gpus_whole_and_says_mig_instan
     failed = CommandResult("ok", 255, "", "Unable to determine the device handle\n")
     gpus, problems = nvidia.probe(FakeHost(commands={nvidia.SMI_ARGV: smi, more.LIST_ARGV: failed}, libraries=NO_PYNVML))
     assert [(g.name, g.memory_total_bytes, g.mig_profile) for g in gpus] == [("NVIDIA GeForce RTX 4090", 24564 * MIB, None)]
-    assert problems[0] == Problem("nvidia", "`nvidia-smi -L` failed (ok, exit code 255): MIG instances, if any, are not seen and each GPU is judged whole",
+    assert problems[0] == Problem("nvidia", "`nvidia-smi -L` failed (exit code 255): MIG instances, if any, are not seen and each GPU is judged whole",
                                   "Run `nvidia-smi -L` to see the MIG instances the driver lists.", "info")
+
+
+def test_an_nvidia_smi_list_that_times_out_on_a_gpu_that_can_be_split_is_a_warning(tmp_path):
+    # The A100 recording with `nvidia-smi -L` hung: the CSV's whole 80 GB card is all gpuready sees, and a verdict for
+    # it would be wrong for a 40 GB slice, so the report says so as a warning, not an info line.
+    machine = tmp_path / "machine"
+    shutil.copytree(MACHINES / "nvidia-a100-mig-nvidia-smi", machine)
+    (machine / "commands" / "nvidia-smi_L.timeout").write_text("")
+    gpus, problems = nvidia.probe(ReplayHost(machine))
+    assert [(g.name, g.mig_profile) for g in gpus] == [("NVIDIA A100 80GB PCIe", None)]
+    assert problems[0].severity == "warning"
+    assert problems[0].message == ("`nvidia-smi -L` timed out: whether NVIDIA A100 80GB PCIe is split into MIG instances is unknown, "
+                                   "and each GPU is judged whole; a MIG instance has only part of its memory and compute")
+
+
+def test_a_recording_replays_the_same_whatever_the_load_on_this_machine(monkeypatch):
+    # Replayed commands read files; the 1.2 s budget for live commands once expired on a loaded machine and dropped
+    # the A100 recording's MIG slices in some runs. Replay now has no wall-clock budget: a zero live budget changes nothing.
+    from gpuready.probes import commands, probe_hardware
+
+    monkeypatch.setattr(commands, "COMMAND_BUDGET_S", 0.0)
+    hardware, problems = probe_hardware(ReplayHost(MACHINES / "nvidia-a100-mig-nvidia-smi"))
+    assert [g.mig_profile for g in hardware.gpus] == ["3g.40gb", "3g.40gb"]
+    assert not [p for p in problems if "did not answer" in p.message]
 
 
 def test_nvidia_smi_exiting_0_with_no_readable_row_falls_back_to_the_pci_bus():

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from gpuready.hardware import CPU, GPU, NPU, Backend, Hardware, Memory, Problem
-from gpuready.host import Host
+from gpuready.host import Host, ReplayHost
 from gpuready.probes.failure import ProbeFailure
 
 T = TypeVar("T")
@@ -78,7 +78,11 @@ def probe_hardware(host: Host, python: str | None = None, torch: bool = False) -
 
     from gpuready.probes.commands import BudgetedHost, always_run, timeout_problems
 
-    host = BudgetedHost(host, prefetch=always_run(host.platform))
+    # A replayed command reads a file and cannot hang (a recorded hang is a `.timeout` file), so replay gets no
+    # wall-clock budget: on a loaded machine the 1.2 s one let the same recording come out differently run to run
+    # (an A100's MIG slices seen in one run, the whole 80 GB card in the next).
+    replay = isinstance(host, ReplayHost)
+    host = BudgetedHost(host, budget_s=3600.0 if replay else None, prefetch=always_run(host.platform))
     problems: list[Problem] = []
     cpu_value = run_probe("cpu", cpu.probe, host, problems, CPU(name=None, arch=host.arch))
     memory_value = run_probe("memory", memory.probe, host, problems, Memory(total_bytes=None, available_bytes=None))

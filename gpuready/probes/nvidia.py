@@ -341,7 +341,7 @@ def probe(host: Host) -> tuple[list[GPU], list[Problem]]:
         parsed = fallback.parse_smi_csv(result.stdout) if result.ok else []
         if parsed:
             gpus = more.with_meminfo(parsed, parse_meminfo(host.read_text("/proc/meminfo") or ""))
-            listed, list_problems = more.read_list(host, len(gpus))
+            listed, list_problems = more.read_list(host, [seen.gpu.name for seen in gpus])
             gpus, problems = _listed_migs(gpus, listed)
             problems += list_problems + more.csv_problems(result.stdout)
             if error not in ("not_found", "PYNVML_NOT_INSTALLED"):

@@ -103,15 +103,31 @@ def with_meminfo(seen: list[Seen], meminfo: dict[str, int]) -> list[Seen]:
     return result
 
 
-def read_list(host: Host, expected: int) -> tuple[list[Listed], list[Problem]]:
-    """``nvidia-smi -L``; when it fails or lists fewer than the ``expected`` GPUs the CSV showed, an info Problem:
-    any MIG instances on those GPUs go unseen, and each such GPU is judged whole."""
+# GPUs that can be split into MIG instances (NVIDIA's MIG User Guide, "Supported GPUs": A30, A100, H100, H200, H800,
+# H20, GH200, B200, GB200, B300, RTX PRO 6000 Blackwell (Server and Workstation editions), A800 as A100's variant).
+MIG_CAPABLE = re.compile(r"\b(A30|A100|A800|H100|H200|H800|H20|GH200|B200|GB200|B300|RTX PRO 6000 Blackwell)\b")
+
+
+def read_list(host: Host, names: list[str]) -> tuple[list[Listed], list[Problem]]:
+    """``nvidia-smi -L``; when it fails or lists fewer than the GPUs (``names``) the CSV showed, a Problem: any MIG
+    instances on those GPUs go unseen and each such GPU is judged whole. A warning where one of them can be split
+    (a whole 80 GB A100 judged for a 40 GB slice would be told a model fits that does not); else an info line."""
     result = host.run(LIST_ARGV, timeout=10.0)
     listed = parse_list(result.stdout) if result.ok else []
-    if len(listed) >= expected:
+    if len(listed) >= len(names):
         return listed, []
-    why = (f"failed ({result.status}, exit code {result.returncode})" if not result.ok
-           else f"listed {len(listed)} of the {expected} GPU(s) the CSV query showed")
+    if result.status != "ok":
+        why = "timed out" if result.status == "timeout" else f"failed ({result.status.replace('_', ' ')})"
+    elif result.returncode:
+        why = f"failed (exit code {result.returncode})"
+    else:
+        why = f"listed {len(listed)} of the {len(names)} GPU(s) the CSV query showed"
+    splittable = sorted({name for name in names if MIG_CAPABLE.search(name)})
+    if splittable:
+        return listed, [Problem("nvidia", f"`nvidia-smi -L` {why}: whether {', '.join(splittable)} is split into MIG instances is "
+                                "unknown, and each GPU is judged whole; a MIG instance has only part of its memory and compute",
+                                "Run `nvidia-smi -L` to see the MIG instances the driver lists, or install nvidia-ml-py "
+                                "(`pip install nvidia-ml-py`) so gpuready reads them through NVML.", "warning")]
     return listed, [Problem("nvidia", f"`nvidia-smi -L` {why}: MIG instances, if any, are not seen and each GPU is judged whole",
                             "Run `nvidia-smi -L` to see the MIG instances the driver lists.", "info")]
 
