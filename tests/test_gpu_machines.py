@@ -153,6 +153,32 @@ def test_mig_instances_are_judged_one_at_a_time_by_their_own_memory():
     assert (device.name, device.count, device.usable_memory_bytes) == ("NVIDIA A100-SXM4-40GB MIG 3g.20gb", 1, 21058551808)
 
 
+def test_a_mig_slice_gets_its_share_of_the_cards_power_and_prompts_no_faster_than_the_whole_card(tmp_path):
+    # A 3g.40gb slice was timed at 3/7 of the A100's compute with no power limit at all, so its prompt came out at
+    # 2,322 tokens/s against 1,402 for the whole card under the board's 300 W (catalog/power.toml). The slice now
+    # gets 3/7 of the card's power and its FP32 rate, from the card's own table row.
+    import shutil
+
+    from gpuready.tasks import text_estimate as est
+    from gpuready.tasks.devices import cpu_device
+
+    sliced, _ = probe("nvidia-a100-mig-nvidia-smi")
+    whole_machine = tmp_path / "whole"
+    shutil.copytree(MACHINES / "nvidia-a100-mig-nvidia-smi", whole_machine)
+    (whole_machine / "commands" / "nvidia-smi_L.timeout").write_text("")  # MIG unseen: the whole card
+    whole, _ = probe_hardware(ReplayHost(whole_machine))
+    slice_device, card = gpu_device(sliced), gpu_device(whole)
+    assert card.name == "NVIDIA A100 80GB PCIe" and slice_device.name == "NVIDIA A100 80GB PCIe MIG 3g.40gb"
+    assert slice_device.power_watts == pytest.approx(card.power_watts * 3 / 7)
+    assert slice_device.vector_flops == pytest.approx(card.vector_flops * 3 / 7)
+    catalog = load_catalog()
+    model, quant = catalog.get("qwen2.5-32b"), catalog.quants["Q8_0"]
+    speeds = [est.estimate(model, quant, 8192, device, cpu_device(hardware), hardware.memory.usable_bytes).speed
+              for device, hardware in ((slice_device, sliced), (card, whole))]
+    assert speeds[0].prompt_tokens_per_s < speeds[1].prompt_tokens_per_s
+    assert speeds[0].generation_tokens_per_s < speeds[1].generation_tokens_per_s
+
+
 def test_a_unified_nvidia_system_uses_available_system_memory_for_the_gpu_less_llama_cpps_fit_margin():
     hardware, _ = probe("nvidia-gb10-dgx-spark")
     device = gpu_device(hardware)

@@ -216,22 +216,38 @@ def backend_for(gpu: GPU) -> str:
 
 def _table_spec(gpu: GPU):
     """The GPU's catalog/gpus.toml row, if it was matched to one: its memory type (HBM GPUs get their own
-    speed constants where the fit keeps that class) and its FP32 vector rate (where quantised weights are unpacked)."""
+    speed constants where the fit keeps that class) and its FP32 vector rate (where quantised weights are unpacked).
+    A MIG instance is not a row of its own: its card's row, matched by the card's name."""
+    from gpuready.catalog.tables import gpu_table, match_gpu
+
+    if gpu.mig_profile and not gpu.table_id:
+        card = gpu.name.split(" MIG ")[0]
+        return match_gpu(replace(gpu, name=card, memory_total_bytes=None, mig_profile=None))
     if not gpu.table_id:
         return None
-    from gpuready.catalog.tables import gpu_table
-
     return next((spec for spec in gpu_table() if spec.id == gpu.table_id), None)
 
 
-def _power_watts(gpu: GPU) -> float | None:
-    """The GPU's power limit: NVML's enforced limit where read, else the board power of its table row."""
-    if gpu.power_limit_w:
-        return gpu.power_limit_w
-    from gpuready.catalog.power import power_table
+def mig_compute_share(gpu: GPU) -> float:
+    """A MIG instance's share of its card's compute: a "3g" profile holds 3 of the 7 compute slices (the probe's
+    MIG_COMPUTE_SLICES); 1.0 for a whole GPU."""
+    from gpuready.probes.nvidia import MIG_COMPUTE_SLICES
 
-    power = power_table().gpu(gpu.table_id) if gpu.table_id else None
-    return power.watts if power else None
+    slices = re.match(r"(\d+)g\.", gpu.mig_profile or "")
+    return min(1.0, int(slices.group(1)) / MIG_COMPUTE_SLICES) if slices else 1.0
+
+
+def _power_watts(gpu: GPU, spec) -> float | None:
+    """The GPU's power limit: NVML's enforced limit where read, else the board power of its table row. A MIG
+    instance gets its compute slices' share of the card's: the board's limit is shared by every instance on it, and
+    a slice's prompt speed must not come out above the whole card's under that limit."""
+    watts = gpu.power_limit_w
+    if not watts and spec is not None:
+        from gpuready.catalog.power import power_table
+
+        power = power_table().gpu(spec.id)
+        watts = power.watts if power else None
+    return watts * mig_compute_share(gpu) if watts else None
 
 
 def gpu_usable_bytes(gpu: GPU) -> int | None:
@@ -284,8 +300,8 @@ def gpu_device(hardware: Hardware) -> Device | None:
             count=len(gpus),
             unified=unified,
             memory_type=spec.memory_type if spec else None,
-            vector_flops=spec.fp32_flops if spec and spec.fp32_flops else None,
-            power_watts=_power_watts(first),
+            vector_flops=spec.fp32_flops * mig_compute_share(first) if spec and spec.fp32_flops else None,
+            power_watts=_power_watts(first, spec),
             matrix_cores=vulkan_matrix_cores(spec.vendor, spec.architecture) if spec else None,
             vendor=first.vendor,
             compute_capability=first.compute_capability or (spec.compute_capability if spec else None),
