@@ -4,6 +4,7 @@ limit before the table, the units of each task, and `check --max-wh-per-1k-token
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -118,6 +119,22 @@ def test_check_max_wh_per_1k_tokens_exit_codes(capsys, path, argv, code):
     out, err = capsys.readouterr()
     assert got == code, (out, err)
     assert "Traceback" not in err
+
+
+def test_with_a_context_the_energy_budget_is_judged_at_the_speed_with_that_context_filled(capsys):
+    # At 131,072 tokens the RTX 4090 generates Llama 3.1 8B at about a quarter of its empty-context speed, so each
+    # 1,000 tokens take four times as long at the same power: the budget once passed on the empty-context figure.
+    capsys.readouterr()
+    assert main(["check", "--machine", str(RTX4090), "--model", "llama-3.1-8b", "--max-wh-per-1k-tokens", "1.5"]) == 0
+    empty = capsys.readouterr().out
+    code = main(["check", "--machine", str(RTX4090), "--model", "llama-3.1-8b", "--context", "131072",
+                 "--max-wh-per-1k-tokens", "1.5"])
+    full = capsys.readouterr().out
+    assert code == 1, full
+    wh = [float(re.search(r"about ([\d.]+) Wh per 1,000", text).group(1)) for text in (empty, full)]
+    speeds = [float(re.search(r"about ([\d,.]+) tokens/s", text).group(1).replace(",", "")) for text in (empty, full)]
+    assert wh[1] > 1.5 >= wh[0]
+    assert wh[1] / wh[0] == pytest.approx(speeds[0] / speeds[1], rel=0.1)  # printed figures are rounded
 
 
 def test_a_requirements_file_can_budget_energy(capsys, tmp_path):

@@ -464,9 +464,22 @@ def fast_enough(requirement: Requirement, verdict) -> bool:
             return False
     budget = requirement.max_wh_per_1k_tokens
     if budget is not None:
-        energy = getattr(verdict, "energy", None)
-        return energy is not None and energy.unit == WH_PER_1K_TOKENS and energy.wh <= budget
+        energy = judged_energy(requirement, verdict)
+        return energy is not None and energy <= budget
     return True
+
+
+def judged_energy(requirement: Requirement | None, verdict) -> float | None:
+    """Watt-hours per 1,000 generated tokens at the speed a bound is judged at (judged_speed): the verdict's figure is
+    at its headline speed, so with --context it is scaled by how much longer a token takes with the cache filled (the
+    same power for longer); None where the verdict has no such figure."""
+    energy = getattr(verdict, "energy", None)
+    if energy is None or energy.unit != WH_PER_1K_TOKENS or not energy.wh:
+        return None
+    speed, depth = judged_speed(requirement, verdict) if requirement else (verdict.speed, None)
+    if depth is not None and speed and verdict.speed:
+        return energy.wh * verdict.speed / speed
+    return energy.wh
 
 
 def bound_ratio(requirement: Requirement, verdict) -> float | None:
@@ -479,10 +492,10 @@ def bound_ratio(requirement: Requirement, verdict) -> float | None:
                 return None
             ratio = (ratio or 1.0) * (speed * factor / bound if floor else bound / (speed * factor))
     if requirement.max_wh_per_1k_tokens is not None:
-        energy = getattr(verdict, "energy", None)
-        if energy is None or energy.unit != WH_PER_1K_TOKENS or not energy.wh:
+        energy = judged_energy(requirement, verdict)
+        if energy is None:
             return None
-        ratio = (ratio or 1.0) * requirement.max_wh_per_1k_tokens / energy.wh
+        ratio = (ratio or 1.0) * requirement.max_wh_per_1k_tokens / energy
     return ratio
 
 
@@ -499,9 +512,9 @@ def judged_speed(requirement: Requirement, verdict) -> tuple[float | None, int |
 
 def speed_text(verdict, requirement: Requirement | None = None) -> str:
     text = _speed_text(verdict, *(judged_speed(requirement, verdict) if requirement else (verdict.speed, None)))
-    energy = getattr(verdict, "energy", None)
-    if energy is not None and energy.unit == WH_PER_1K_TOKENS:
-        text += f", about {energy.wh:.2g} Wh per 1,000 tokens"
+    energy = judged_energy(requirement, verdict)
+    if energy is not None:
+        text += f", about {energy:.2g} Wh per 1,000 tokens"
     return text
 
 
