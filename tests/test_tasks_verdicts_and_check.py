@@ -355,6 +355,17 @@ def test_a_requirements_file_is_checked_as_the_flags_are(table, message, tmp_pat
     assert message in err and "--sequence" not in err and "--micro-batch" not in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("flags", [["--placement", "gpu"], ["--context", "500000"], ["--quant", "Q2_K"],
+                                   ["--lora-rank", "8"], ["--no-checkpointing"]])
+def test_a_flag_that_shapes_one_requirement_is_refused_beside_a_requirements_file_alone(flags, tmp_path, capsys):
+    # `--requirements FILE --placement gpu` passed on a machine with no GPU: the flag shaped nothing and was dropped.
+    path = tmp_path / "needs.toml"
+    path.write_text('[[require]]\ntask = "text-generation"\n')
+    code, out, err = check(capsys, "--machine", str(FIXTURES / "linux-desktop-ryzen-7950x"), "--requirements", str(path), *flags)
+    assert (code, out) == (2, "")
+    assert err == f"gpuready: error: {flags[0]} needs --task or --model (or set it in the requirements file's [[require]] tables)\n"
+
+
 def test_a_requirements_file_with_several_errors_says_them_on_one_line(tmp_path, capsys):
     path = tmp_path / "needs.toml"
     path.write_text('[[require]]\nmodel = "llama-3.1-8b"\nbogus = 1\nother = 2\n')

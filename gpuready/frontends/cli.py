@@ -160,8 +160,16 @@ def cmd_check(args) -> int:
         given += [flag for flag, value in (("--method", args.method), ("--sequence", args.sequence), ("--users", args.users))
                   if value is not None]
         given += [flag for flag, value in (("--resolution", resolution), ("--documents", documents)) if value is not None]
+        # What shapes one requirement: without --task or --model there is none to shape (a requirements file's
+        # [[require]] tables carry their own keys), and a preflight must not pass on a flag it ignored.
+        given += [flag for flag, value in (("--quant", args.quant), ("--context", args.context),
+                                           ("--micro-batch", args.micro_batch), ("--lora-rank", args.lora_rank),
+                                           ("--no-checkpointing", args.no_checkpointing or None)) if value is not None]
+        if args.placement != "cpu":
+            given.append("--placement")
         if given:
-            raise UsageError(f"{given[0]} needs --task or --model")
+            where = " (or set it in the requirements file's [[require]] tables)" if args.requirements else ""
+            raise UsageError(f"{given[0]} needs --task or --model{where}")
     if args.min_memory:
         requirements.append(Requirement(min_memory_bytes=size_flag(args.min_memory, "--min-memory")))
     if args.min_gpu_memory:
