@@ -465,3 +465,17 @@ def test_an_h200_has_a_slurm_memory_tier_above_128_gib():
     features = slurm.features(capacity(machine_report("nvidia-h200")))
     assert [f for f in features if f.startswith("gpuready-gpu-")][-2:] == ["gpuready-gpu-128gib", "gpuready-gpu-140gib"]
     assert "gpuready-llm-235b" in features
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["nfd", "--oneshot", "--expiry", "99999999999999h"], "--expiry: 99999999999999h is longer than a year (365d), the longest taken"),
+    (["prometheus", "--interval", "9999999h"], "--interval: 9999999h is longer than a year (365d), the longest taken"),
+    (["nfd", "--interval", "1h", "--expiry", "1s"], "--expiry 1s is not longer than --interval 1h: the labels would expire before each rewrite"),
+])
+def test_a_duration_no_export_can_keep_is_bad_input(tmp_path, capsys, argv, message):
+    # Huge durations overflowed the clock arithmetic (an internal error, exit 3); labels that expire a second after
+    # each hourly write would vanish from the node between rewrites.
+    code = main(["export", *argv, "--dir", str(tmp_path), "--machine", str(FIXTURES / "nvidia-rtx4090")])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (2, "", f"gpuready: error: {message}\n")
+    assert list(tmp_path.iterdir()) == []

@@ -31,6 +31,9 @@ def run_export(args, build: Callable[[], dict], now: Callable[[], datetime] = la
         raise ExportUsageError("--expiry is for export nfd (NFD's expiry-time directive)")
     interval = _duration(args.interval, "--interval") if args.interval else None
     expiry = _duration(args.expiry, "--expiry") if args.expiry else 2 * (interval or 3600)
+    if interval and args.expiry and expiry <= interval:
+        raise ExportUsageError(f"--expiry {args.expiry} is not longer than --interval {args.interval}: the labels would "
+                               "expire before each rewrite")
     if args.format in ("ray", "slurm"):
         if interval or args.dir:
             raise ExportUsageError(f"export {args.format} prints to stdout; --dir and --interval are for nfd and prometheus")
@@ -89,8 +92,15 @@ def run_fleet(args) -> int:
     return 0
 
 
+# The longest --interval or --expiry taken: a year. Longer ones overflowed the clock arithmetic (an internal error).
+LONGEST_DURATION_S = 365 * 24 * 3600
+
+
 def _duration(text: str, flag: str) -> float:
     try:
-        return files.parse_duration(text)
+        seconds = files.parse_duration(text)
     except ValueError as error:
         raise ExportUsageError(f"{flag}: {error}") from None
+    if seconds > LONGEST_DURATION_S:
+        raise ExportUsageError(f"{flag}: {text} is longer than a year (365d), the longest taken")
+    return seconds
