@@ -161,12 +161,13 @@ def cmd_check(args) -> int:
                   if value is not None]
         given += [flag for flag, value in (("--resolution", resolution), ("--documents", documents)) if value is not None]
         # What shapes one requirement: without --task or --model there is none to shape (a requirements file's
-        # [[require]] tables carry their own keys), and a preflight must not pass on a flag it ignored.
-        given += [flag for flag, value in (("--quant", args.quant), ("--context", args.context),
-                                           ("--micro-batch", args.micro_batch), ("--lora-rank", args.lora_rank),
-                                           ("--no-checkpointing", args.no_checkpointing or None)) if value is not None]
-        if args.placement != "cpu":
-            given.append("--placement")
+        # [[require]] tables carry their own keys) unless --with's companions take it, and a preflight must not pass
+        # on a flag it ignored.
+        shaping = (("--quant", args.quant), ("--context", args.context), ("--micro-batch", args.micro_batch),
+                   ("--lora-rank", args.lora_rank), ("--no-checkpointing", args.no_checkpointing or None),
+                   ("--placement", None if args.placement == "cpu" else args.placement))
+        if not task_options.with_models:
+            given += [flag for flag, value in shaping if value is not None]
         if given:
             where = " (or set it in the requirements file's [[require]] tables)" if args.requirements else ""
             raise UsageError(f"{given[0]} needs --task or --model{where}")
