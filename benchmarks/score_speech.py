@@ -139,7 +139,7 @@ def realtime_fit(rows: list[Row], encoder_fits: dict[str, dict]) -> dict[str, fl
 def realtime_predict(row: Row, encoder_fits: dict[str, dict], decoder_table: dict[str, float]) -> float:
     model, variant, device = row.extra
     encode = row.work / (device.flops * encoder_efficiency_of(row, encoder_fits))
-    decoder = decoder_table.get(row.backend, est.BANDWIDTH_EFFICIENCY.get(row.backend, est.BANDWIDTH_EFFICIENCY["cpu"]))
+    decoder, _ = speech.decoder_efficiency(row.backend, decoder_table)
     per_token = model.decoder_params * speech.VARIANT_BITS[variant] / 8 / (device.bandwidth_bytes_per_s * decoder)
     return speech.WINDOW_SECONDS / (encode + speech.TOKENS_PER_WINDOW * per_token)
 
@@ -496,7 +496,8 @@ def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str])
                "(seconds per window); faster-whisper rows time a 13-minute file end to end (x real time). Leave one device "
                "out (LODO): the constants are refitted without the held-out device and predict it; a backend left with no "
                "rows falls back as gpuready does (another backend's fit x the text-generation prompt-efficiency ratio; the "
-               "decoder: text generation's bandwidth constant). Leave one source out (LOSO) the same by publication.\n")
+               "decoder: CUDA's fit x the text-generation bandwidth-constant ratio on a GPU, text generation's bandwidth constant where "
+               "no GPU has a decoder fit and on a CPU). Leave one source out (LOSO) the same by publication.\n")
     headline(out, "Speech to text", "speech to text (all rows)", fitted, errors)
     blas = [r for r in rows if r.in_fit or r.kept_out == VENDOR_BLAS]
     _, with_blas, _ = cross_validated(blas, stt_fits, stt_predict)
@@ -515,7 +516,10 @@ def speech_to_text(se, rows: list[Row], skipped: dict[str, int], out: list[str])
     out.append(f"\nThe CUDA faster-whisper rows come from one GPU (RTX 3070 Ti; the V100S rows of the older README "
                f"have no catalog/gpus.toml entry): held out, its decoder falls back to text generation's CUDA bandwidth "
                f"constant ({fallback}) in place of the {speech.DECODER_EFFICIENCY['cuda']} fitted on it, so their LODO "
-               "error measures that fallback, not the fit.")
+               "error measures that fallback, not the fit. That error is why a GPU backend with no decoder rows of its own "
+               "(ROCm, Metal, Vulkan, SYCL) takes CUDA's fitted figure scaled by its text-generation bandwidth constant "
+               "relative to CUDA's (tasks/speech.py decoder_efficiency), not text generation's constant: with it an RX "
+               "7900 XTX was estimated at 5x an RTX 4090's real-time factor.")
     out.append("\nPer held-out device (LODO errors of its rows):\n")
     out.append("| device | backend | rows | LODO median | LODO worst |\n|---|---|---:|---:|---:|")
     by_device = defaultdict(list)

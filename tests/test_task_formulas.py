@@ -128,6 +128,22 @@ def test_whisper_splits_into_encoder_and_decoder_parameters(model_id, encoder, d
     assert model(model_id).decoder_params == decoder
 
 
+@pytest.mark.parametrize("backend", ["rocm", "metal", "vulkan", "sycl"])
+def test_a_gpu_without_a_whisper_decoder_fit_takes_cudas_scaled_not_text_generations_constant(backend):
+    # Text generation's bandwidth constant (about 0.9) once stood in for the decoder on every GPU but CUDA, whose
+    # faster-whisper fit is 0.10: an RX 7900 XTX came out at 81.6x real time against an RTX 4090's 16.0x.
+    value, why = speech.decoder_efficiency(backend, {"cuda": 0.10, "cpu": 0.44})
+    assert value == pytest.approx(0.10 * est.BANDWIDTH_EFFICIENCY[backend] / est.BANDWIDTH_EFFICIENCY["cuda"])
+    assert why.startswith(f"no Whisper decoder benchmark for {backend}: CUDA's faster-whisper fit")
+    # A backend's own fit wins; with no GPU fit at all (CUDA's only device held out) text generation's constant stands.
+    assert speech.decoder_efficiency(backend, {backend: 0.2})[0] == 0.2
+    assert speech.decoder_efficiency(backend, {})[0] == est.BANDWIDTH_EFFICIENCY[backend]
+
+
+def test_a_cpu_without_a_whisper_decoder_fit_keeps_text_generations_constant():
+    assert speech.decoder_efficiency("cpu", {"cuda": 0.10})[0] == est.BANDWIDTH_EFFICIENCY["cpu"]
+
+
 def test_whisper_encoder_flops_per_window_count_weights_and_attention_over_1500_frames():
     # 2 x 629,145,600 x 1,500 + 4 x 1,500^2 x 1,280 x 32
     assert speech.encoder_flops_per_window(model("whisper-large-v3")) == 2_256_076_800_000
