@@ -496,3 +496,13 @@ def test_the_text_summary_shows_a_speed_under_one_with_two_figures(capsys):
     f5 = next(line for line in out.splitlines() if line.strip().startswith("F5-TTS "))
     shown = next(cell for cell in f5.split() if cell.endswith("x") and cell[0].isdigit())
     assert shown != "0.0x" and 0 < float(shown[:-1]) < 1 and shown.startswith("0.0")
+
+
+def test_an_apple_gpus_line_gives_the_memory_the_verdicts_use_beside_metals_limit(capsys):
+    # The M2 Air said "10.7 GB usable" (Metal's working-set limit) while every verdict and `check --min-gpu-memory`
+    # used the 5.2 GB free now: the line now says both, the smaller first.
+    assert main(["--plain", "--machine", str(FIXTURES / "mac-m2-air-16gb")]) == 0
+    gpus = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("GPUs"))
+    assert "· 16.0 GB (5.2 GB usable now, of a 10.7 GB Metal limit) ·" in gpus
+    main(["check", "--min-gpu-memory", "4GB", "--machine", str(FIXTURES / "mac-m2-air-16gb")])
+    assert "is 5.2 GB of 16.0 GB" in capsys.readouterr().out

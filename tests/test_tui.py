@@ -102,7 +102,7 @@ def test_the_header_line_names_the_machine_shortly():
     assert fmt.machine_line(inputs(CPU_ONLY).hardware) == "Ryzen 9 7950X · 62.5 GB · no usable GPU"
     assert fmt.machine_line(inputs(NVIDIA_DESKTOP).hardware) == "Ryzen 9 7950X · 62.5 GB · RTX 4090 24.0 GB (23.5 free)"
     assert fmt.machine_line(inputs(MAC).hardware) == (
-        "Apple M2 · 16.0 GB · Apple M2 (10-core GPU) 16.0 GB (10.7 usable) · Apple Neural Engine (M2) · Metal 3"
+        "Apple M2 · 16.0 GB · Apple M2 (10-core GPU) 16.0 GB (5.2 usable) · Apple Neural Engine (M2) · Metal 3"
     )
     assert fmt.machine_line(inputs(GARBLED).hardware) == "unknown CPU · memory unknown · no usable GPU"
 

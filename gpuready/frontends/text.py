@@ -6,6 +6,7 @@ from gpuready.hardware import CPU, GPU, Hardware
 from gpuready.report import Report
 from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
+from gpuready.tasks.devices import group_usable_bytes
 from gpuready.tasks.energy import low_high
 from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
 from gpuready.tasks.verdict import PLACEMENT_WORDS, Verdict
@@ -74,13 +75,17 @@ def describe_memory(hardware: Hardware) -> str:
     return text
 
 
-def describe_gpu(gpu: GPU) -> str:
+def describe_gpu(gpu: GPU, hardware: Hardware) -> str:
     text = gpu.name
     if gpu.memory_total_bytes:
         text += f" · {fmt_gb(gpu.memory_total_bytes)}"
         usable = gpu.memory_usable_bytes or gpu.memory_free_bytes
-        if usable is not None:
-            text += f" ({fmt_gb(usable)} usable)"
+        now = group_usable_bytes([gpu], hardware) if usable is not None and gpu.vendor == "apple" else usable
+        if now is not None and now < usable:
+            # Metal's working-set limit is not what is free for a model now: the verdicts use the smaller.
+            text += f" ({fmt_gb(now)} usable now, of a {fmt_gb(usable)} Metal limit)"
+        elif now is not None:
+            text += f" ({fmt_gb(now)} usable)"
     if gpu.bandwidth_bytes_per_s:
         text += f" · {gpu.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({gpu.bandwidth_source})"
     if gpu.driver_version:
@@ -166,7 +171,7 @@ def render(report: Report, task: str | None = None) -> str:
     lines.append(f"Memory    {describe_memory(hardware)}")
     if hardware.gpus:
         for index, gpu in enumerate(hardware.gpus):
-            lines.append(f"{'GPUs' if index == 0 else '':<10}{describe_gpu(gpu)}")
+            lines.append(f"{'GPUs' if index == 0 else '':<10}{describe_gpu(gpu, hardware)}")
     else:
         lines.append("GPUs      none found")
     for index, npu in enumerate(hardware.npus):

@@ -257,6 +257,34 @@ def gpu_usable_bytes(gpu: GPU) -> int | None:
     return None
 
 
+def is_unified(gpu: GPU) -> bool:
+    """Whether the GPU's memory is the system's (Apple Silicon, an APU, Jetson, GB10), not VRAM of its own."""
+    return gpu.kind in ("unified", "integrated") or gpu.vendor == "apple"
+
+
+def group_usable_bytes(gpus: list[GPU], hardware: Hardware) -> int | None:
+    """What a model may take on these identical GPUs together: their usable memory; on unified memory at most
+    what the system has free now (plus an APU's free carve-out), less llama.cpp's fit margin off Apple."""
+    first = gpus[0]
+    usable = [gpu_usable_bytes(g) for g in gpus]
+    total_usable = sum(u for u in usable if u) if all(usable) else None
+    unified = is_unified(first)
+    system_free = hardware.memory.usable_bytes
+    if unified and total_usable and system_free is not None:
+        # Unified memory is shared with everything else running: the GPU gets at most
+        # its own limit (e.g. Metal's working set) and at most what is free right now. An APU's
+        # free carve-out is not system memory (the OS never sees it), so it stands beside that cap.
+        carveout = sum(g.memory_carveout_free_bytes or 0 for g in gpus)
+        total_usable = min(total_usable, system_free + carveout)
+    if unified and first.vendor != "apple" and system_free is None:
+        # A shared pool (Jetson, GB10, Strix Halo) is the system's memory: with that unread, what is free for
+        # a model is unknown, whatever size the chip's table row or driver states for the whole pool.
+        total_usable = None
+    if unified and total_usable and first.vendor != "apple":
+        total_usable = max(0, total_usable - UNIFIED_MEMORY_MARGIN_BYTES)
+    return total_usable
+
+
 def gpu_device(hardware: Hardware) -> Device | None:
     """The best GPU for a model: the group of identical accelerators with the most usable memory."""
     groups: dict[tuple, list[GPU]] = {}
@@ -271,22 +299,8 @@ def gpu_device(hardware: Hardware) -> Device | None:
     best: Device | None = None
     for (name, *_), gpus in groups.items():
         first = gpus[0]
-        usable = [gpu_usable_bytes(g) for g in gpus]
-        total_usable = sum(u for u in usable if u) if all(usable) else None
-        unified = first.kind in ("unified", "integrated") or first.vendor == "apple"
-        system_free = hardware.memory.usable_bytes
-        if unified and total_usable and system_free is not None:
-            # Unified memory is shared with everything else running: the GPU gets at most
-            # its own limit (e.g. Metal's working set) and at most what is free right now. An APU's
-            # free carve-out is not system memory (the OS never sees it), so it stands beside that cap.
-            carveout = sum(g.memory_carveout_free_bytes or 0 for g in gpus)
-            total_usable = min(total_usable, system_free + carveout)
-        if unified and first.vendor != "apple" and system_free is None:
-            # A shared pool (Jetson, GB10, Strix Halo) is the system's memory: with that unread, what is free for
-            # a model is unknown, whatever size the chip's table row or driver states for the whole pool.
-            total_usable = None
-        if unified and total_usable and first.vendor != "apple":
-            total_usable = max(0, total_usable - UNIFIED_MEMORY_MARGIN_BYTES)
+        unified = is_unified(first)
+        total_usable = group_usable_bytes(gpus, hardware)
         label = f"{len(gpus)} x {name}" if len(gpus) > 1 else name
         spec = _table_spec(first)
         device = Device(

@@ -105,8 +105,15 @@ def short_gpu_name(name: str) -> str:
     return re.sub(r"^(NVIDIA|AMD|Intel\(R\)|Intel)\s+(GeForce\s+)?", "", name).strip() or name
 
 
-def gpu_free_bytes(gpu: GPU) -> int | None:
-    return gpu.memory_usable_bytes if gpu.memory_usable_bytes is not None else gpu.memory_free_bytes
+def gpu_free_bytes(gpu: GPU, hardware: Hardware | None = None) -> int | None:
+    """What a model may take on this GPU: its usable (else free) memory; on Apple Silicon, with the machine given,
+    what the verdicts use (tasks.devices.group_usable_bytes): Metal's working-set limit is not what is free now."""
+    own = gpu.memory_usable_bytes if gpu.memory_usable_bytes is not None else gpu.memory_free_bytes
+    if hardware is not None and own is not None and gpu.vendor == "apple":
+        from gpuready.tasks.devices import group_usable_bytes
+
+        return group_usable_bytes([gpu], hardware)
+    return own
 
 
 def _gb(value: int | None) -> str:
@@ -136,7 +143,7 @@ def machine_line(hardware: Hardware) -> str:
         text = short_gpu_name(gpu.name)
         if gpu.memory_total_bytes:
             text += f" {fmt_gb(gpu.memory_total_bytes)}"
-            free = gpu_free_bytes(gpu)
+            free = gpu_free_bytes(gpu, hardware)
             if free is not None and free != gpu.memory_total_bytes:
                 text += f" ({_gb(free)} {'usable' if gpu.kind == 'unified' else 'free'})"
         parts.append(text)

@@ -98,7 +98,7 @@ def hardware_text(
         line("none found", muted)
     for gpu in hardware.gpus:
         line(gpu.name + (" (what-if)" if gpu.source == "user" else ""))
-        free = fmt.gpu_free_bytes(gpu)
+        free = fmt.gpu_free_bytes(gpu, hardware)
         total = gpu.memory_total_bytes
         if total is None and gpu.kind == "integrated":
             # No memory of its own to draw: a bar of '?' read as a fault (UHD Graphics 770 beside an Arc A770).
