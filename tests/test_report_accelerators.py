@@ -126,3 +126,22 @@ def test_the_text_summary_lists_npus_and_backends(catalog):
     lines = render(build_report(hardware, problems, catalog)).splitlines()
     assert "NPUs      AMD Ryzen AI NPU (Strix Point / Krackan Point) · 50 TOPS" in lines
     assert "Backends  vulkan 1.4.305" in lines
+
+
+def test_gpu_verdicts_under_rosetta_say_the_gpu_is_not_usable_from_this_process():
+    # The x86_64 Python under Rosetta 2 reported "metal unusable" and then placed every model on the GPU without a
+    # word: each GPU verdict now says why its figures are not this process's, and CPU verdicts say nothing of it.
+    from gpuready.host import ReplayHost
+    from gpuready.probes import probe_hardware
+    from gpuready.tasks.registry import judge_all, load_catalog
+    from gpuready.tasks.verdict import Options
+
+    caveat = ("not usable from this process: metal (this Python runs under Rosetta 2 (x86_64): no MPS or MLX); the "
+              "figures are for a process that can drive the GPU (see Problems)")
+    for name, expected in (("mac-m1-rosetta-python", True), ("mac-m2-air-16gb", False)):
+        hardware, _ = probe_hardware(ReplayHost(Path(__file__).parent / "fixtures" / "machines" / name))
+        verdicts = judge_all(load_catalog(), hardware, Options())
+        on_gpu = [v for v in verdicts if v.placement not in (None, "cpu")]
+        assert on_gpu
+        assert all((caveat in v.reasons) == expected for v in on_gpu), name
+        assert not any(caveat in v.reasons for v in verdicts if v.placement in (None, "cpu"))

@@ -7,6 +7,7 @@ can ``register`` one at run time.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from gpuready.catalog import loader
@@ -90,7 +91,22 @@ def judge_model(model, catalog: loader.Catalog, hardware: Hardware, options: Opt
     with its energy per unit of work."""
     judging = resolve(task)[0] if task else _registered[model.task]  # a group (speech-to-text) is judged as its task
     verdict = with_energy(judge(judging, model, catalog, hardware, options), hardware)
-    return with_npu(verdict, model, hardware)
+    return with_backend_caveat(with_npu(verdict, model, hardware), hardware)
+
+
+def with_backend_caveat(verdict: Verdict, hardware: Hardware) -> Verdict:
+    """A verdict on the GPU where every backend of the machine's GPUs is there but unusable from this process (an
+    x86_64 Python under Rosetta 2 on Apple silicon: Metal is the Mac's, not this Python's) says so: the figures are
+    the machine's, for a process that can drive the GPU, and the Problems say how to get one."""
+    if verdict.placement in (None, "cpu"):
+        return verdict
+    down = {backend.name: backend for backend in hardware.backends if not backend.available}
+    used = {name for gpu in hardware.gpus if gpu.counted for name in gpu.backends}
+    if not used or not used <= set(down):
+        return verdict
+    said = "; ".join(f"{name} ({down[name].detail})" if down[name].detail else name for name in sorted(used))
+    return replace(verdict, reasons=[*verdict.reasons, f"not usable from this process: {said}; the figures are for a "
+                                                        "process that can drive the GPU (see Problems)"])
 
 
 def judge_all(catalog: loader.Catalog, hardware: Hardware, options: Options, task: str | None = None) -> list[Verdict]:
