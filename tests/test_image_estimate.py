@@ -244,3 +244,22 @@ def test_an_intel_gpus_image_runtime_follows_whether_pytorch_drives_it(architect
     on_sd = image.estimate(sd, "fp16", 512, 512, sd.steps, card, CPU)
     on_flux = image.estimate(flux, "q4_0", 1024, 1024, flux.steps, card, CPU)
     assert (image.runtime(sd, on_sd, card), image.runtime(flux, on_flux, card)) == (fp16, gguf)
+
+
+def test_model_offload_holds_each_component_in_one_place_at_a_time():
+    # FLUX.1 [schnell] bf16 on a 24 GB card: the denoiser (22.4 GB) runs its turn on the GPU while the text encoders
+    # and the VAE wait in system memory. Its system-memory copy was listed as well, and the total read 55 GB for a
+    # 32.7 GB pipeline.
+    flux = model("flux.1-schnell")
+    card = replace(gpu(), usable_memory_bytes=24 * 1024**3)
+    whole = image.estimate(flux, "bf16", 1024, 1024, 4, gpu(), CPU)
+    offload = image.estimate(flux, "bf16", 1024, 1024, 4, card, CPU)
+    assert (whole.placement, offload.placement) == ("gpu", "offload")
+    assert offload.memory.total_bytes == whole.memory.total_bytes
+    assert [p.label for p in offload.memory.parts if p.where == "system"] == [
+        "text encoders (waiting in system memory)", "VAE (waiting in system memory)"]
+    components = {"denoiser": image.denoiser_bytes(flux, "bf16"), "text encoders": image.encoder_bytes(flux, "bf16"),
+                  "VAE": int(flux.vae_params * 2)}
+    # System memory peaks while the VAE, the smallest, has its turn: the denoiser and the text encoders wait.
+    assert offload.system_memory_bytes == components["denoiser"] + components["text encoders"]
+    assert offload.gpu_memory_bytes == whole.gpu_memory_bytes - components["text encoders"] - components["VAE"]

@@ -24,6 +24,7 @@ from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskE
 from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device, one_card, pytorch_drives
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 from gpuready.tasks.text_estimate import is_geforce_rtx
+from gpuready.units import fmt_gb
 
 # Bits per weight of each precision as stored. ggml block formats from ggml/src/ggml-common.h:
 # block_q8_0 = fp16 scale + 32 int8 (34 bytes / 32 weights = 8.5 bits); block_q4_0 = fp16 scale
@@ -442,6 +443,7 @@ def estimate(
     ]
     total = sum(components.values())
     placement, device = "cpu", cpu
+    system_peak = 0  # model offload's most in system memory at once; elsewhere what the parts put there
     card = one_card(gpu)  # a pipeline without a device map runs on one GPU of a group
     if card is not None and card.usable_memory_bytes:
         overhead = RUNTIME_OVERHEAD_BYTES.get(card.backend, RUNTIME_OVERHEAD_BYTES["cpu"])
@@ -465,9 +467,15 @@ def estimate(
             largest = max(components, key=components.get)
             parts = [MemoryPart(f"{largest} (largest component)", components[largest], "gpu"),
                      MemoryPart("activations", activations, "gpu"), MemoryPart("runtime overhead", overhead, "gpu")]
-            parts += [MemoryPart(f"{k} (waiting in system memory)", v, "system") for k, v in components.items()]
+            # Each component is moved to the GPU for its turn and back (diffusers enable_model_cpu_offload), so it is
+            # in one place at a time: while the largest runs the others wait in system memory (the parts listed, which
+            # add up to the whole pipeline once); system memory peaks while the smallest runs and the rest wait.
+            parts += [MemoryPart(f"{k} (waiting in system memory)", v, "system") for k, v in components.items() if k != largest]
+            smallest = min(components, key=components.get)
+            system_peak = total - components[smallest]
             basis.append(
-                f"model offload: components take turns on {card.name}; peak is the {largest} ({total / 1e9:.1f} GB held in system memory)"
+                f"model offload: components take turns on {card.name}, each in one place at a time; the GPU's peak is the "
+                f"{largest}, system memory's {fmt_gb(system_peak)} while the {smallest} runs"
             )
     if placement == "cpu":
         parts = [MemoryPart(f"{k} ({variant})" if k == "denoiser" else k, v, "system") for k, v in components.items()]
@@ -491,7 +499,7 @@ def estimate(
     details = (("seconds_per_step", step_s or 0.0), ("steps", float(steps)), ("offload_transfer_s", transfer),
                ("encode_decode_s", once))
     band = SPEED_UNCERTAINTY_BY_BACKEND.get(device.backend, SPEED_UNCERTAINTY) if placement != "cpu" else SPEED_UNCERTAINTY
-    return TaskEstimate(model.id, variant, placement, memory, memory.on("gpu"), memory.on("system"), seconds,
+    return TaskEstimate(model.id, variant, placement, memory, memory.on("gpu"), system_peak or memory.on("system"), seconds,
                         "s/image", band, details, tuple(basis))
 
 
