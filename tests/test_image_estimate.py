@@ -263,3 +263,19 @@ def test_model_offload_holds_each_component_in_one_place_at_a_time():
     # System memory peaks while the VAE, the smallest, has its turn: the denoiser and the text encoders wait.
     assert offload.system_memory_bytes == components["denoiser"] + components["text encoders"]
     assert offload.gpu_memory_bytes == whole.gpu_memory_bytes - components["text encoders"] - components["VAE"]
+
+
+@pytest.mark.parametrize(("backend", "on_cpu", "refused"), [
+    ("cuda", False, False), ("rocm", False, False), ("sycl", False, False),
+    ("metal", False, True), ("vulkan", False, True), ("cuda", True, True),
+])
+def test_nf4_is_offered_only_where_bitsandbytes_runs_it(backend, on_cpu, refused):
+    # FLUX.1 [dev] came out as nf4 on every Mac ("diffusers (MPS) or Draw Things") and every CPU ("diffusers (CPU) or
+    # stable-diffusion.cpp"): neither named runtime loads a bitsandbytes file.
+    card = gpu(backend=backend)
+    flux = model("flux.1-dev")
+    estimate = image.estimate(flux, "nf4", 1024, 1024, 28, None if on_cpu else card, CPU)
+    reason = image.refuse(flux, "nf4", estimate, None if on_cpu else card)
+    assert (reason is not None) == refused
+    if not refused:
+        assert "bitsandbytes" in image.runtime(flux, estimate, card)

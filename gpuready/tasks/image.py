@@ -541,8 +541,9 @@ def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catal
         return GGUF_RUNTIME["vulkan"] if estimate.quant.startswith("q") else "OpenVINO (optimum-intel)"
     if estimate.quant.startswith("q"):
         return GGUF_RUNTIME.get(backend, "ComfyUI-GGUF")
-    if estimate.quant == "nf4":
-        return "Forge / diffusers + bitsandbytes (CUDA)" if backend == "cuda" else RUNTIME_BY_BACKEND[backend]
+    if estimate.quant == "nf4":  # refuse() keeps it to NF4_BACKENDS
+        return {"cuda": "Forge / diffusers + bitsandbytes (CUDA)", "rocm": "diffusers + bitsandbytes (ROCm)",
+                "sycl": "diffusers + bitsandbytes (XPU)"}.get(backend, RUNTIME_BY_BACKEND.get(backend, RUNTIME_BY_BACKEND["cpu"]))
     if backend == "cpu" and estimate.quant == "fp16":
         # diffusers refuses fp16 pipelines on a CPU ("Pipelines loaded with dtype=torch.float16 cannot run
         # with cpu device", DiffusionPipeline.to); stable-diffusion.cpp runs fp16 weights there.
@@ -550,13 +551,25 @@ def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catal
     return RUNTIME_BY_BACKEND.get(backend, RUNTIME_BY_BACKEND["cpu"])
 
 
+# Where bitsandbytes' 4-bit kernels run, as gpuready models them (fine-tuning's QLoRA takes the same view): CUDA and
+# ROCm GPUs, and Intel GPUs under PyTorch's XPU device. Its CPU and Apple paths are not counted; the runtimes named
+# there (stable-diffusion.cpp, Draw Things) load GGUF files, not nf4.
+NF4_BACKENDS = ("cuda", "rocm", "sycl")
+
+
 def refuse(model: ImageModel, variant: str, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str | None:
-    """nf4 is bitsandbytes' format, loaded by PyTorch pipelines (Forge, diffusers): on a GPU PyTorch has no device for
-    (one reached only through Vulkan, an Iris Xe: devices.pytorch_drives) the runtime, stable-diffusion.cpp, loads GGUF
-    files, not nf4."""
-    if variant == "nf4" and gpu is not None and estimate.placement != "cpu" and not pytorch_drives(gpu):
+    """nf4 is bitsandbytes' format, loaded by PyTorch pipelines (Forge, diffusers) on a GPU bitsandbytes runs on
+    (NF4_BACKENDS) that PyTorch has a device for; elsewhere the GGUF variants are the 4-bit ones."""
+    if variant != "nf4":
+        return None
+    on_gpu = gpu is not None and estimate.placement != "cpu"
+    if on_gpu and not pytorch_drives(gpu):
         return (f"nf4 is a bitsandbytes format for PyTorch pipelines, and PyTorch has no device for {gpu.name} "
                 f"({gpu.backend}); stable-diffusion.cpp runs the GGUF variants here")
+    if not on_gpu or gpu.backend not in NF4_BACKENDS:
+        where = f"{gpu.name} ({gpu.backend})" if on_gpu else "a CPU"
+        return (f"nf4 is a bitsandbytes format whose kernels run on CUDA, ROCm and Intel XPU GPUs, not on {where}; "
+                "the GGUF variants (q4_0, q8_0) are the quantised ones here")
     return None
 
 
