@@ -279,3 +279,10 @@ def test_nf4_is_offered_only_where_bitsandbytes_runs_it(backend, on_cpu, refused
     assert (reason is not None) == refused
     if not refused:
         assert "bitsandbytes" in image.runtime(flux, estimate, card)
+
+
+def test_a_scaled_efficiency_never_exceeds_the_peak():
+    # Metal's encoder efficiency is 1.65x CUDA's, which took FLUX's 85% CUDA fit to 140% of an Apple GPU's peak.
+    value, _, why = image.step_constants(model("flux.1-schnell"), "metal")
+    assert value == 1.0 and "at most the peak" in why
+    assert image.step_constants(model("flux.1-schnell"), "cuda")[0] == image.STEP_EFFICIENCY["dit"]["cuda"]
