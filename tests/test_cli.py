@@ -506,3 +506,13 @@ def test_an_apple_gpus_line_gives_the_memory_the_verdicts_use_beside_metals_limi
     assert "· 16.0 GB (5.2 GB usable now, of a 10.7 GB Metal limit) ·" in gpus
     main(["check", "--min-gpu-memory", "4GB", "--machine", str(FIXTURES / "mac-m2-air-16gb")])
     assert "is 5.2 GB of 16.0 GB" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--gpu", "RTX 4090", "record", "DIR"], ["--memory", "8GB", "record", "DIR"],
+                                  ["--memory", "8GB", "schema"], ["--gpu", "RTX 4090", "fleet", "report.json"]])
+def test_a_what_if_given_to_a_command_it_does_not_apply_to_is_refused(capsys, tmp_path, argv):
+    # `gpuready --hardware hw.json record DIR` recorded this computer and said nothing of the what-if.
+    argv = [str(tmp_path / "rec") if a == "DIR" else a for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "") and "does not apply to it" in err and err.count("\n") == 1
+    assert not (tmp_path / "rec").exists()

@@ -351,8 +351,12 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_schema(args) -> int:
+    from gpuready.host import other_machine
     from gpuready.report import schema_text
 
+    if given := other_machine(args, {}):
+        raise UsageError(f"gpuready schema prints the report's JSON Schema, the same for every machine; "
+                         f"{', '.join(given)} does not apply to it")
     sys.stdout.write(schema_text())
     return ExitCode.READY
 
@@ -363,6 +367,11 @@ def cmd_record(args) -> int:
     from gpuready.recording import RecordingHost
     from gpuready.units import fmt_gb
 
+    given = [f"--{name}" for name in ("hardware", "gpu", "memory") if getattr(args, name, None)]
+    if given:
+        # A recording holds what the probes read; a what-if changes only the judging, so it was silently dropped.
+        raise UsageError(f"gpuready record records what the probes read; {', '.join(given)} does not apply to it "
+                         "(--machine re-records a recording)")
     directory = Path(args.directory)
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{directory}: exists and is not a directory; give a new directory")
@@ -418,7 +427,10 @@ def cmd_export(args) -> int:
 def cmd_fleet(args) -> int:
     from gpuready.exports.capacity import ReportError
     from gpuready.exports.command import ExportUsageError, run_fleet
+    from gpuready.host import other_machine
 
+    if given := other_machine(args, {}):
+        raise UsageError(f"gpuready fleet reads the reports it is given; {', '.join(given)} does not apply to it")
     try:
         return run_fleet(args)
     except (ReportError, ExportUsageError) as error:
