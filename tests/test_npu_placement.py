@@ -64,3 +64,13 @@ def test_a_report_with_npu_offers_validates_against_the_schema():
     data = json.loads(json.dumps(report_json(build_report(machine("linux-meteor-lake-npu"), [], CATALOG, Options()))))
     jsonschema.validate(data, json.loads(schema_text()))
     assert {v["task"] for v in data["verdicts"] if v["npu"]} == {"speech", "document-search"}
+
+
+def test_a_reranker_on_the_npu_names_openvinos_rerank_pipeline_and_an_embedding_model_its_embedding_one():
+    # Rerankers were named OpenVINO GenAI's TextEmbeddingPipeline, which runs embedding models only.
+    hardware = machine("linux-meteor-lake-npu")
+    runtimes = {model_id: judge_model(CATALOG.get(model_id), CATALOG, hardware, Options()).npu.runtime
+                for model_id in ("bge-reranker-v2-m3", "ms-marco-minilm-l-6-v2", "bge-base-en-v1.5")}
+    assert runtimes == {"bge-reranker-v2-m3": npu_module.RERANKER_RUNTIME, "ms-marco-minilm-l-6-v2": npu_module.RERANKER_RUNTIME,
+                        "bge-base-en-v1.5": "OpenVINO (optimum-intel or OpenVINO GenAI TextEmbeddingPipeline)"}
+    assert "TextRerankPipeline" in npu_module.RERANKER_RUNTIME

@@ -30,6 +30,9 @@ RUNTIMES = {
     ("speech", "intel"): "OpenVINO (whisper.cpp's OpenVINO encoder or OpenVINO GenAI WhisperPipeline)",
     ("document-search", "intel"): "OpenVINO (optimum-intel or OpenVINO GenAI TextEmbeddingPipeline)",
 }
+# A reranker is a cross-encoder: OpenVINO GenAI runs it with its own pipeline, not the embedding one
+# (https://openvinotoolkit.github.io/openvino.genai/docs/use-cases/text-rerank: TextRerankPipeline).
+RERANKER_RUNTIME = "OpenVINO (optimum-intel or OpenVINO GenAI TextRerankPipeline)"
 RUNTIME_SOURCES = {
     "speech": "https://github.com/ggml-org/whisper.cpp (README, 'OpenVINO support': the encoder runs on an OpenVINO device, NPU included)",
     "document-search": "https://docs.openvino.ai (OpenVINO supported devices: NPU plugin runs inference of exported models)",
@@ -91,6 +94,8 @@ def offer(verdict, model, hardware: Hardware) -> NpuOffer | None:
         unit = verdict.speed_unit or "chunks/s"
     missing = missing_parts(npu, hardware)
     runtime = RUNTIMES[(verdict.task, npu.vendor)]
+    if getattr(model, "kind", None) == "reranker":
+        runtime = RERANKER_RUNTIME
     basis += (f"runtime: {runtime}; {RUNTIME_SOURCES[verdict.task]}",)
     return NpuOffer(npu.name, runtime, not missing, tuple(missing), speed, unit, NPU_UNCERTAINTY, basis)
 
