@@ -9,6 +9,7 @@ import pytest
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks import devices, image
 from gpuready.tasks.registry import load_catalog
+from gpuready.tasks.verdict import Options
 
 CATALOG = load_catalog()
 CPU = devices.Device("cpu", "Test CPU", "cpu", 64 * 1024**3, 80e9, 1e12)
@@ -286,3 +287,10 @@ def test_a_scaled_efficiency_never_exceeds_the_peak():
     value, _, why = image.step_constants(model("flux.1-schnell"), "metal")
     assert value == 1.0 and "at most the peak" in why
     assert image.step_constants(model("flux.1-schnell"), "cuda")[0] == image.STEP_EFFICIENCY["dit"]["cuda"]
+
+
+def test_a_fast_image_is_described_with_its_figures_not_rounded_to_one_decimal():
+    # SDXL-Turbo on an RTX 4090 read "about 0.1 s per 512x512 image at 1 steps" beside a 0.063 s/image table cell.
+    turbo = model("sdxl-turbo")
+    estimate = replace(image.estimate(turbo, "fp16", 512, 512, turbo.steps, gpu(), CPU), speed=0.0633)
+    assert image.TASK.describe(turbo, estimate, Options()) == "about 0.063 s per 512x512 image at 1 step"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from gpuready.catalog.power import Power, power_table
 from gpuready.hardware import Hardware
 from gpuready.tasks.devices import gpu_device
-from gpuready.units import fmt_number
+from gpuready.units import fmt_figures, fmt_number
 
 # Per task: how a unit is named, and the seconds one unit takes at a headline speed.
 UNITS = {
@@ -125,11 +125,11 @@ def energy(verdict, hardware: Hardware) -> Energy | None:
         low, high = wh / (1 + uncertainty) * (1 - spread), wh * (1 + uncertainty) * (1 + spread)
         phase = "copy" if memory_bound else "matmul"
         return Energy(wh, unit, watts, source, seconds, low, high,
-                      f"{watts:.0f} W during the {phase} ({citation}) x {seconds:,.1f} s a unit = {fmt_number(wh)} {unit}; "
+                      f"{watts:.0f} W during the {phase} ({citation}) x {fmt_figures(seconds)} s a unit = {fmt_number(wh)} {unit}; "
                       f"{fmt_number(low)}-{fmt_number(high)} from the speed's and the power's spread")
     low = wh * LOW_POWER_SHARE / (1 + uncertainty)
     high = wh * (1 + uncertainty)
-    basis = (f"{watts:g} W ({citation}) x {seconds:,.1f} s a unit = {fmt_number(wh)} {unit}; "
+    basis = (f"{watts:g} W ({citation}) x {fmt_figures(seconds)} s a unit = {fmt_number(wh)} {unit}; "
              f"{fmt_number(low)}-{fmt_number(high)}: the work may draw as little as half the power limit")
     return Energy(wh, unit, watts, source, seconds, low, high, basis)
 

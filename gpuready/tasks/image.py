@@ -24,7 +24,7 @@ from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskE
 from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device, one_card, pytorch_drives
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 from gpuready.tasks.text_estimate import is_geforce_rtx
-from gpuready.units import fmt_gb
+from gpuready.units import fmt_figures, fmt_gb
 
 # Bits per weight of each precision as stored. ggml block formats from ggml/src/ggml-common.h:
 # block_q8_0 = fp16 scale + 32 int8 (34 bytes / 32 weights = 8.5 bits); block_q4_0 = fp16 scale
@@ -581,7 +581,7 @@ def _estimate(model: ImageModel, variant: str, catalog, gpu: Device | None, cpu:
 
 def _describe(model: ImageModel, estimate: TaskEstimate, options) -> str:
     width, height = size(model, options)
-    return f"about {estimate.speed:.1f} s per {width}x{height} image at {model.steps} steps"
+    return f"about {fmt_figures(estimate.speed)} s per {width}x{height} image at {model.steps} step{'s' if model.steps != 1 else ''}"
 
 
 TASK = Task(
