@@ -315,6 +315,8 @@ class ReplayHost:
             if not isinstance(data.get(key), str):
                 raise MachineError(f"{manifest}: '{key}' must be a string")
         self.platform = normalise_platform(data["platform"])
+        if self.platform not in ("linux", "darwin", "windows"):
+            raise MachineError(f"{manifest}: 'platform' must be linux, darwin or windows (got {data['platform']!r})")
         self.arch = normalise_arch(data["arch"])
         self.description = str(data.get("description", ""))
         self.source = str(data.get("source", ""))

@@ -267,9 +267,19 @@ def load_hardware_json(text: str, where: str) -> Hardware:
         data = dict(data)
         data["memory"] = {k: v for k, v in data["memory"].items() if k not in ("usable_bytes", "capacity_bytes")}
     try:
-        return hardware_from_dict(data)
+        hardware = hardware_from_dict(data)
     except HardwareFormatError as error:
         raise HardwareFormatError(f"{where}: {error}") from None
+    for label, total, part, part_name in [
+        ("memory", hardware.memory.total_bytes, hardware.memory.available_bytes, "available_bytes"),
+        *((f"gpus[{i}]", g.memory_total_bytes, g.memory_free_bytes, "memory_free_bytes") for i, g in enumerate(hardware.gpus)),
+    ]:
+        # Unknown is null, never 0; and no part of a memory is larger than the whole.
+        if total is not None and total <= 0:
+            raise HardwareFormatError(f"{where}: {label}: the total must be positive (null where unknown), got {total}")
+        if total is not None and part is not None and part > total:
+            raise HardwareFormatError(f"{where}: {label}: {part_name} ({part:,}) is larger than the total ({total:,})")
+    return hardware
 
 
 def schema_text() -> str:

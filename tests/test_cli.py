@@ -228,6 +228,21 @@ def test_a_broken_hardware_file_is_a_usage_error_naming_the_key(capsys, tmp_path
     assert code == 2 and "hardware.memory.total_bytes: expected an integer" in err
 
 
+@pytest.mark.parametrize(("section", "key", "value", "message"), [
+    ("memory", "total_bytes", 0, "memory: the total must be positive (null where unknown), got 0"),
+    ("memory", "available_bytes", 10**15, "memory: available_bytes (1,000,000,000,000,000) is larger than the total"),
+])
+def test_a_hardware_file_whose_memory_cannot_be_is_a_usage_error(capsys, tmp_path, section, key, value, message):
+    # "0.0 GB total, 55.3 GB available" was judged as given.
+    _, out, _ = run(capsys, "report", "--json", "--machine", CPU_DESKTOP)
+    hardware = json.loads(out)["hardware"]
+    hardware[section][key] = value
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(hardware))
+    code, out, err = run(capsys, "report", "--hardware", str(path))
+    assert (code, out) == (2, "") and message in err and err.count("\n") == 1
+
+
 def test_a_hardware_file_round_trips_through_the_report(capsys, tmp_path):
     _, out, _ = run(capsys, "report", "--json", "--machine", CPU_DESKTOP)
     path = tmp_path / "hw.json"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pytest
 
 from gpuready.host import CommandResult, ReplayHost, command_slug
 from gpuready.recording import RecordingHost, Scrubber
@@ -72,3 +73,14 @@ def test_container_ids_in_cgroup_paths_are_scrubbed_consistently():
     path = scrubber.text("/sys/fs/cgroup/memory/docker/" + "ab" * 32 + "/memory.limit_in_bytes")
     assert "abab" not in cgroup
     assert cgroup.rsplit("/", 1)[1] == path.split("/")[-2]
+
+
+def test_a_recording_of_a_platform_gpuready_does_not_probe_is_refused(tmp_path):
+    # platform = "beos" was replayed as if it were Linux.
+    from gpuready.host import MachineError, ReplayHost
+
+    (tmp_path / "machine.toml").write_text('platform = "beos"\narch = "x86_64"\n')
+    with pytest.raises(MachineError, match=r"'platform' must be linux, darwin or windows \(got 'beos'\)"):
+        ReplayHost(tmp_path)
+    (tmp_path / "machine.toml").write_text('platform = "Darwin"\narch = "arm64"\n')
+    assert ReplayHost(tmp_path).platform == "darwin"
