@@ -11,6 +11,9 @@ _UNITS = {"": 1024**3, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024*
 _RESOLUTION = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
 
 
+LARGEST_SIZE = 2**60  # 1 EiB
+
+
 def parse_size(text: str) -> int:
     """'64GB', '64G', '64 GiB', '512MB' -> bytes. Units are binary, as RAM is sold; a bare number is GB."""
     match = _SIZE.match(str(text))
@@ -22,6 +25,8 @@ def parse_size(text: str) -> int:
     value = float(number) * _UNITS[key]
     if value <= 0:
         raise UsageError(f"size must be positive: {text!r}")
+    if value > LARGEST_SIZE:  # no machine comes near it; past it a size prints as 27 digits of GB
+        raise UsageError(f"size too large: {text!r} (at most 1 EiB)")
     return int(value)
 
 

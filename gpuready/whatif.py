@@ -19,7 +19,7 @@ from gpuready.catalog.tables import (GPUSpec, closest_gpu_names, find_gpus, gpu_
                                      other_memory_sizes, typeable)
 
 # "2x RTX 3090", "2 x A100": a count, an x, then a space (so "7900 XTX" stays a name).
-_COUNT = re.compile(r"^\s*(\d{1,2})\s*[x×]\s+(.+)$", re.IGNORECASE)
+_COUNT = re.compile(r"^\s*(\d+)\s*[x×]\s+(.+)$", re.IGNORECASE)
 
 
 class WhatIfError(ValueError):

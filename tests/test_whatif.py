@@ -194,3 +194,17 @@ def test_what_if_h200_matches_the_recorded_h200_within_the_reserve_spread(capsys
     assert whatif["memory_total_bytes"] == real["memory_total_bytes"] == 150_754_820_096
     # the recorded card kept 615 MiB; the what-if keeps the median 468: within 150 MiB of the real free memory
     assert 0 < whatif["memory_usable_bytes"] - real["memory_usable_bytes"] < 150 * 1024**2
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--gpu", "1000000x RTX 4090"], "--gpu: 1000000 GPUs? Give between 1 and 16."),
+    (["--gpu", "17x RTX 4090"], "--gpu: 17 GPUs? Give between 1 and 16."),
+    (["--memory", "99999999999999999999999TB"], "--memory: size too large: '99999999999999999999999TB' (at most 1 EiB)"),
+])
+def test_what_ifs_past_any_machine_say_so(capsys, argv, message):
+    # A count of three digits or more read as part of the GPU's name ("no GPU in the table matches"), and a 23-digit
+    # memory size printed as "102399999999999991410065408.0 GB total".
+    from gpuready.frontends.cli import main
+
+    assert main([*argv, "--plain"]) == 2
+    assert capsys.readouterr().err == f"gpuready: error: {message}\n"
