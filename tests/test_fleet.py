@@ -77,6 +77,23 @@ def test_a_model_no_node_runs_exits_1(capsys, tmp_path):
     assert (code, out, err) == (1, "", "no node runs llama-3.3-70b\n")
 
 
+def test_a_model_no_node_runs_still_prints_json_with_json(capsys, tmp_path):
+    # `--json` wrote nothing to stdout when no node ran the model: a program parsing it failed on empty input.
+    report = tmp_path / "pi.json"
+    report.write_text(json.dumps(machine_report("linux-raspberry-pi-5")))
+    code, out, err = run(capsys, "fleet", str(report), "--model", "llama-3.3-70b", "--json")
+    assert (code, err) == (1, "no node runs llama-3.3-70b\n")
+    data = json.loads(out)
+    assert (data["nodes"], data["models"]) == ([], {"llama-3.3-70b": {"task": None, "nodes": []}})
+
+
+def test_one_report_named_twice_is_one_node(capsys, tmp_path):
+    report = tmp_path / "node1.json"
+    report.write_text(json.dumps(small_report()))
+    data = json.loads(run(capsys, "fleet", str(report), str(tmp_path), str(report), "--json")[1])
+    assert [n["node"] for n in data["nodes"]] == ["node1"]
+
+
 def test_an_unknown_model_exits_2_naming_the_closest(capsys, reports_dir):
     # A typo read "no node runs nosuch" with exit 1, as if the fleet were too small for it.
     code, out, err = run(capsys, "fleet", str(reports_dir), "--model", "qwen3-235b-a22b-nonexistent")
@@ -98,6 +115,7 @@ def test_two_reports_with_one_name_keep_their_paths(capsys, tmp_path):
     ("{not json", "not valid JSON"),
     ("[1, 2]", "not a gpuready report (no schema_version"),
     (json.dumps({**small_report(), "schema_version": 2}), "report schema_version 2, but this gpuready reads version 1"),
+    (json.dumps({**small_report(), "schema_version": "1"}), "report schema_version is the string '1'; a report states it as the number 1"),
     (json.dumps({**small_report(), "verdicts": {}}), "malformed report: 'verdicts' missing or not a list"),
     (json.dumps({**small_report(), "tasks": [{"task": "speech", "status": "great"}]}), "tasks[0] has no task or no known status"),
     (json.dumps({**small_report(), "tasks": [{"status": "ready"}]}), "tasks[0] has no task or no known status"),

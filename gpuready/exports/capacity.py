@@ -109,6 +109,9 @@ def check_report(data: object, where: str) -> dict:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ReportError(f"{where}: not a gpuready report (no schema_version; make one with `gpuready report --json`)")
     version = data["schema_version"]
+    if isinstance(version, str) and version.strip() == str(SCHEMA_VERSION):
+        raise ReportError(f"{where}: report schema_version is the string {version!r}; a report states it as the number "
+                          f"{SCHEMA_VERSION}")
     if version != SCHEMA_VERSION:
         raise ReportError(f"{where}: report schema_version {version!r}, but this gpuready reads version {SCHEMA_VERSION}; "
                           "produce the reports with the same gpuready release")

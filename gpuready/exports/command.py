@@ -81,6 +81,10 @@ def run_fleet(args) -> int:
         nodes = fleet.running(nodes, args.model)
         if not nodes:
             sys.stderr.write(f"no node runs {args.model}\n")
+            if args.json:  # a program reading --json gets JSON whatever the answer
+                data = fleet.fleet_json([])
+                data["models"] = {args.model: {"task": None, "nodes": []}}
+                sys.stdout.write(json.dumps(data, indent=2) + "\n")
             return 1
     if args.json:
         data = fleet.fleet_json(nodes)

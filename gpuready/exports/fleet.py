@@ -38,7 +38,11 @@ def report_paths(arguments: list[str]) -> list[Path]:
             paths.append(path)
         else:
             raise ReportError(f"{path}: no such file or directory")
-    return paths
+    # One file named twice (a file and its directory, or a typo) is one node, not two.
+    unique: dict[Path, Path] = {}
+    for path in paths:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
 
 
 def load_node(path: Path) -> Node:
