@@ -264,6 +264,24 @@ def test_filtering_by_name_narrows_the_table_and_escape_clears_it():
     assert cleared == [v.model_id for v in text_verdicts(expected_report(CPU_ONLY))]
 
 
+def test_escape_on_the_table_clears_a_filter_that_enter_left_behind():
+    # After enter the table has the focus, and esc there did nothing; the help says "esc clears".
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("2", "slash", *"qwen3 8", "enter")
+            await pilot.pause()
+            filtered = row_ids(app.query_one("#table-text-generation", ModelTable))
+            await pilot.press("escape")
+            await pilot.pause()
+            return filtered, row_ids(app.query_one("#table-text-generation", ModelTable)), app.query_one("#filter").value
+
+    filtered, cleared, box = run(scenario())
+    assert filtered == ["qwen3-8b"] and box == ""
+    assert cleared == [v.model_id for v in text_verdicts(expected_report(CPU_ONLY))]
+
+
 def test_show_only_what_runs_hides_models_that_do_not_run():
     async def scenario():
         app = app_for(MAC)
@@ -424,6 +442,29 @@ def test_export_to_an_unwritable_place_says_why_and_stays_open(tmp_path):
             return type(app.screen).__name__, str(app.screen.query_one("#export-error").render())
 
     assert run(scenario()) == ("ExportScreen", "cannot write: No such file or directory")
+
+
+def test_export_over_an_existing_file_asks_first_and_replaces_it_on_a_second_enter(tmp_path):
+    target = tmp_path / "report.json"
+    target.write_text("keep me")
+
+    async def scenario():
+        app = app_for(CPU_ONLY)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("#export-path").value = str(target)
+            await pilot.press("enter")
+            await pilot.pause()
+            first = (type(app.screen).__name__, str(app.screen.query_one("#export-error").render()), target.read_text())
+            await pilot.press("enter")
+            await pilot.pause()
+            return first, type(app.screen).__name__
+
+    first, after = run(scenario())
+    assert first == ("ExportScreen", f"{target} exists: enter again to replace it, or give another name", "keep me")
+    assert after != "ExportScreen" and json.loads(target.read_text())["schema_version"] == 1
 
 
 def test_the_help_screen_explains_every_key_the_footer_shows():

@@ -93,6 +93,8 @@ class GpureadyApp(App):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark,f1", "help", "Help", key_display="?"),
         Binding("slash", "filter", "Filter", key_display="/"),
+        # esc clears a filter from the table too, once enter has left the filter box (the help says "esc clears")
+        Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("c", "settings", "Settings"),  # context first, then every task's own
         Binding("r", "only_runnable", "Runs only"),
         Binding("w", "whatif", "What-if"),

@@ -7,6 +7,7 @@ the app recomputes the Report from that. None of them probes.
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
 
 from textual.app import ComposeResult
@@ -256,10 +257,16 @@ class ExportScreen(ModalScreen):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if not event.value.strip():
+        path = event.value.strip()
+        if not path:
+            return
+        if os.path.exists(os.path.expanduser(path)) and getattr(self, "_confirmed", None) != path:
+            # An existing file is replaced only on a second enter for the same path.
+            self._confirmed = path
+            self.query_one("#export-error", Label).update(f"{path} exists: enter again to replace it, or give another name")
             return
         try:
-            written = self.write(event.value.strip())
+            written = self.write(path)
         except OSError as error:
             self.query_one("#export-error", Label).update(f"cannot write: {error.strerror or error}")
             return
