@@ -84,7 +84,8 @@ def test_flux_in_bf16_is_offloaded_on_a_24_gb_card_and_fits_whole_on_an_80_gb_on
     small = image.estimate(flux, "bf16", 1024, 1024, 50, gpu(24 * 1024**3), CPU)
     assert small.placement == "offload"
     assert small.gpu_memory_bytes == 24_000_000_000 + 805_306_368 + 350 * 1024**2
-    assert small.system_memory_bytes == 24_000_000_000 + 9_766_000_000 + 167_600_000
+    # System memory peaks while the VAE (the smallest) has its turn: the denoiser and the text encoders wait there.
+    assert small.system_memory_bytes == 24_000_000_000 + 9_766_000_000
     big = image.estimate(flux, "bf16", 1024, 1024, 50, gpu(80 * 1024**3), CPU)
     assert big.placement == "gpu"
     assert big.system_memory_bytes == 0
