@@ -172,11 +172,12 @@ def test_on_an_h200_an_8b_model_is_fully_fine_tuned_with_the_8_bit_optimiser_who
     assert variants == {"full-adamw": "runs", "full-8bit": "runs-well", "lora": "runs-well", "qlora": "runs-well"}
 
 
-def test_other_tasks_are_never_at_risk():
-    from gpuready.tasks import registry
-    others = [task for task in registry.BUILTIN if task.name != "fine-tuning"]
+def test_only_fine_tuning_and_text_generation_can_be_at_risk():
+    from gpuready.tasks import registry, text
+    others = [task for task in registry.BUILTIN if task.name not in ("fine-tuning", "text-generation")]
     assert others and {task.at_risk(None, None, None, None) for task in others} == {None}
     assert finetune.TASK.at_risk is finetune.at_risk
+    assert text.TASK.at_risk is text.at_risk
 
 
 def test_a_fixed_method_that_does_not_fit_names_the_methods_that_would():

@@ -339,3 +339,21 @@ def test_large_speeds_in_the_text_tables_have_thousands_separators(capsys):
     numbers = [cell for line in rows for cell in re.findall(r"(?<![\d.,])\d[\d,]*(?![\d.,]|\s*GB)", line.split("GPU", 1)[1])]
     assert numbers and any(int(n.replace(",", "")) >= 1000 for n in numbers)  # the H200's prompt speeds
     assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", n) for n in numbers), numbers  # 16,372, never 16372
+
+
+def test_a_variant_leaving_under_a_gib_of_system_memory_free_goes_after_one_that_leaves_room():
+    # Phi-3.5 mini on the Raspberry Pi 5 was Q8_0 at "7.1 GB (available: 7.1 GB)", as good as a variant with room to
+    # spare; it now carries a reason and comes after the variants at its level that leave llama.cpp's 1 GiB margin.
+    from pathlib import Path
+
+    from gpuready.host import ReplayHost
+    from gpuready.probes import probe_hardware
+    from gpuready.tasks.devices import UNIFIED_MEMORY_MARGIN_BYTES
+
+    hardware, _ = probe_hardware(ReplayHost(Path(__file__).parent / "fixtures" / "machines" / "linux-raspberry-pi-5"))
+    catalog = load_catalog()
+    verdict = judge_model(catalog.get("phi-3.5-mini"), catalog, hardware, Options())
+    assert verdict.placement == "cpu" and verdict.quant != "Q8_0"
+    assert hardware.memory.usable_bytes - verdict.estimate.system_memory_bytes >= UNIFIED_MEMORY_MARGIN_BYTES
+    q8 = judge_model(catalog.get("phi-3.5-mini"), catalog, hardware, Options(quant="Q8_0"))
+    assert any(r.startswith("it leaves 0.") and "llama.cpp's --fit keeps free on every device" in r for r in q8.reasons)

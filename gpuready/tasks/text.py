@@ -314,6 +314,20 @@ def notes(model: LanguageModel, hardware: Hardware, gpu: Device | None) -> list[
     return found
 
 
+def at_risk(model, estimate, gpu, cpu) -> str | None:
+    """A variant whose system-memory part leaves less than llama.cpp's per-device fit margin free
+    (devices.UNIFIED_MEMORY_MARGIN_BYTES, 1 GiB: common/common.h fit_params_target): it fits at its estimate, but the
+    system and every other program share what is left, and a model paged out to swap generates at disk speed."""
+    usable = cpu.usable_memory_bytes
+    if estimate.placement not in ("cpu", "split") or usable is None or not estimate.system_memory_bytes:
+        return None
+    left = usable - estimate.system_memory_bytes
+    if left >= UNIFIED_MEMORY_MARGIN_BYTES:
+        return None
+    return (f"it leaves {fmt_gb(max(0, left))} of system memory free, under the {fmt_gb(UNIFIED_MEMORY_MARGIN_BYTES)} "
+            "llama.cpp's --fit keeps free on every device, so the system may swap it out")
+
+
 TASK = Task(
     name="text-generation",
     title="Text generation",
@@ -330,6 +344,7 @@ TASK = Task(
     notes=notes,
     context=context_tokens,
     least_memory=least_memory,
+    at_risk=at_risk,
     placement_first=True,
     speed_unknown="memory bandwidth unknown: speed not estimated",
 )
