@@ -340,7 +340,14 @@ class ReplayHost:
 
     def read_text(self, path: str) -> str | None:
         target = self._path(path)
-        return None if self._escapes(target, "root") else read_file_text(target)
+        if self._escapes(target, "root"):
+            return None
+        text = read_file_text(target)
+        if text is None and target.exists() and not target.is_file():
+            # A directory, FIFO or device where the recording should hold a file: the recording is damaged, and the
+            # probe's own hint ("Is /proc mounted?") would send the reader to the wrong place.
+            self._fault(target, "is not a regular file; read as missing")
+        return text
 
     def list_dir(self, path: str) -> list[str] | None:
         target = self._path(path)

@@ -368,3 +368,14 @@ def test_wsl_is_recognised_without_a_microsoft_kernel_release(sign):
     host = FakeHost(files=files, environment=environment, libraries={"nvml": {"error": "NVML_ERROR_LIBRARY_NOT_FOUND"}})
     assert nvidia.probe(host) == ([], [Problem("nvidia", "a WSL2 GPU (/dev/dxg) but the driver cannot be used: NVML_ERROR_LIBRARY_NOT_FOUND",
                                                nvidia.WSL_HINT, "warning")])
+
+
+def test_a_directory_where_a_recording_holds_a_file_is_a_recording_problem(tmp_path, capsys):
+    # It read as an unmounted /proc ("Is /proc mounted?") with nothing to say the recording itself was damaged.
+    machine = tmp_path / "machine"
+    shutil.copytree(FIXTURES / "linux-desktop-ryzen-7950x", machine)
+    (machine / "root" / "proc" / "meminfo").unlink()
+    (machine / "root" / "proc" / "meminfo").mkdir()
+    code, out, _ = run(capsys, "report", "--json", "--machine", str(machine))
+    problems = [p["message"] for p in json.loads(out)["problems"] if p["probe"] == "recording"]
+    assert problems == ["recorded file root/proc/meminfo: is not a regular file; read as missing"]
