@@ -341,6 +341,26 @@ def test_a_context_length_that_is_not_a_number_is_refused_in_the_dialog():
     assert run(scenario()) == ("SettingsScreen", "context tokens: a positive whole number, please", Options())
 
 
+def test_the_settings_dialog_takes_an_image_resolution_and_refuses_a_bad_one():
+    # docs/tui.md said the image resolution appears in the settings; as a (width, height) pair it never did.
+    async def scenario(text):
+        app = app_for(MAC)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("c")
+            await pilot.pause()
+            app.screen.query_one("#setting-resolution").value = text
+            app.screen.query_one("#setting-resolution").focus()
+            await pilot.press("enter")
+            await pilot.pause()
+            error = str(app.screen.query_one("#settings-error").render()) if type(app.screen).__name__ == "SettingsScreen" else None
+            return error, app.report.options
+
+    assert run(scenario("768x512")) == (None, Options(resolution=(768, 512)))
+    error, options = run(scenario("100x100"))
+    assert error.startswith("image resolution: resolution '100x100': each side must be a multiple of 8") and options == Options()
+
+
 def test_a_whatif_gpu_recomputes_every_verdict_and_x_goes_back_to_the_machine():
     async def scenario():
         app = app_for(CPU_ONLY)

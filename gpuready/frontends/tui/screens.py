@@ -19,6 +19,8 @@ from textual.widgets.option_list import Option
 
 from gpuready.catalog.tables import GPUSpec, gpu_table
 from gpuready.tasks.verdict import Options
+from gpuready.errors import UsageError
+from gpuready.units import parse_resolution
 
 # Labels for the numeric settings in Options. Settings other tasks add to Options (an
 # image resolution, a number of documents) appear in the settings dialog on their own,
@@ -63,8 +65,8 @@ probe of the hardware. Speeds are estimates; the ± column says how sure.
   /          filter models by name (esc clears)
   s          sort by the next column (click a heading; again reverses)
   r          show only what runs / show everything
-  c          settings: context length, users at once, placement,
-             documents, fine-tuning sequence, micro-batch, LoRA rank
+  c          settings: context length, users at once, placement, image
+             resolution, documents, fine-tuning sequence, micro-batch, LoRA rank
   w          what-if: add a GPU from the table, or a hardware file
   x          undo the what-if, back to the probed machine
   p          probe the machine again
@@ -115,6 +117,10 @@ class SettingsScreen(ModalScreen):
                 value = getattr(self.options, name)
                 yield Label(f"{label} ({hint})" if hint else label)
                 yield Input(value="" if value is None else str(value), placeholder="default", id=f"setting-{name}", type="integer")
+            resolution = self.options.resolution
+            yield Label("Image resolution (WIDTHxHEIGHT, e.g. 1024x768; empty = each model's own)")
+            yield Input(value=f"{resolution[0]}x{resolution[1]}" if resolution else "", placeholder="default",
+                        id="setting-resolution")
             yield Label("Accept models that run")
             yield Select(PLACEMENT_CHOICES, value=self.options.placement, allow_blank=False, id="placement")
             yield Label("", id="settings-error", classes="error")
@@ -141,6 +147,12 @@ class SettingsScreen(ModalScreen):
                 self.query_one("#settings-error", Label).update(f"{name.replace('_', ' ')}: a positive whole number, please")
                 return
             changes[name] = int(raw)
+        raw = self.query_one("#setting-resolution", Input).value.strip()
+        try:
+            changes["resolution"] = parse_resolution(raw) if raw else None
+        except UsageError as error:
+            self.query_one("#settings-error", Label).update(f"image resolution: {error}")
+            return
         changes["placement"] = self.query_one("#placement", Select).value
         self.dismiss(dataclasses.replace(self.options, **changes))
 
