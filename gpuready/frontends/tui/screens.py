@@ -65,8 +65,9 @@ probe of the hardware. Speeds are estimates; the ± column says how sure.
   /          filter models by name (esc clears)
   s          sort by the next column (click a heading; again reverses)
   r          show only what runs / show everything
-  c          settings: context length, users at once, placement, image
-             resolution, documents, fine-tuning sequence, micro-batch, LoRA rank
+  c          settings: context length, users at once, placement,
+             image resolution, documents, fine-tuning sequence,
+             micro-batch, LoRA rank
   w          what-if: add a GPU from the table, or a hardware file
   x          undo the what-if, back to the probed machine
   p          probe the machine again
