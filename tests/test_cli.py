@@ -531,3 +531,16 @@ def test_a_what_if_given_to_a_command_it_does_not_apply_to_is_refused(capsys, tm
     code, out, err = run(capsys, *argv)
     assert (code, out) == (2, "") and "does not apply to it" in err and err.count("\n") == 1
     assert not (tmp_path / "rec").exists()
+
+
+def test_a_verdict_counted_below_its_speed_is_marked_in_the_table_with_a_note(capsys):
+    # Mixtral Q2_K at 6.1 tokens/s read "too slow" right under Qwen3 32B at 3.9 "slow", with nothing to say that the
+    # 2-bit quant's quality, not its speed, set the word; the reason was only in the JSON and `estimate`.
+    assert main(["--plain", "--machine", str(FIXTURES / "nvidia-wsl2")]) == 0
+    out = capsys.readouterr().out
+    text = out[out.index("Text generation:"):out.index("Image generation:")]
+    mixtral = next(line for line in text.splitlines() if line.startswith("  Mixtral 8x7B"))
+    assert " too slow* " in mixtral
+    assert text.count("  * counted a level below its speed: a low-quality variant") == 1
+    qwen = next(line for line in text.splitlines() if line.startswith("  Qwen3 32B "))
+    assert " slow " in qwen and "*" not in qwen  # Q4_K_S, judged by its speed alone

@@ -7,6 +7,7 @@ from gpuready.report import Report
 from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
 from gpuready.tasks.devices import group_usable_bytes
+from gpuready.tasks.judge import lowered_level
 from gpuready.tasks.energy import low_high
 from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
 from gpuready.tasks.verdict import PLACEMENT_WORDS, Verdict
@@ -122,12 +123,18 @@ def runtime_cell(verdict: Verdict) -> str:
     return verdict.runtime or "-"
 
 
+# Marks a verdict counted lower than its speed alone earns; LOWERED_NOTE, under the table, says why.
+LOWERED_MARK = "*"
+LOWERED_NOTE = ("  * counted a level below its speed: a low-quality variant (2-3 bit K-quants, Q4_0, MLX 4-bit)\n"
+                "    or one that may run out of memory; `gpuready estimate MODEL` says which")
+
+
 def verdict_row(verdict: Verdict, extra_cells=(speed_cell, runtime_cell)) -> list[str]:
     """One table row: model, verdict, variant, memory, where, then the task's own cells."""
     fits = verdict.placement is not None
     return [
         verdict.model_name,
-        verdict_word(verdict),
+        verdict_word(verdict) + (LOWERED_MARK if lowered_level(verdict) else ""),
         verdict.quant or "-",
         fmt_gb(verdict.memory_needed_bytes),
         PLACEMENT_WORDS.get(verdict.placement, verdict.placement) if fits else "-",
@@ -240,14 +247,19 @@ def task_tables(report: Report, summary, verdicts: list[Verdict], only_group: st
         note = finetune_settings(report.options)
     lines = [f"  ({note.format(documents=report.options.documents or DEFAULT_DOCUMENTS)})"] if note else []
     if not summary.groups:
-        return lines + table([verdict_row(v, cells) for v in verdicts], header, right=right)
+        return lines + table([verdict_row(v, cells) for v in verdicts], header, right=right) + lowered_note(verdicts)
     for part in summary.groups:
         mine = [v for v in verdicts if v.group == part.task]
         if only_group and part.task != only_group or not mine:
             continue
         lines.append(f"  {registry.title(part.task)}: {STATUS_WORDS[part.status]} — {part.summary}")
-        lines += table([verdict_row(v, cells) for v in mine], header, right=right)
+        lines += table([verdict_row(v, cells) for v in mine], header, right=right) + lowered_note(mine)
     return lines
+
+
+def lowered_note(verdicts: list[Verdict]) -> list[str]:
+    """LOWERED_NOTE under a table with a marked verdict."""
+    return [LOWERED_NOTE] if any(lowered_level(v) for v in verdicts) else []
 
 
 def context_cell(requested: int):

@@ -115,11 +115,11 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
     level, speed_reasons = task.level(model, estimate, options)
     adjusted = quality_adjusted(level, quality)
     if adjusted != level:
-        speed_reasons = [*speed_reasons, f"{variant} is of {quality} quality: counted one level lower than its speed "
+        speed_reasons = [*speed_reasons, f"{variant} is of {quality} quality: {LOWERED_FOR_QUALITY} "
                                            f"('{level_words(level)}')"]
     risk = task.at_risk(model, estimate, gpu, cpu)
     if risk and LEVELS.index(adjusted) < LEVELS.index(AT_RISK_BEST):
-        adjusted, speed_reasons = AT_RISK_BEST, [*speed_reasons, f"{risk}: counted '{level_words(AT_RISK_BEST)}' at best"]
+        adjusted, speed_reasons = AT_RISK_BEST, [*speed_reasons, f"{risk}: {LOWERED_FOR_RISK}"]
     elif risk:
         speed_reasons = [*speed_reasons, risk]
     return judged(adjusted, reasons + list(speed_reasons), at_risk=bool(risk))
@@ -127,6 +127,15 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
 
 # The best level of a variant that may run out of memory (Task.at_risk): it runs, but not "well".
 AT_RISK_BEST = "runs"
+# What a reason says where a level is lower than the speed alone earns (lowered_level finds them).
+LOWERED_FOR_QUALITY = "counted one level lower than its speed"
+LOWERED_FOR_RISK = f"counted '{AT_RISK_BEST}' at best"
+
+
+def lowered_level(verdict) -> bool:
+    """Whether the verdict's level is lower than its speed alone would earn: a low-quality variant, or one that may
+    run out of memory; its reasons say which."""
+    return any(LOWERED_FOR_QUALITY in reason or reason.endswith(LOWERED_FOR_RISK) for reason in verdict.reasons)
 
 
 def choice_key(judged: Judged, placement_first: bool):
