@@ -920,3 +920,19 @@ def test_tokens_a_second_in_a_cell_never_read_zero(value, shown):
 @pytest.mark.parametrize(("value", "decimals", "shown"), [(38.94, 1, "    38.9"), (0.043, 1, "   0.043"), (2171.2, 0, "    2171")])
 def test_the_details_screens_token_rates_stay_in_their_column_and_never_read_zero(value, decimals, shown):
     assert fmt.detail_tokens(value, decimals) == shown
+
+
+@pytest.mark.parametrize("machine", [GARBLED, CPU_ONLY])
+def test_the_memory_legend_lines_up_whether_or_not_the_memory_available_is_known(machine):
+    # With memory unknown there is no "▲ available" line, and the legend's first row came out two columns right.
+    async def scenario():
+        app = app_for(machine)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("2", "enter")
+            await pilot.pause()
+            return str(app.screen.query_one("#detail-body").render())
+
+    body = run(scenario())
+    legend = [line for line in body.splitlines() if line.lstrip()[:1] in ("█", "▓", "▒", "▚") and "GB" in line]
+    assert len(legend) >= 3 and {line.index(line.lstrip()) for line in legend} == {2}, legend

@@ -97,11 +97,12 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
             drawn += count
         if marker is not None and marker > drawn:
             text.append(fmt.FREE_GLYPH * (marker - drawn), style=muted)
-        text.append("\n  ")
-        if marker is not None:
+        text.append("\n")
+        if marker is not None:  # (with memory unknown there is no marker line, and the legend starts at once)
             # split and offload placements need more than the GPU holds by design: the rest waits in system memory
             over = (verdict.placement not in ("split", "offload") and verdict.memory_needed_bytes is not None
                     and verdict.memory_needed_bytes > (verdict.memory_available_bytes or 0))
+            text.append("  ")
             text.append(" " * max(0, marker - 1) + "▲", style=color(app, "error" if over else "success"))
             text.append(f" available {fmt_gb(verdict.memory_available_bytes)}\n")
         label_width = max(17, *(len(segment.label) + 1 for segment in segments))
