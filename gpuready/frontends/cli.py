@@ -367,8 +367,9 @@ def cmd_record(args) -> int:
     from gpuready.recording import RecordingHost
     from gpuready.units import fmt_gb
 
-    given = [f"--{name}" for name in ("hardware", "gpu", "memory") if getattr(args, name, None)]
-    if given:
+    from gpuready.host import other_machine
+
+    if given := [flag for flag in other_machine(args, {}) if flag != "--machine"]:
         # A recording holds what the probes read; a what-if changes only the judging, so it was silently dropped.
         raise UsageError(f"gpuready record records what the probes read; {', '.join(given)} does not apply to it "
                          "(--machine re-records a recording)")

@@ -6,7 +6,7 @@ from gpuready.hardware import CPU, GPU, Hardware
 from gpuready.report import Report
 from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
-from gpuready.tasks.devices import group_usable_bytes
+from gpuready.tasks.devices import usable_now
 from gpuready.tasks.judge import lowered_level
 from gpuready.tasks.energy import low_high
 from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
@@ -81,7 +81,7 @@ def describe_gpu(gpu: GPU, hardware: Hardware) -> str:
     if gpu.memory_total_bytes:
         text += f" · {fmt_gb(gpu.memory_total_bytes)}"
         usable = gpu.memory_usable_bytes or gpu.memory_free_bytes
-        now = group_usable_bytes([gpu], hardware) if usable is not None and gpu.vendor == "apple" else usable
+        now = usable_now(gpu, hardware) if usable is not None and gpu.vendor == "apple" else usable
         if now is not None and now < usable:
             # Metal's working-set limit is not what is free for a model now: the verdicts use the smaller.
             text += f" ({fmt_gb(now)} usable now, of a {fmt_gb(usable)} Metal limit)"

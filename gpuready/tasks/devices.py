@@ -285,6 +285,13 @@ def group_usable_bytes(gpus: list[GPU], hardware: Hardware) -> int | None:
     return total_usable
 
 
+def usable_now(gpu: GPU, hardware: Hardware) -> int | None:
+    """What a model may take on this one GPU as the verdicts count it: its usable (else free) memory; on Apple silicon
+    at most what the system has free now (group_usable_bytes), since Metal's working-set limit is not what is free."""
+    own = gpu.memory_usable_bytes if gpu.memory_usable_bytes is not None else gpu.memory_free_bytes
+    return group_usable_bytes([gpu], hardware) if own is not None and gpu.vendor == "apple" else own
+
+
 def gpu_device(hardware: Hardware) -> Device | None:
     """The best GPU for a model: the group of identical accelerators with the most usable memory."""
     groups: dict[tuple, list[GPU]] = {}

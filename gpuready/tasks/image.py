@@ -543,9 +543,8 @@ def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catal
         return GGUF_RUNTIME["vulkan"] if estimate.quant.startswith("q") else "OpenVINO (optimum-intel)"
     if estimate.quant.startswith("q"):
         return GGUF_RUNTIME.get(backend, "ComfyUI-GGUF")
-    if estimate.quant == "nf4":  # refuse() keeps it to NF4_BACKENDS
-        return {"cuda": "Forge / diffusers + bitsandbytes (CUDA)", "rocm": "diffusers + bitsandbytes (ROCm)",
-                "sycl": "diffusers + bitsandbytes (XPU)"}.get(backend, RUNTIME_BY_BACKEND.get(backend, RUNTIME_BY_BACKEND["cpu"]))
+    if estimate.quant == "nf4":  # refuse() keeps it to NF4_RUNTIME's backends
+        return NF4_RUNTIME[backend]
     if backend == "cpu" and estimate.quant == "fp16":
         # diffusers refuses fp16 pipelines on a CPU ("Pipelines loaded with dtype=torch.float16 cannot run
         # with cpu device", DiffusionPipeline.to); stable-diffusion.cpp runs fp16 weights there.
@@ -555,20 +554,21 @@ def runtime(model: ImageModel, estimate: TaskEstimate, gpu: Device | None, catal
 
 # Where bitsandbytes' 4-bit kernels run, as gpuready models them (fine-tuning's QLoRA takes the same view): CUDA and
 # ROCm GPUs, and Intel GPUs under PyTorch's XPU device. Its CPU and Apple paths are not counted; the runtimes named
-# there (stable-diffusion.cpp, Draw Things) load GGUF files, not nf4.
-NF4_BACKENDS = ("cuda", "rocm", "sycl")
+# there (stable-diffusion.cpp, Draw Things) load GGUF files, not nf4. Each backend with the runtime that loads nf4 there.
+NF4_RUNTIME = {"cuda": "Forge / diffusers + bitsandbytes (CUDA)", "rocm": "diffusers + bitsandbytes (ROCm)",
+               "sycl": "diffusers + bitsandbytes (XPU)"}
 
 
 def refuse(model: ImageModel, variant: str, estimate: TaskEstimate, gpu: Device | None, catalog=None) -> str | None:
     """nf4 is bitsandbytes' format, loaded by PyTorch pipelines (Forge, diffusers) on a GPU bitsandbytes runs on
-    (NF4_BACKENDS) that PyTorch has a device for; elsewhere the GGUF variants are the 4-bit ones."""
+    (NF4_RUNTIME) that PyTorch has a device for; elsewhere the GGUF variants are the 4-bit ones."""
     if variant != "nf4":
         return None
     on_gpu = gpu is not None and estimate.placement != "cpu"
     if on_gpu and not pytorch_drives(gpu):
         return (f"nf4 is a bitsandbytes format for PyTorch pipelines, and PyTorch has no device for {gpu.name} "
                 f"({gpu.backend}); stable-diffusion.cpp runs the GGUF variants here")
-    if not on_gpu or gpu.backend not in NF4_BACKENDS:
+    if not on_gpu or gpu.backend not in NF4_RUNTIME:
         where = f"{gpu.name} ({gpu.backend})" if on_gpu else "a CPU"
         return (f"nf4 is a bitsandbytes format whose kernels run on CUDA, ROCm and Intel XPU GPUs, not on {where}; "
                 "the GGUF variants (q4_0, q8_0) are the quantised ones here")

@@ -129,7 +129,7 @@ def judge_variant(task: Task, model, variant: str, catalog, gpu: Device | None, 
 AT_RISK_BEST = "runs"
 # What a reason says where a level is lower than the speed alone earns (lowered_level finds them).
 LOWERED_FOR_QUALITY = "counted one level lower than its speed"
-LOWERED_FOR_RISK = f"counted '{AT_RISK_BEST}' at best"
+LOWERED_FOR_RISK = f"counted '{level_words(AT_RISK_BEST)}' at best"
 
 
 def lowered_level(verdict) -> bool:

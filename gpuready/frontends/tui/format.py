@@ -105,15 +105,11 @@ def short_gpu_name(name: str) -> str:
     return re.sub(r"^(NVIDIA|AMD|Intel\(R\)|Intel)\s+(GeForce\s+)?", "", name).strip() or name
 
 
-def gpu_free_bytes(gpu: GPU, hardware: Hardware | None = None) -> int | None:
-    """What a model may take on this GPU: its usable (else free) memory; on Apple Silicon, with the machine given,
-    what the verdicts use (tasks.devices.group_usable_bytes): Metal's working-set limit is not what is free now."""
-    own = gpu.memory_usable_bytes if gpu.memory_usable_bytes is not None else gpu.memory_free_bytes
-    if hardware is not None and own is not None and gpu.vendor == "apple":
-        from gpuready.tasks.devices import group_usable_bytes
+def gpu_free_bytes(gpu: GPU, hardware: Hardware) -> int | None:
+    """What a model may take on this GPU, as the verdicts count it (tasks.devices.usable_now)."""
+    from gpuready.tasks.devices import usable_now
 
-        return group_usable_bytes([gpu], hardware)
-    return own
+    return usable_now(gpu, hardware)
 
 
 def _gb(value: int | None) -> str:
