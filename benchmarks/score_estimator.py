@@ -28,6 +28,7 @@ from gpuready.catalog.power import power_table  # noqa: E402
 from gpuready.probes import apple  # noqa: E402
 from gpuready.catalog.tables import find_gpus, gpu_table, match_cpu  # noqa: E402
 from gpuready.tasks import devices  # noqa: E402
+from gpuready.tasks.base import band_words  # noqa: E402
 from gpuready.tasks import text_estimate as est  # noqa: E402
 from gpuready.tasks.devices import APPLE_CPU_BANDWIDTH_SHARE  # noqa: E402
 from gpuready.tasks.registry import load_catalog  # noqa: E402
@@ -82,6 +83,10 @@ CPU_SPECS = {
     "Raspberry Pi 4 Model B Rev 1.5": ("Raspberry Pi 4 Model B", 4, ("neon",)),
     "Raspberry Pi 4 (4GB)": ("Raspberry Pi 4 Model B", 4, ("neon",)),
     "AMD Ryzen 9 5950X 16-Core Processor": ("AMD Ryzen 9 5950X 16-Core Processor", 16, ("avx2", "fma")),
+    # Split-placement rows (split-placement.toml): Core i5-12600K 6 P + 4 E cores, AVX2 (Intel ARK); Ryzen 9 9950X3D
+    # 16 cores, Zen 5 with AVX-512 (AMD product page).
+    "Intel Core i5-12600K": ("12th Gen Intel(R) Core(TM) i5-12600K", 10, ("avx2", "fma")),
+    "AMD Ryzen 9 9950X3D": ("AMD Ryzen 9 9950X3D 16-Core Processor", 16, ("avx2", "avx512f", "fma")),
     "AMD EPYC 7763 (4 vCPUs)": ("AMD EPYC 7763 64-Core Processor", 64, ("avx2", "fma")),
     # Xeon Platinum 8272CL: Cascade Lake (Xeon Scalable 2nd gen, AVX-512 with two FMA units as on the Platinum
     # 8280, Intel ARK); a cloud SKU not on ARK, 26 cores. Its text-to-speech rows ran on 4 cores of it (threads = 4).
@@ -467,6 +472,90 @@ def cpu_placeholder() -> devices.Device:
     return devices.Device("cpu", "unused", "cpu", None, 1.0, None)
 
 
+# --- split placements ---------------------------------------------------------------------
+
+
+def split_rows() -> list[dict]:
+    with open(VALIDATION / "split-placement.toml", "rb") as handle:
+        return tomllib.load(handle)["measurements"]
+
+
+def split_prediction(row: dict, catalog) -> tuple[float, float] | None:
+    """gpuready's speed for a split row and the band a verdict states with it: its generation (text_estimate.speed
+    with the row's experts in system memory) or its prompt (text_estimate.host_prompt_seconds at the row's
+    micro-batch, from pinned memory where the row ran --no-mmap). Nothing is fitted to these rows."""
+    model = catalog.get(row["model"])
+    gpu = gpu_device(row, row["backend"])
+    if model is None or gpu is None:
+        return None
+    weights = row["model_size_gib"] * 2**30
+    layers = row["cpu_expert_layers"]
+    memory = est.MemoryBreakdown(int(weights), 0, 0, 0)
+    if row["test"].startswith("pp"):
+        rate = est.HOST_TO_GPU_PINNED_BYTES_PER_S if row["host_copy"] == "pinned" else est.HOST_TO_GPU_BYTES_PER_S
+        seconds = est.host_prompt_seconds(model, weights, gpu, 1.0, layers, est.quant_family(row["quant"]),
+                                          ubatch=row["ubatch"], copy_bytes_per_s=rate)
+        band = est.speed(model, memory, 0, gpu, cpu_placeholder(), 1.0, row["quant"], layers).prompt_uncertainty
+        return (1 / seconds, band) if seconds else None
+    cpu = cpu_device(row)
+    if cpu is None:
+        return None
+    speed = est.speed(model, memory, 0, gpu, cpu, 1.0, row["quant"], layers)
+    return (speed.generation_tokens_per_s, speed.uncertainty) if speed else None
+
+
+def in_band(predicted: float, measured: float, band: float) -> bool:
+    """Whether a measurement is inside the band as a verdict words it (band_words): +/-band of the measurement below
+    100%, and from 100% up "within (1 + band)x", a factor either way."""
+    if band >= 1:
+        return max(predicted / measured, measured / predicted) <= 1 + band
+    return abs(predicted - measured) <= band * measured
+
+
+def split_placements(catalog, out: list[str]) -> None:
+    rows = split_rows()
+    scored = [(row, split_prediction(row, catalog)) for row in rows]
+    out += ["", "## Split placements (out of sample)", "",
+            "A model too big for the GPU, placed as llama.cpp places it (benchmarks/validation/split-placement.toml): a "
+            "mixture of experts keeps every layer on the GPU and the routed experts of some layers in system memory "
+            "(--fit, --n-cpu-moe); a generated token is the GPU's part plus the CPU's (the generation fit's constants), "
+            "a prompt token is the GPU's compute for every layer plus its share of copying the system-memory experts to "
+            "the GPU once per micro-batch (llama.cpp's op offload; 12.9 GB/s from pageable memory, 23.9 GB/s pinned "
+            "with --no-mmap, a PCIe 4.0 x16 microbenchmark). No constant is fitted to these rows: every error is a "
+            "prediction's.", "",
+            "| device | model | experts in system memory | micro-batch | copies | test | measured | gpuready | error | in its band |",
+            "|---|---|---:|---:|---|---|---:|---:|---:|---|"]
+    errors: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for row, found in scored:
+        if found is None:
+            continue
+        predicted, band = found
+        kind = "prompt" if row["test"].startswith("pp") else "generation"
+        miss = ape(predicted, row["tokens_per_s"])
+        hit = in_band(predicted, row["tokens_per_s"], band)
+        errors[kind].append((miss, hit))
+        out.append(f"| {row['hardware'].split(' + ')[0].split(' (')[0]} | {row['model']} {row['quant']} | "
+                   f"{row['cpu_expert_layers']} layers | {row['ubatch']} | {row['host_copy']} | {row['test']} | "
+                   f"{row['tokens_per_s']:,.1f} | {predicted:,.1f} | {predicted / row['tokens_per_s'] - 1:+.0%} | "
+                   f"{'yes' if hit else 'no'} ({band_words(band)}) |")
+    out += ["", "| speed | rows | devices | median error | worst | inside the stated band |", "|---|---:|---:|---:|---:|---:|"]
+    for kind in ("generation", "prompt"):
+        found = errors[kind]
+        devices_seen = {row["gpu_id"] for row, result in scored if result is not None
+                        and row["test"].startswith("pp") == (kind == "prompt")}
+        if found:
+            misses = [miss for miss, _ in found]
+            inside = sum(hit for _, hit in found)
+            out.append(f"| {kind} | {len(found)} | {len(devices_seen)} | {statistics.median(misses):.1f}% | "
+                       f"{max(misses):.0f}% | {inside} of {len(found)} |")
+    out += ["", "Generation lands within a few percent on both machines whose CPU and memory are stated. The prompt "
+            "comes out 2-3x slow at 256 to 2,048-token micro-batches: gpuready copies every expert a uniform router "
+            "would use (practically all of them from 256 tokens on), and llama.cpp copies only the experts the "
+            "micro-batch used (PR #15346). At the copy rates above these rows imply a third to two thirds of "
+            "gpt-oss-120b's experts a micro-batch, for llama-bench's prompts of random token ids. The prompt figures "
+            "are therefore a floor for such prompts; how many experts real prompts use is not measured here.", ""]
+
+
 # --- image generation --------------------------------------------------------------------
 
 
@@ -485,6 +574,7 @@ def report() -> str:
            "publications, predict the held-out one) beside the in-sample figures; `python benchmarks/write_constants.py` "
            "copies the fit into gpuready/tasks/text_estimate.py. Image generation, speech and document search are cross-validated the same way (benchmarks/score_image.py, benchmarks/score_speech.py, benchmarks/score_search.py).", ""]
     text_generation(catalog, out)
+    split_placements(catalog, out)
     image_generation(catalog, out)
     score_speech.report(SimpleNamespace(load=load, cpu_device=cpu_device, gpu_device=gpu_device, device_key=device_key,
                                         source_key=source_key, CPU_SPECS=CPU_SPECS, FITS=FITS), catalog, out)

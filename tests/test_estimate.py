@@ -79,6 +79,7 @@ def test_a_model_that_fits_runs_whole_on_the_gpu_at_bandwidth_speed():
             prompt_uncertainty=pytest.approx(est.PROMPT_BAND["cuda"] * est.PROMPT_FAMILY_BAND["k-quant"]),  # its own, wider band
         ),
         basis=result.basis,
+        layers=32,
     )
     assert memory.total_bytes == 6_649_720_144
 

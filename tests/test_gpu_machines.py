@@ -211,8 +211,9 @@ def test_a_split_reason_says_what_the_gpu_has_free_and_the_share_of_layers_on_it
     assert estimate.placement == "split"
     assert [r for r in verdict.reasons if r.startswith("needs")] == [
         f"needs {_gb(estimate.memory.total_bytes)}, GPU has 8.8 GB free: "
-        f"{estimate.gpu_fraction:.0%} of layers on GPU, the rest from system memory"
+        f"{round(estimate.gpu_fraction * 48)} of 48 layers on GPU, the rest from system memory"
     ]
+    assert estimate.gpu_fraction == 0.5  # Qwen2.5 14B has 48 layers: 24 on the GPU
 
 
 def _gb(value: int) -> str:

@@ -328,7 +328,7 @@ def render_estimate(verdict: Verdict, beside_memory: str = "") -> str:
         lines += [
             f"Variant   {estimate.quant}"
             + (f", placement {estimate.placement}" if placed else "")
-            + (f" ({estimate.gpu_fraction:.0%} of layers on GPU)" if placed and estimate.placement == "split" else ""),
+            + (f" ({estimate.split_words})" if placed and estimate.placement == "split" else ""),
             "",
             "Memory",
             f"  weights           {fmt_gb(memory.weights_bytes):>10}",

@@ -74,34 +74,40 @@ def step_weights_read_bytes(model: LanguageModel, weights_bytes: float, users: i
 
 
 def step_seconds(model: LanguageModel, weights_read: float, kv_bytes_per_user: float, users: int,
-                 device: Device, fraction: float, family: str = "k-quant", bf16: bool = False) -> tuple[float, str]:
-    """One decoding step's time on one device holding ``fraction`` of the layers: the single-user step
-    (text_estimate.step_seconds: bytes, fixed per-layer cost, unpacking) with the step's weights
-    (``weights_read``: step_weights_read_bytes, unpacked once) and every user's cache read, or the matrix
-    work of ``users`` tokens, whichever is longer."""
+                 device: Device, share: float | text_estimate.Share, family: str = "k-quant",
+                 bf16: bool = False) -> tuple[float, str]:
+    """One decoding step's time on one device doing ``share`` of it (a text_estimate.Share, or a fraction of the
+    layers): the single-user step (text_estimate.step_seconds: bytes, fixed per-layer cost, unpacking) with the
+    step's weights (``weights_read``: step_weights_read_bytes, unpacked once) and every user's cache read, or the
+    matrix work of ``users`` tokens, whichever is longer."""
+    if not isinstance(share, text_estimate.Share):
+        share = text_estimate.Share(share, share, model.layers * share)
     cache_read = users * kv_bytes_per_user * AVERAGE_CACHE_FILL
-    memory_time = text_estimate.step_seconds(model, weights_read + cache_read, device, fraction, family, bf16,
+    memory_time = text_estimate.step_seconds(model, weights_read + cache_read, device, share, family, bf16,
                                              step_params_read(model, users), kv_bytes=cache_read)
     compute_time = 0.0
     if device.flops:
         compute = device.flops * COMPUTE_EFFICIENCY.get(device.backend, COMPUTE_EFFICIENCY["cpu"])
-        compute_time = fraction * users * 2 * matmul_params(model) / compute
+        compute_time = share.weights * users * 2 * matmul_params(model) / compute
     return (memory_time, "memory") if memory_time >= compute_time else (compute_time, "compute")
 
 
 def batched(model: LanguageModel, weights_bytes: int, kv_bytes_per_user: int, users: int,
-            gpu: Device | None, cpu: Device, gpu_fraction: float, quant_id: str = "") -> Batched | None:
+            gpu: Device | None, cpu: Device, gpu_fraction: float, quant_id: str = "",
+            cpu_expert_layers: int = 0) -> Batched | None:
     """Aggregate and per-user generation speed of ``users`` sequences decoded together;
-    None when a device's bandwidth is unknown. Time on a GPU and a CPU part adds up (split placement)."""
+    None when a device's bandwidth is unknown. Time on a GPU and a CPU part adds up (split placement: layers, or
+    with ``cpu_expert_layers`` the experts of that many layers in system memory, text_estimate.device_shares)."""
     weights_read = step_weights_read_bytes(model, weights_bytes, users)
     family = text_estimate.quant_family(quant_id) if quant_id else "k-quant"
+    shares = text_estimate.device_shares(model, gpu_fraction, cpu_expert_layers, step_params_read(model, users))
     total, bounds = 0.0, []
-    for device, fraction in ((gpu, gpu_fraction), (cpu, 1.0 - gpu_fraction)):
-        if fraction <= 0:
+    for device, share in ((gpu, shares[0]), (cpu, shares[1])):
+        if share.weights <= 0:
             continue
         if device is None or not device.bandwidth_bytes_per_s:
             return None
-        seconds, bound = step_seconds(model, weights_read, kv_bytes_per_user, users, device, fraction, family,
+        seconds, bound = step_seconds(model, weights_read, kv_bytes_per_user, users, device, share, family,
                                       text_estimate.is_bf16(quant_id))
         total += seconds
         bounds.append((seconds, bound))

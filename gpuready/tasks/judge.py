@@ -44,7 +44,9 @@ def placement_reason(estimate, gpu: Device | None, cpu: Device) -> str | None:
     if estimate.placement == "split":
         return (
             f"needs {fmt_gb(estimate.memory.total_bytes)}, {'GPUs have' if gpu.count > 1 else 'GPU has'} "
-            f"{fmt_gb(gpu.usable_memory_bytes)} free: {estimate.gpu_fraction:.0%} of layers on GPU, the rest from system memory"
+            f"{fmt_gb(gpu.usable_memory_bytes)} free: "
+            + (f"{estimate.split_words}" if getattr(estimate, "cpu_expert_layers", 0)
+               else f"{estimate.split_words}, the rest from system memory")
         )
     if estimate.placement == "offload":
         return (

@@ -185,7 +185,8 @@ def with_users(model: LanguageModel, found: est.Estimate, gpu: Device | None, cp
         return replace(found, users=users)
     kv_per_user = found.memory.kv_cache_bytes // users
     result = concurrency.batched(model, found.memory.weights_bytes, kv_per_user, users,
-                                 gpu if found.gpu_fraction > 0 else None, cpu, found.gpu_fraction, found.quant)
+                                 gpu if found.gpu_fraction > 0 else None, cpu, found.gpu_fraction, found.quant,
+                                 found.cpu_expert_layers)
     if result is None:
         return replace(found, users=users)
     return replace(found, users=users, batched=result, basis=found.basis + (concurrency.basis(result, found.context_tokens, model),))

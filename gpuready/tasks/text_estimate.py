@@ -258,6 +258,27 @@ FITTED_BACKENDS = ("cpu", "cuda", "cuda-hbm", "metal", "rocm", "sycl", "vulkan",
 # Prompt length that time_to_first_token_s is stated for.
 TTFT_PROMPT_TOKENS = 512
 
+# --- split placement: weights left in system memory ------------------------------------------------
+# Prompt. Since llama.cpp PR #6083 ("backend : offload large batches to GPU", March 2024) the scheduler runs a
+# matrix product whose weights sit in a host buffer on the GPU when the GPU backend's offload_op accepts it: a
+# batch of at least 32 tokens (GGML_OP_OFFLOAD_MIN_BATCH) on CUDA (and ROCm, built from the same ggml-cuda source),
+# Vulkan and SYCL (ggml_backend_{cuda,vk,sycl}_device_offload_op). The weights are copied to the GPU for every
+# micro-batch, before the product that uses them (the copy and the compute do not overlap: llama.cpp issue #25859),
+# and from llama.cpp's default memory-mapped file, pageable memory (ibid.: page-locking them alone gave +21%). So a
+# prompt token on a split model costs the GPU's compute for every layer plus 1/UBATCH_TOKENS of the system-memory
+# weights over PCIe; --no-op-offload (PR #13386) turns it off. Metal shares memory with the CPU and is never split.
+OP_OFFLOAD_BACKENDS = ("cuda", "rocm", "sycl", "vulkan")
+# Host-to-GPU copies from pageable memory over PCIe 4.0 x16 (31.5 GB/s a direction, PCI-SIG): an RTX 4090 measured
+# 13.73, 17.07, 18.42 and 12.88 GB/s for 1, 4, 16 and 64 MiB pageable copies (23.9 GB/s pinned), NVlabs/cuda-oxide
+# PR #976. The 64 MiB figure, the largest measured, is taken: a layer's weight tensors are tens to hundreds of MiB
+# (Llama 3 70B's Q4_K_M feed-forward matrices about 130 MB, Qwen3-30B-A3B's expert tensors about 110 MB). The link a
+# machine really has (PCIe 3.0 boards, x8 cards, x4 laptop links, WSL) is not probed: such machines copy slower.
+HOST_TO_GPU_BYTES_PER_S = 12.88e9
+# The same copies from page-locked memory, where llama.cpp runs with --no-mmap (the system-memory weights then sit in
+# the GPU backend's pinned host buffer): 23.85 GB/s at 16 MiB in the same measurement. Used by the validation rows
+# that state --no-mmap (benchmarks/score_estimator.py); a verdict assumes the default, memory-mapped file.
+HOST_TO_GPU_PINNED_BYTES_PER_S = 23.85e9
+
 
 def quant_family(quant_id: str) -> str:
     """The kernel family of a quantisation id: k-quant (k-quant-low for 2 and 3 bits), legacy, float, i-quant
@@ -368,6 +389,22 @@ class Estimate:
     basis: tuple[str, ...]
     users: int = 1  # sequences served at once; the KV cache holds one per user
     batched: Any = None  # gpuready.tasks.concurrency.Batched when users > 1
+    # Split by experts: every layer on the GPU (gpu_fraction 1.0), the routed experts of this many in system memory.
+    cpu_expert_layers: int = 0
+    # The model's layers (split_words counts them); 0 where not known.
+    layers: int = 0
+
+    @property
+    def split_words(self) -> str:
+        """Where a split placement puts the model, in words: "13 of 36 layers on GPU" or "all 36 layers on GPU, the
+        experts of 23 in system memory"; "" for any other placement."""
+        if self.placement != "split":
+            return ""
+        if self.cpu_expert_layers:
+            return f"all {self.layers} layers on GPU, the experts of {self.cpu_expert_layers} in system memory"
+        if self.layers:
+            return f"{round(self.gpu_fraction * self.layers)} of {self.layers} layers on GPU"
+        return f"{self.gpu_fraction:.0%} of layers on GPU"
 
     @property
     def headline(self) -> Headline | None:
@@ -521,6 +558,21 @@ def speed_class(device: Device, table: dict | None = None) -> str:
     return device.backend
 
 
+# Quant families whose unpacking cost CPU rows took part in fitting (benchmarks/validation: llama.cpp on CPUs in F16,
+# legacy, K- and i-quants; tests/test_score_estimator.py checks this against the rows). MXFP4's cost was fitted on GPU
+# rows only (gpt-oss on GPUs, where it carries 16 operations a weight): ggml's CPU kernel decodes its 4-bit values
+# through one 16-entry table like IQ4_NL, so on a CPU such a family takes the K-quants' cost, as a family without
+# rows does (unpack_ops_per_weight).
+CPU_UNPACK_FAMILIES = ("float", "i-quant", "i-quant-low", "k-quant", "k-quant-low", "legacy")
+
+
+def device_unpack_ops(family: str, device: Device) -> float:
+    """unpack_ops_per_weight on this device: on a CPU, a family outside CPU_UNPACK_FAMILIES at the K-quants' cost."""
+    if device.kind == "cpu" and family not in CPU_UNPACK_FAMILIES and family != "float":
+        return unpack_ops_per_weight("k-quant")
+    return unpack_ops_per_weight(family)
+
+
 def unpack_ops_per_weight(family: str, table: Mapping[str, float] | None = None) -> float:
     """A quant family's unpacking operations a weight in ``table`` (UNPACK_OPS_PER_WEIGHT by default; the fit's own
     table in benchmarks/speedfit.py): a quantised family no validation row has fitted takes the K-quants' cost
@@ -542,20 +594,53 @@ def _seconds_per_token(bytes_read: float, device: Device, family: str = "k-quant
     return bytes_read / (device.bandwidth_bytes_per_s * efficiency) + attention + fixed
 
 
-def step_seconds(model: LanguageModel, bytes_read: float, device: Device, fraction: float, family: str = "k-quant",
+@dataclass(frozen=True)
+class Share:
+    """What one device does of each generated token: its share of the weights a token reads (and unpacks), its share
+    of the KV cache, and the layers whose fixed per-layer cost it pays."""
+
+    weights: float
+    kv: float
+    layers: float
+
+
+def device_shares(model: LanguageModel, gpu_fraction: float, cpu_expert_layers: int = 0,
+                  params_read: float | None = None) -> tuple[Share, Share]:
+    """(GPU's, CPU's) share of a token. Layers split (``gpu_fraction`` of them on the GPU): each device its
+    fraction of everything. Experts split (``cpu_expert_layers``: llama.cpp's --fit and --n-cpu-moe keep every layer
+    on the GPU and only the routed experts of that many layers in system memory): the CPU reads those layers'
+    routed experts and pays their layers' fixed cost, the GPU everything else, the KV cache included.
+    ``params_read``: the parameters a step reads (several users' experts, gpuready.tasks.concurrency), one token's
+    by default."""
+    if cpu_expert_layers and model.layers:
+        params = matmul_params(model) if params_read is None else params_read
+        routed = params - (matmul_params(model) - routed_expert_params(model))
+        cpu = routed / params * cpu_expert_layers / model.layers if params else 0.0
+        return Share(1.0 - cpu, 1.0, model.layers), Share(cpu, 0.0, cpu_expert_layers)
+    layers = model.layers
+    return (Share(gpu_fraction, gpu_fraction, layers * gpu_fraction),
+            Share(1.0 - gpu_fraction, 1.0 - gpu_fraction, layers * (1.0 - gpu_fraction)))
+
+
+def step_seconds(model: LanguageModel, bytes_read: float, device: Device, share: float | Share, family: str = "k-quant",
                  bf16: bool = False, params_read: float | None = None, kv_bytes: float = 0.0) -> float:
-    """One decoding step on a device holding ``fraction`` of the layers: its share of ``bytes_read`` over effective
-    bandwidth (``kv_bytes`` of them, the KV cache's, also at KV_READ_EXTRA), plus its layers' fixed cost, plus unpacking its share of the quantised weights, plus the padded
+    """One decoding step on a device doing ``share`` of it (a Share, or a fraction of the layers): its share of
+    ``bytes_read`` over effective bandwidth (``kv_bytes`` of them, the KV cache's, also at KV_READ_EXTRA), plus its
+    layers' fixed cost, plus unpacking its share of the quantised weights, plus the padded
     expert products of BF16 experts on Vulkan (padded_expert_seconds). A batched step of several users costs the
     same, with every user's KV cache in ``bytes_read`` and, for a mixture of experts, the parameters the step
     reads (``params_read``: more experts than one token's) unpacked (gpuready.tasks.concurrency).
     ``params_read`` defaults to one token's, matmul_params."""
-    layers = model.layers * fraction * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
+    if not isinstance(share, Share):
+        share = Share(share, share, model.layers * share)
+    layers = share.layers * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
     params = matmul_params(model) if params_read is None else params_read
-    unpack = (params * fraction * unpack_ops_per_weight(family) / device.unpack_flops
+    weights = bytes_read - kv_bytes
+    unpack = (params * share.weights * device_unpack_ops(family, device) / device.unpack_flops
               if device.unpack_flops else 0.0)
-    padded = padded_expert_seconds(model, device, bf16) * fraction
-    return _seconds_per_token(bytes_read * fraction, device, family, layers, kv_bytes * fraction) + unpack + padded
+    padded = padded_expert_seconds(model, device, bf16) * share.weights
+    return (_seconds_per_token(weights * share.weights + kv_bytes * share.kv, device, family, layers, kv_bytes * share.kv)
+            + unpack + padded)
 
 
 def routed_expert_params(model: LanguageModel) -> float:
@@ -650,6 +735,39 @@ def prompt_family(model: LanguageModel, family: str) -> str:
     return "moe" if model.is_moe else prompt_kernel_family(family)
 
 
+def offloads_host_weights(gpu: Device | None) -> bool:
+    """Whether llama.cpp runs a prompt's products of weights in system memory on this GPU (OP_OFFLOAD_BACKENDS)."""
+    return gpu is not None and gpu.backend in OP_OFFLOAD_BACKENDS and not gpu.unified and bool(gpu.flops)
+
+
+def host_weight_copy_bytes(model: LanguageModel, weights_bytes: float, cpu_weights_share: float,
+                           cpu_expert_layers: int = 0, ubatch: int = UBATCH_TOKENS) -> float:
+    """Bytes a prompt micro-batch copies from system memory to the GPU: the matrix weights the micro-batch uses of
+    the layers in system memory (layers split: their share of the prompt's parameters, with a mixture of experts'
+    one token's experts replaced by every expert the micro-batch's tokens use), or, with experts split, the used
+    routed experts of the layers that hold them there. A micro-batch uses 1 - (1 - k/n)^UBATCH_TOKENS of the experts
+    under uniform routing (llama.cpp PR #15346 copies only the experts used; practically all of them at 512 tokens)."""
+    per_param = weights_bytes / model.params if model.params else 0.0
+    routed = routed_expert_params(model)
+    used = 1.0 - (1.0 - (model.experts_per_token or 0) / (model.experts or 1)) ** ubatch if routed else 0.0
+    if cpu_expert_layers and model.layers:
+        return expert_params(model) * used * per_param * cpu_expert_layers / model.layers
+    return (prompt_params(model) - routed + expert_params(model) * used) * per_param * cpu_weights_share
+
+
+def host_prompt_seconds(model: LanguageModel, weights_bytes: float, gpu: Device | None, cpu_weights_share: float,
+                        cpu_expert_layers: int = 0, family: str = "k-quant", bf16: bool = False,
+                        ubatch: int = UBATCH_TOKENS, copy_bytes_per_s: float = HOST_TO_GPU_BYTES_PER_S) -> float | None:
+    """Seconds a prompt token takes on a split model whose GPU offloads host weights' products (offloads_host_weights):
+    the GPU computes every layer, plus each micro-batch's copy of the system-memory weights (host_weight_copy_bytes)
+    over PCIe (HOST_TO_GPU_BYTES_PER_S) shared by its ``ubatch`` tokens. None where nothing is in system memory or
+    the GPU does not offload."""
+    if cpu_weights_share <= 0 or not offloads_host_weights(gpu):
+        return None
+    copied = host_weight_copy_bytes(model, weights_bytes, cpu_weights_share, cpu_expert_layers, ubatch)
+    return _prompt_seconds_per_token(model, gpu, family, bf16) + copied / copy_bytes_per_s / ubatch
+
+
 def speed_band(classes: list[str], sources: list[str], measured_spreads: tuple[float, ...] = (),
                family: str | None = None) -> float:
     """The +/- of a speed: the widest band of the speed classes involved (speed_class: a backend, or
@@ -672,30 +790,37 @@ def speed(
     cpu: Device,
     gpu_fraction: float,
     quant_id: str = "",
+    cpu_expert_layers: int = 0,
 ) -> Speed | None:
     """Tokens per second for generation (bandwidth bound) and prompt (compute bound); time on each device adds up.
 
     Each device's share of a token is its share of the bytes over its effective bandwidth
     plus its share of the layers times its backend's fixed per-layer cost; layers split over
     identical GPUs run one after another, so a group's bandwidth is one card's. At "full
-    context" every token also reads the whole KV cache.
+    context" every token also reads the whole KV cache. ``cpu_expert_layers``: the layers whose routed experts
+    are in system memory while every layer is on the GPU (device_shares). A split prompt runs on the GPU
+    where its backend offloads host weights' products (host_prompt_seconds), else each device computes its part.
     """
     family = quant_family(quant_id) if quant_id else "k-quant"
     bf16 = is_bf16(quant_id)
     weights_read = weights_read_bytes(model, memory.weights_bytes)
-    devices = [(gpu, gpu_fraction), (cpu, 1.0 - gpu_fraction)]
-    if any(fraction > 0 and (device is None or not device.bandwidth_bytes_per_s) for device, fraction in devices):
+    shares = device_shares(model, gpu_fraction, cpu_expert_layers)
+    devices = [(gpu, shares[0]), (cpu, shares[1])]
+    if any(share.weights > 0 and (device is None or not device.bandwidth_bytes_per_s) for device, share in devices):
         return None
     empty = full = prompt = 0.0
-    for device, fraction in devices:
-        if fraction <= 0:
+    for device, share in devices:
+        if share.weights <= 0:
             continue
-        empty += step_seconds(model, weights_read, device, fraction, family, bf16)
-        full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, fraction, family, bf16,
+        empty += step_seconds(model, weights_read, device, share, family, bf16)
+        full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, share, family, bf16,
                              kv_bytes=memory.kv_cache_bytes)
         if device.flops:
-            prompt += _prompt_seconds_per_token(model, device, family, bf16) * fraction
-    used = [device for device, fraction in devices if fraction > 0]
+            prompt += _prompt_seconds_per_token(model, device, family, bf16) * share.weights
+    host = host_prompt_seconds(model, memory.weights_bytes, gpu, shares[1].weights, cpu_expert_layers, family, bf16)
+    if host is not None:
+        prompt = host
+    used = [device for device, share in devices if share.weights > 0]
     uncertainty = speed_band([speed_class(device, SPEED_BAND) for device in used], [device.bandwidth_source for device in used],
                              tuple(device.bandwidth_spread or 0.0 for device in used if device.bandwidth_source == "this-machine"),
                              family)
@@ -745,7 +870,20 @@ def estimate(
         if memory.total_bytes <= gpu.usable_memory_bytes:
             basis.append(f"all layers on {gpu.name} ({gpu.backend})")
             return Estimate(model.id, quant.id, context_tokens, "gpu", memory, 1.0, memory.total_bytes, 0,
-                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, model, gpu, cpu, 1.0, quant.id))
+                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id), _with_speed_basis(basis, model, gpu, cpu, 1.0, quant.id),
+                            layers=model.layers)
+        experts = None if gpu.unified else expert_split(model, memory, gpu, system_usable_bytes)
+        if experts is not None:
+            on_cpu, gpu_part, system_part = experts
+            basis.append(
+                f"all {model.layers} layers on {gpu.name}, the routed experts of {on_cpu} in system memory (llama.cpp's "
+                "--fit and --n-cpu-moe placement: attention, shared weights and KV cache stay on the GPU; each token's "
+                "time is the sum of both parts)"
+            )
+            return Estimate(model.id, quant.id, context_tokens, "split", memory, 1.0, gpu_part, system_part,
+                            speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id, on_cpu),
+                            _with_speed_basis(basis, model, gpu, cpu, 1.0, quant.id, on_cpu), cpu_expert_layers=on_cpu,
+                            layers=model.layers)
         if not gpu.unified:
             layer_bytes = memory.weights_bytes + memory.kv_cache_bytes
             room = gpu.usable_memory_bytes - memory.compute_bytes - memory.overhead_bytes
@@ -760,21 +898,55 @@ def estimate(
                     "(each token's time is the sum of both parts)"
                 )
                 return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
-                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, model, gpu, cpu, fraction, quant.id))
+                                speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, model, gpu, cpu, fraction, quant.id),
+                                layers=model.layers)
     memory = memory_breakdown(model, quant, context_tokens, "cpu", users)
     basis.append("all layers on the CPU, weights in system memory")
     return Estimate(model.id, quant.id, context_tokens, "cpu", memory, 0.0, 0, memory.total_bytes,
-                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, model, None, cpu, 0.0, quant.id))
+                    speed(model, memory, context_tokens, None, cpu, 0.0, quant.id), _with_speed_basis(basis, model, None, cpu, 0.0, quant.id),
+                    layers=model.layers)
+
+
+def expert_split(model: LanguageModel, memory: MemoryBreakdown, gpu: Device,
+                 system_usable_bytes: int | None) -> tuple[int, int, int] | None:
+    """llama.cpp's placement of a mixture of experts that does not fit the GPU (llama_params_fit, on by default since
+    late 2025; tools/fit-params/README.md: "with only dense weights in device memory there is a total surplus ...
+    -ngl 48 -ot blk.14.ffn_(up|down|gate)_(ch|)exps=CPU,..."): every layer on the GPU, the routed experts of as few
+    layers as needed in system memory. (layers whose experts are in system memory, GPU bytes, system bytes), or None
+    where the model has no expert counts, the dense part alone does not fit the GPU, or the experts left over do not
+    fit system memory. Expert bytes are the file's share of the expert parameters (the same bits a weight as the rest:
+    files that keep attention at higher precision have a slightly larger dense part)."""
+    routed = expert_params(model)
+    if not model.is_moe or not routed or not model.layers or not gpu.usable_memory_bytes:
+        return None
+    experts_bytes = memory.weights_bytes * routed / model.params
+    per_layer = experts_bytes / model.layers
+    dense = memory.total_bytes - experts_bytes
+    room = gpu.usable_memory_bytes - dense
+    if room < 0:
+        return None
+    on_gpu = min(model.layers - 1, int(room // per_layer))
+    on_cpu = model.layers - on_gpu
+    system_part = int(per_layer * on_cpu) + RUNTIME_OVERHEAD_BYTES["cpu"]
+    if system_usable_bytes is not None and system_part > system_usable_bytes:
+        return None
+    return on_cpu, int(dense + per_layer * on_gpu), system_part
 
 
 def _with_speed_basis(basis: list[str], model: LanguageModel, gpu: Device | None, cpu: Device, gpu_fraction: float,
-                      quant_id: str = "") -> tuple[str, ...]:
+                      quant_id: str = "", cpu_expert_layers: int = 0) -> tuple[str, ...]:
     lines = list(basis)
     moe = model.is_moe
     family = quant_family(quant_id) if quant_id else "k-quant"
-    for device, fraction in ((gpu, gpu_fraction), (cpu, 1 - gpu_fraction)):
-        if device is None or fraction <= 0:
+    shares = device_shares(model, gpu_fraction, cpu_expert_layers)
+    host = shares[1].weights > 0 and offloads_host_weights(gpu)
+    for device, share in ((gpu, shares[0]), (cpu, shares[1])):
+        if device is None or share.weights <= 0:
             continue
+        if cpu_expert_layers:
+            lines.append(f"generation: {device.name} reads {share.weights:.0%} of a token's weights"
+                         + (" (the routed experts of the layers in system memory)" if device is cpu else "")
+                         + f" and pays the fixed cost of {share.layers:.0f} layers")
         key = speed_class(device)
         guess = f" ({key}: no measured rows, an unfitted guess)" if key not in FITTED_BACKENDS else ""
         if device.bandwidth_bytes_per_s:
@@ -787,10 +959,12 @@ def _with_speed_basis(basis: list[str], model: LanguageModel, gpu: Device | None
                 + (f", the KV cache read at {1 / (1 + KV_READ_EXTRA):.0%} of the weights' rate (flash-attention decode "
                    "splits it over few KV heads)" if KV_READ_EXTRA else "")
                 + f", plus {LAYER_SECONDS.get(key, 0.0) * 1e6:.0f} us a layer a token (launch/sync)"
-                + (f", plus {unpack_ops_per_weight(family):.1f} operations a weight to unpack {family} weights"
+                + (f", plus {device_unpack_ops(family, device):.1f} operations a weight to unpack {family} weights"
                    + (f" at {device.unpack_flops / 1e12:.1f} TFLOPS (vector rate)" if device.vector_flops else "")
                    + ("" if family in UNPACK_OPS_PER_WEIGHT else " (the K-quants' cost: no measured rows of this family)")
-                   if unpack_ops_per_weight(family) and device.unpack_flops else "")
+                   + (" (the K-quants' cost: no measured CPU rows of this family)"
+                      if family in UNPACK_OPS_PER_WEIGHT and device_unpack_ops(family, device) != unpack_ops_per_weight(family) else "")
+                   if device_unpack_ops(family, device) and device.unpack_flops else "")
                 + guess
             )
         else:
@@ -800,7 +974,7 @@ def _with_speed_basis(basis: list[str], model: LanguageModel, gpu: Device | None
             lines.append(f"generation: BF16 experts on Vulkan have no matrix-vector path in llama.cpp, so each token's expert "
                          f"products run the matrix-matrix shader padded to a {VULKAN_MOE_TILE_TOKENS}-token tile and are "
                          f"costed as that many prompt tokens' expert work; an F16 or Q8_0 file takes the matrix-vector path")
-        if device.flops:
+        if device.flops and not (host and device is cpu):
             rate, vector = matrix_rate(device, is_bf16(quant_id)), vulkan_rate(device, is_bf16(quant_id)) < 1.0
             pkey = speed_class(device, PROMPT_EFFICIENCY)
             lines.append(
@@ -823,4 +997,19 @@ def _with_speed_basis(basis: list[str], model: LanguageModel, gpu: Device | None
                    f" (power limit)" if PROMPT_JOULES_PER_FLOP.get(pkey) and device.power_watts else "")
                 + f"{guess}"
             )
+    if host:
+        lines.append(host_prompt_basis(model, gpu, shares[1].weights, cpu_expert_layers))
     return tuple(lines)
+
+
+def host_prompt_basis(model: LanguageModel, gpu: Device, cpu_weights_share: float, cpu_expert_layers: int = 0) -> str:
+    """The basis line of host_prompt_seconds."""
+    what = (f"the routed experts of the {cpu_expert_layers} layers that keep them in system memory" if cpu_expert_layers
+            else f"the matrix weights of the {cpu_weights_share:.0%} of layers in system memory")
+    experts = (" (every expert a uniform router would use; llama.cpp copies only those a micro-batch uses, and "
+               "llama-bench's gpt-oss-120b prompts ran 2-3x faster than this: benchmarks/ACCURACY.md)"
+               if routed_expert_params(model) else "")
+    return (f"prompt: llama.cpp's {gpu.backend} backend runs every layer's products on {gpu.name} for batches of 32 "
+            f"tokens or more (op offload): {what} are copied to it for every {UBATCH_TOKENS}-token micro-batch at "
+            f"{HOST_TO_GPU_BYTES_PER_S / 1e9:.1f} GB/s (pageable memory over PCIe 4.0 x16; a slower link or "
+            f"--no-op-offload is slower, --no-mmap (pinned) or a larger -ub faster){experts}")

@@ -113,6 +113,8 @@ def detail_text(screen: Screen, verdict: Verdict, bar_cells: int, width: int = 7
         estimate = verdict.estimate
         if getattr(estimate, "placement", None) in ("split", "offload") and verdict.placement:
             text.append(f"    on the GPU {fmt_gb(estimate.gpu_memory_bytes)}, in system memory {fmt_gb(estimate.system_memory_bytes)}\n")
+            if getattr(estimate, "split_words", ""):
+                text.append(f"    {estimate.split_words}\n")
 
     speed = getattr(verdict.estimate, "speed", None)
     if speed is not None:

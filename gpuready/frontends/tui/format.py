@@ -346,6 +346,10 @@ def placement_cell(verdict: Verdict) -> str:
         return "-"
     word = PLACEMENT_WORDS.get(verdict.placement, verdict.placement)
     fraction = getattr(verdict.estimate, "gpu_fraction", None)
+    if verdict.placement == "split" and getattr(verdict.estimate, "cpu_expert_layers", 0):
+        # Every layer is on the GPU and only experts are not: the share of the model's bytes there, not of its layers.
+        estimate = verdict.estimate
+        fraction = estimate.gpu_memory_bytes / ((estimate.gpu_memory_bytes + estimate.system_memory_bytes) or 1)
     if verdict.placement == "split" and isinstance(fraction, float):
         word += f" {fraction:.0%}"
     return word

@@ -1,0 +1,187 @@
+"""A model too big for the GPU, placed as llama.cpp places it: a mixture of experts keeps every layer on the GPU and
+moves the routed experts of some layers to system memory (--fit, --n-cpu-moe); a prompt's products of weights in
+system memory run on the GPU, the weights copied over PCIe once per micro-batch (op offload). Every figure by hand."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpuready.frontends.cli import main
+from gpuready.frontends.tui import format as fmt
+from gpuready.host import ReplayHost
+from gpuready.probes import probe_hardware
+from gpuready.tasks import concurrency, devices
+from gpuready.tasks import text_estimate as est
+from gpuready.tasks.registry import judge_model, load_catalog
+from gpuready.tasks.verdict import Options
+
+FIXTURES = Path(__file__).parent / "fixtures" / "machines"
+CATALOG = load_catalog()
+LLAMA = CATALOG.get("llama-3.1-8b")
+# A mixture of experts by hand: 10 layers, 8 experts of 1B parameters in all (0.1B a layer), 2 a token, 2B shared:
+# 10B in all, 4B active. A 5 GB file: 0.5 bytes a parameter, so the experts hold 4 GB (0.4 GB a layer).
+TOY = replace(LLAMA, id="toy-moe", name="Toy MoE", params=10e9, active_params=4e9, layers=10, experts=8,
+              experts_per_token=2, tied_embeddings=None)
+WEIGHTS = 5 * 10**9
+MEMORY = est.MemoryBreakdown(WEIGHTS, 200_000_000, 100_000_000, 200_000_000)  # 5.5 GB in all, 1.5 GB not experts
+GPU = devices.Device(kind="gpu", name="Toy GPU", backend="cuda", usable_memory_bytes=3 * 10**9,
+                     bandwidth_bytes_per_s=1e12, flops=100e12)
+CPU = devices.Device(kind="cpu", name="Toy CPU", backend="cpu", usable_memory_bytes=64 * 10**9,
+                     bandwidth_bytes_per_s=1e11, flops=1e12)
+UNPACK = est.UNPACK_OPS_PER_WEIGHT["k-quant"]
+
+
+def test_the_experts_that_do_not_fit_go_to_system_memory_a_layer_at_a_time():
+    # 3.0 GB on the GPU, 1.5 GB of it for what is not an expert: 1.5 GB left holds 3 layers' experts (0.4 GB each).
+    on_cpu, gpu_part, system_part = est.expert_split(TOY, MEMORY, GPU, 64 * 10**9)
+    assert on_cpu == 7
+    assert gpu_part == 1_500_000_000 + 3 * 400_000_000
+    assert system_part == 7 * 400_000_000 + devices.RUNTIME_OVERHEAD_BYTES["cpu"]
+
+
+def test_no_expert_split_for_a_dense_model_a_dense_part_too_big_or_too_little_system_memory():
+    assert est.expert_split(LLAMA, MEMORY, GPU, None) is None
+    assert est.expert_split(TOY, MEMORY, replace(GPU, usable_memory_bytes=1_400_000_000), None) is None
+    assert est.expert_split(TOY, MEMORY, GPU, 2 * 10**9) is None  # the 2.8 GB of experts left over do not fit
+    assert est.expert_split(replace(TOY, experts=None), MEMORY, GPU, None) is None  # expert counts unknown
+
+
+def test_each_device_does_its_share_of_a_token():
+    # A token reads 4B parameters, 2B of them routed experts: the CPU reads 7 of 10 layers' routed experts.
+    gpu, cpu = est.device_shares(TOY, 1.0, 7)
+    assert cpu == est.Share(weights=pytest.approx(0.5 * 7 / 10), kv=0.0, layers=7)
+    assert gpu == est.Share(weights=pytest.approx(1 - 0.35), kv=1.0, layers=10)
+    # Layers split: each device its fraction of everything.
+    assert est.device_shares(TOY, 0.25) == (est.Share(0.25, 0.25, 2.5), est.Share(0.75, 0.75, 7.5))
+
+
+def test_an_expert_split_token_is_the_gpus_part_plus_the_cpus_part():
+    speed = est.speed(TOY, MEMORY, 0, GPU, CPU, 1.0, "Q4_K_M", 7)
+    read = WEIGHTS * 4 / 10  # 2 GB a token
+    factor = est.MOE_LAYER_FACTOR
+    gpu_s = (0.65 * read / (1e12 * est.BANDWIDTH_EFFICIENCY["cuda"]) + 10 * factor * est.LAYER_SECONDS["cuda"]
+             + 0.65 * 4e9 * UNPACK / 100e12)
+    cpu_s = (0.35 * read / (1e11 * est.BANDWIDTH_EFFICIENCY["cpu"]) + 7 * factor * est.LAYER_SECONDS["cpu"]
+             + 0.35 * 4e9 * UNPACK / 1e12)
+    assert speed.generation_tokens_per_s == pytest.approx(1 / (gpu_s + cpu_s))
+
+
+def test_the_kv_cache_stays_on_the_gpu_when_only_experts_move():
+    memory = replace(MEMORY, kv_cache_bytes=10**9)
+    full = est.speed(TOY, memory, 8192, GPU, CPU, 1.0, "Q4_K_M", 7)
+    empty = est.speed(TOY, memory, 8192, GPU, CPU, 1.0, "Q4_K_M", 7)
+    extra = 1 / full.generation_tokens_per_s_full_context - 1 / empty.generation_tokens_per_s
+    # The whole cache is read on the GPU, at 1 / (1 + k) of its weights' rate.
+    assert extra == pytest.approx(10**9 * (1 + est.KV_READ_EXTRA) / (1e12 * est.BANDWIDTH_EFFICIENCY["cuda"]))
+
+
+def test_a_split_prompt_runs_on_the_gpu_plus_copying_the_system_memory_weights_once_a_micro_batch():
+    speed = est.speed(TOY, MEMORY, 0, GPU, CPU, 1.0, "Q4_K_M", 7)
+    used = 1 - (1 - 2 / 8) ** est.UBATCH_TOKENS  # practically every expert, at 512 tokens
+    copied = 8e9 * 0.5 * 7 / 10 * used  # 2.8 GB of experts
+    expected = est._prompt_seconds_per_token(TOY, GPU) + copied / est.HOST_TO_GPU_BYTES_PER_S / est.UBATCH_TOKENS
+    assert 1 / speed.prompt_tokens_per_s == pytest.approx(expected)
+    # Layers split: the prompt's matrix weights of the CPU's layers are copied.
+    layers = est.speed(LLAMA, MEMORY, 0, GPU, CPU, 0.25, "Q4_K_M")
+    copied = est.prompt_params(LLAMA) * WEIGHTS / LLAMA.params * 0.75
+    expected = est._prompt_seconds_per_token(LLAMA, GPU) + copied / est.HOST_TO_GPU_BYTES_PER_S / est.UBATCH_TOKENS
+    assert 1 / layers.prompt_tokens_per_s == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("backend", ["metal", "cpu"])
+def test_where_the_gpu_backend_does_not_offload_each_device_computes_its_own_part_of_the_prompt(backend):
+    gpu = replace(GPU, backend=backend)
+    speed = est.speed(LLAMA, MEMORY, 0, gpu, CPU, 0.25, "Q4_K_M")
+    expected = (0.25 * est._prompt_seconds_per_token(LLAMA, gpu) + 0.75 * est._prompt_seconds_per_token(LLAMA, CPU))
+    assert 1 / speed.prompt_tokens_per_s == pytest.approx(expected)
+    assert est.host_prompt_seconds(LLAMA, WEIGHTS, gpu, 0.75) is None
+
+
+def test_all_on_one_device_copies_nothing():
+    assert est.host_prompt_seconds(LLAMA, WEIGHTS, GPU, 0.0) is None
+    whole = est.speed(LLAMA, MEMORY, 0, GPU, CPU, 1.0, "Q4_K_M")
+    assert 1 / whole.prompt_tokens_per_s == pytest.approx(est._prompt_seconds_per_token(LLAMA, GPU))
+
+
+def test_more_experts_in_system_memory_never_speed_a_token_up():
+    speeds = [est.speed(TOY, MEMORY, 0, GPU, CPU, 1.0, "Q4_K_M", n) for n in range(1, 11)]
+    generation = [s.generation_tokens_per_s for s in speeds]
+    prompt = [s.prompt_tokens_per_s for s in speeds]
+    assert generation == sorted(generation, reverse=True) and prompt == sorted(prompt, reverse=True)
+
+
+@pytest.mark.parametrize("model_id", ["gpt-oss-120b", "qwen3-30b-a3b", "mixtral-8x7b", "qwen3-235b-a22b"])
+def test_more_gpu_memory_never_slows_a_mixture_of_experts(model_id):
+    model = CATALOG.get(model_id)
+    quant = CATALOG.quants["Q4_K_M" if "Q4_K_M" in model.quants else model.quants[0]]
+    found = [est.estimate(model, quant, 8192, replace(GPU, usable_memory_bytes=gib * 2**30), CPU, 512 * 2**30)
+             for gib in (4, 8, 12, 16, 24, 32, 48, 80, 160)]
+    generation = [f.speed.generation_tokens_per_s for f in found]
+    prompt = [f.speed.prompt_tokens_per_s for f in found]
+    assert generation == sorted(generation) and prompt == sorted(prompt)
+    assert any(f.cpu_expert_layers for f in found)  # the sweep goes through expert splits
+
+
+def test_several_users_of_an_expert_split_read_their_experts_on_the_cpu():
+    one = concurrency.batched(TOY, WEIGHTS, 0, 1, GPU, CPU, 1.0, "Q4_K_M", 7)
+    single = est.speed(TOY, est.MemoryBreakdown(WEIGHTS, 0, 0, 0), 0, GPU, CPU, 1.0, "Q4_K_M", 7)
+    assert one.per_user_tokens_per_s == pytest.approx(single.generation_tokens_per_s)
+    # Eight users read 1 - (6/8)^8 of the experts: the CPU's share of the step grows with them.
+    params = concurrency.step_params_read(TOY, 8)
+    gpu, cpu = est.device_shares(TOY, 1.0, 7, params)
+    assert cpu.weights == pytest.approx((params - 2e9) / params * 7 / 10)
+    assert gpu.weights == pytest.approx(1 - cpu.weights)
+
+
+def test_on_a_cpu_a_family_no_cpu_row_measured_unpacks_at_the_k_quants_cost():
+    assert est.device_unpack_ops("mxfp4", CPU) == est.UNPACK_OPS_PER_WEIGHT["k-quant"]
+    assert est.device_unpack_ops("mxfp4", GPU) == est.UNPACK_OPS_PER_WEIGHT["mxfp4"]
+    for family in est.CPU_UNPACK_FAMILIES:
+        assert est.device_unpack_ops(family, CPU) == est.unpack_ops_per_weight(family)
+
+
+def test_the_cpu_unpacking_families_are_those_of_the_cpu_validation_rows():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import score_estimator
+
+    rows = score_estimator.load("text-generation")
+    families = {est.quant_family(row["quant"].split(" (")[0]) for row in rows
+                if row.get("gpu_hint") == "cpu" and row["test"].startswith("tg")}
+    assert families == set(est.CPU_UNPACK_FAMILIES)
+
+
+def machine(name):
+    found, _ = probe_hardware(ReplayHost(FIXTURES / name))
+    return found
+
+
+def test_gpt_oss_120b_on_a_24_gb_card_keeps_its_layers_there_and_says_where_the_experts_are(capsys):
+    verdict = judge_model(CATALOG.get("gpt-oss-120b"), CATALOG, machine("nvidia-rtx4090"), Options())
+    estimate = verdict.estimate
+    assert estimate.placement == "split" and estimate.gpu_fraction == 1.0 and estimate.layers == 36
+    assert 0 < estimate.cpu_expert_layers < 36
+    words = f"all 36 layers on GPU, the experts of {estimate.cpu_expert_layers} in system memory"
+    assert estimate.split_words == words
+    assert any(reason.endswith(f"free: {words}") for reason in verdict.reasons)
+    # The table's cell gives the share of the model's bytes on the GPU, not 100% of its layers.
+    share = estimate.gpu_memory_bytes / (estimate.gpu_memory_bytes + estimate.system_memory_bytes)
+    assert fmt.placement_cell(verdict) == f"GPU+CPU {share:.0%}" and share < 0.5
+    assert main(["--machine", str(FIXTURES / "nvidia-rtx4090"), "estimate", "gpt-oss-120b"]) == 0
+    out = capsys.readouterr().out
+    assert f"placement split ({words})" in out
+    assert "copied to it for every 512-token micro-batch at 12.9 GB/s" in out
+    assert "3.6 operations a weight to unpack mxfp4 weights (the K-quants' cost: no measured CPU rows" in out
+
+
+def test_the_json_carries_the_layers_and_the_expert_layers_in_system_memory(capsys):
+    assert main(["--machine", str(FIXTURES / "nvidia-rtx4090"), "report", "--json"]) == 0
+    verdicts = {v["model_id"]: v for v in json.loads(capsys.readouterr().out)["verdicts"] if v["task"] == "text-generation"}
+    oss = verdicts["gpt-oss-120b"]["estimate"]
+    assert oss["layers"] == 36 and oss["gpu_fraction"] == 1.0 and 0 < oss["cpu_expert_layers"] < 36
+    dense = verdicts["llama-3.1-70b"]["estimate"]
+    assert dense["placement"] == "split" and dense["cpu_expert_layers"] == 0 and 0 < dense["gpu_fraction"] < 1
