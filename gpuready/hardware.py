@@ -100,6 +100,12 @@ class GPU:
     driver: str | None = None
     driver_version: str | None = None
     pci_id: str | None = None  # vendor:device, e.g. 10de:2684
+    # The PCIe link to the host: transfer rate a lane in GT/s (2.5, 5, 8, 16, 32, 64 for PCIe 1.0-6.0) and lanes, as
+    # NVML reports the most "possible with this device and system" (an x16 card in an x8 slot: 8). None: not read
+    # (AMD and Intel cards sit behind a switch on the card, whose endpoint's sysfs link is not the slot's).
+    pcie_link_gt_s: float | None = None
+    pcie_link_width: int | None = None
+    pcie_link_source: str | None = None  # nvml
     # Highest CUDA version the NVIDIA driver supports (nvmlSystemGetCudaDriverVersion_v2), e.g. "12.4".
     cuda_version: str | None = None
     # A MIG instance's profile (e.g. "3g.40gb"): one CUDA process can use one instance, so

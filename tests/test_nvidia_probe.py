@@ -291,6 +291,8 @@ def fake_pynvml(init_error=None, memory_v2_error=None, bus_width_error=None, mig
     module.nvmlDeviceGetMaxClockInfo = lambda handle, clock: 1215
     module.nvmlDeviceGetMigMode = lambda handle: [1, 1] if mig else [0, 0]
     module.nvmlDeviceGetEnforcedPowerLimit = lambda handle: 400000  # milliwatts: an A100 SXM4's default 400 W
+    module.nvmlDeviceGetMaxPcieLinkGeneration = lambda handle: 4  # an A100 SXM4 on a PCIe 4.0 x16 host link
+    module.nvmlDeviceGetMaxPcieLinkWidth = lambda handle: 16
     module.nvmlDeviceGetMaxMigDeviceCount = lambda handle: 2
     module.nvmlDeviceGetMigDeviceHandleByIndex = mig_handle
     module.nvmlDeviceGetGpuInstanceId = lambda handle: 2
@@ -315,10 +317,45 @@ def test_the_readout_falls_back_to_memory_info_v1_and_records_unsupported_fields
             "pci_bus_id": "00000000:07:00.0", "pci_device_id": 0x20B010DE,
             "memory": {"total": 40536 * MIB, "free": 40449 * MIB, "used": 87 * MIB, "version": 1},
             "compute_capability": [8, 0], "architecture": 7, "max_memory_clock_mhz": 1215, "mig_mode": [0, 0],
-            "power_limit_mw": 400000, "errors": {"memory_bus_width_bits": "NVML_ERROR_NOT_SUPPORTED"},
+            "power_limit_mw": 400000, "pcie_max_link_generation": 4, "pcie_max_link_width": 16,
+            "errors": {"memory_bus_width_bits": "NVML_ERROR_NOT_SUPPORTED"},
         }],
     }
     assert calls == ["shutdown"]
+
+
+def test_an_old_pynvml_without_the_pcie_link_calls_leaves_the_link_unknown_not_the_gpu(monkeypatch):
+    module, _ = fake_pynvml()
+    del module.nvmlDeviceGetMaxPcieLinkGeneration
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    device = nvml_readout.read()["devices"][0]
+    assert "pcie_max_link_generation" not in device and device["pcie_max_link_width"] == 16
+    assert device["errors"]["pcie_max_link_generation"].startswith("AttributeError")
+    gpus, _ = nvidia.parse_nvml({"devices": [device]})
+    assert gpus[0].gpu.pcie_link_gt_s is None and gpus[0].gpu.pcie_link_width is None  # both or neither
+
+
+@pytest.mark.parametrize(("generation", "width", "link"), [
+    (4, 16, (16.0, 16, "nvml")), (3, 8, (8.0, 8, "nvml")), (5, 4, (32.0, 4, "nvml")), (1, 16, (2.5, 16, "nvml")),
+    (7, 16, (None, None, None)), (4, 3, (None, None, None)), (4, 0, (None, None, None)), (True, 16, (None, None, None)),
+    ("4", 16, (None, None, None)), (None, None, (None, None, None)),
+])
+def test_the_pcie_link_nvml_reports_is_kept_only_when_it_is_a_pcie_generation_and_width(generation, width, link):
+    device = {"index": 0, "name": "NVIDIA GeForce RTX 4060 Ti", "memory": {"total": 8 * 2**30, "free": 7 * 2**30},
+              "pcie_max_link_generation": generation, "pcie_max_link_width": width}
+    gpus, _ = nvidia.parse_nvml({"devices": [device]})
+    gpu = gpus[0].gpu
+    assert (gpu.pcie_link_gt_s, gpu.pcie_link_width, gpu.pcie_link_source) == link
+
+
+def test_no_pcie_link_on_a_jetson_is_an_answer_not_a_failed_call():
+    device = {"index": 0, "name": "Orin", "memory": {"total": 8 * 2**30, "free": 7 * 2**30},
+              "errors": {"pcie_max_link_generation": "NVML_ERROR_NOT_SUPPORTED", "pcie_max_link_width": "NVML_ERROR_NOT_SUPPORTED"}}
+    _, problems = nvidia.parse_nvml({"devices": [device]})
+    assert not [p for p in problems if "could not answer" in p.message]
+    device["errors"]["pcie_max_link_width"] = "NVML_ERROR_UNKNOWN"
+    _, problems = nvidia.parse_nvml({"devices": [device]})
+    assert [p for p in problems if "nvmlDeviceGetMaxPcieLinkWidth: NVML_ERROR_UNKNOWN" in p.message]
 
 
 def test_the_readout_lists_mig_instances_and_skips_empty_slots(monkeypatch):

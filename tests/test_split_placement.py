@@ -5,6 +5,7 @@ system memory run on the GPU, the weights copied over PCIe once per micro-batch 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -185,3 +186,50 @@ def test_the_json_carries_the_layers_and_the_expert_layers_in_system_memory(caps
     assert oss["layers"] == 36 and oss["gpu_fraction"] == 1.0 and 0 < oss["cpu_expert_layers"] < 36
     dense = verdicts["llama-3.1-70b"]["estimate"]
     assert dense["placement"] == "split" and dense["cpu_expert_layers"] == 0 and 0 < dense["gpu_fraction"] < 1
+
+
+@pytest.mark.parametrize(("gt_s", "width", "expected"), [
+    (16.0, 16, 16e9 * 16 * 128 / 130 / 8),  # PCIe 4.0 x16: 31.5 GB/s
+    (8.0, 8, 8e9 * 8 * 128 / 130 / 8),  # PCIe 3.0 x8: 7.9 GB/s
+    (5.0, 16, 5e9 * 16 * 0.8 / 8),  # PCIe 2.0 x16, 8b/10b: 8 GB/s
+    (64.0, 16, 64e9 * 16 * 242 / 256 / 8),  # PCIe 6.0 x16, FLIT
+])
+def test_a_pcie_links_bytes_a_second(gt_s, width, expected):
+    assert devices.link_bytes_per_s(gt_s, width) == pytest.approx(expected)
+
+
+def test_copies_run_at_the_pageable_rate_unless_the_link_the_driver_reports_is_slower():
+    assert est.host_copy_bytes_per_s(GPU) == est.HOST_TO_GPU_BYTES_PER_S  # link not reported: PCIe 4.0 x16 assumed
+    assert est.host_copy_bytes_per_s(replace(GPU, pcie_link_gt_s=16.0, pcie_link_width=16)) == est.HOST_TO_GPU_BYTES_PER_S
+    assert est.host_copy_bytes_per_s(replace(GPU, pcie_link_gt_s=32.0, pcie_link_width=16)) == est.HOST_TO_GPU_BYTES_PER_S
+    x8 = replace(GPU, pcie_link_gt_s=8.0, pcie_link_width=8)  # a PCIe 3.0 board, an x8 slot
+    assert est.host_copy_bytes_per_s(x8) == pytest.approx(8e9 * 8 * 128 / 130 / 8 * 23.85 / 31.5)
+    slow = est.speed(TOY, MEMORY, 0, x8, CPU, 1.0, "Q4_K_M", 7)
+    fast = est.speed(TOY, MEMORY, 0, GPU, CPU, 1.0, "Q4_K_M", 7)
+    assert slow.prompt_tokens_per_s < fast.prompt_tokens_per_s
+    assert slow.generation_tokens_per_s == fast.generation_tokens_per_s  # a token's weights never cross the link
+
+
+def test_a_recorded_pcie_3_x8_link_slows_a_split_prompt_and_is_named_in_the_basis(tmp_path, capsys):
+    recording = tmp_path / "rtx4090-on-pcie3-x8"
+    shutil.copytree(FIXTURES / "nvidia-rtx4090", recording)
+    nvml = recording / "libraries" / "nvml.json"
+    readout = json.loads(nvml.read_text())
+    readout["devices"][0].update(pcie_max_link_generation=3, pcie_max_link_width=8)
+    nvml.write_text(json.dumps(readout))
+    hardware = machine_at(recording)
+    assert (hardware.gpus[0].pcie_link_gt_s, hardware.gpus[0].pcie_link_width, hardware.gpus[0].pcie_link_source) == (8.0, 8, "nvml")
+    slow = judge_model(CATALOG.get("gpt-oss-120b"), CATALOG, hardware, Options()).estimate
+    fast = judge_model(CATALOG.get("gpt-oss-120b"), CATALOG, machine("nvidia-rtx4090"), Options()).estimate
+    assert slow.speed.prompt_tokens_per_s < 0.6 * fast.speed.prompt_tokens_per_s
+    assert slow.speed.generation_tokens_per_s == fast.speed.generation_tokens_per_s
+    assert any("at 6.0 GB/s (the link's limit) (pageable memory, its PCIe 3.0 x8 link as the driver reports it" in line
+               for line in slow.basis)
+    assert main(["--machine", str(recording), "report", "--json"]) == 0
+    gpu = json.loads(capsys.readouterr().out)["hardware"]["gpus"][0]
+    assert (gpu["pcie_link_gt_s"], gpu["pcie_link_width"], gpu["pcie_link_source"]) == (8.0, 8, "nvml")
+
+
+def machine_at(path):
+    found, _ = probe_hardware(ReplayHost(path))
+    return found

@@ -20,7 +20,7 @@ import re
 from gpuready.catalog import tables
 from gpuready.hardware import GPU, Problem
 from gpuready.host import Host
-from gpuready.probes import fields
+from gpuready.probes import fields, pci
 from gpuready.probes.memory import parse_meminfo
 from gpuready.probes.nvidia_common import (  # noqa: F401 - also this module's names, as tests and callers use them
     CONTAINER_HINT,
@@ -149,6 +149,7 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
         capability = device.get("compute_capability")
         capability_text = f"{capability[0]}.{capability[1]}" if isinstance(capability, list) and len(capability) == 2 else None
         bandwidth = derived_bandwidth(device.get("memory_bus_width_bits"), device.get("max_memory_clock_mhz"))
+        link = pcie_link(device)
         gpu = GPU(
             vendor="nvidia",
             name=name,
@@ -164,6 +165,9 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
             cuda_version=cuda,
             pci_id=pci_id(device.get("pci_device_id")),
             power_limit_w=power_limit_w(device.get("power_limit_mw")),
+            pcie_link_gt_s=link[0],
+            pcie_link_width=link[1],
+            pcie_link_source="nvml" if link[0] else None,
             backends=("cuda",),
             source="nvml" if memory_source == "nvml" else "nvml+proc_meminfo",
         )
@@ -190,6 +194,18 @@ def parse_nvml(readout: dict, meminfo: dict[str, int] | None = None) -> tuple[li
     return gpus, problems
 
 
+ANSWERED_BY_NOT_SUPPORTED = ("mig_mode", "pcie_max_link_generation", "pcie_max_link_width")
+
+
+def pcie_link(device: dict) -> tuple[float | None, int | None]:
+    """The PCIe link NVML reports possible with this GPU and this machine: (GT/s a lane, lanes), both None unless both
+    are read and are a PCIe generation and width."""
+    generation, width = device.get("pcie_max_link_generation"), device.get("pcie_max_link_width")
+    gt_s = pci.PCIE_GENERATION_GT_S.get(generation) if isinstance(generation, int) and not isinstance(generation, bool) else None
+    lanes = pci.parse_link_width(str(width)) if isinstance(width, int) and not isinstance(width, bool) else None
+    return (gt_s, lanes) if gt_s and lanes else (None, None)
+
+
 FAILED_CALL_HINT = ("What NVML could not say comes from the GPU table where it lists this GPU, or stays unknown; "
                     "`nvidia-smi -q` shows what the driver itself reports.")
 
@@ -197,13 +213,14 @@ FAILED_CALL_HINT = ("What NVML could not say comes from the GPU table where it l
 def _failed_calls(errors: dict) -> str:
     """'nvmlDeviceGetMemoryBusWidth: NVML_ERROR_NOT_SUPPORTED, ...' for a device's failed fields.
 
-    A GPU without MIG answers nvmlDeviceGetMigMode with NOT_SUPPORTED: that is an answer, not a failure.
+    A GPU without MIG answers nvmlDeviceGetMigMode with NOT_SUPPORTED, and one without a PCIe link (Jetson, GB10) the
+    PCIe link calls: that is an answer, not a failure.
     """
     from gpuready.readouts.nvml import CALLS
 
     calls: dict[str, str] = {}
     for field, error in errors.items():
-        if field == "mig_mode" and error == "NVML_ERROR_NOT_SUPPORTED":
+        if field in ANSWERED_BY_NOT_SUPPORTED and error == "NVML_ERROR_NOT_SUPPORTED":
             continue
         calls.setdefault(CALLS.get(str(field), str(field)), str(error))
     return ", ".join(f"{call}: {error}" for call, error in calls.items())

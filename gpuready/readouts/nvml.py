@@ -26,6 +26,7 @@ CALLS = {
     "compute_capability": "nvmlDeviceGetCudaComputeCapability", "architecture": "nvmlDeviceGetArchitecture",
     "memory_bus_width_bits": "nvmlDeviceGetMemoryBusWidth", "max_memory_clock_mhz": "nvmlDeviceGetMaxClockInfo",
     "mig_mode": "nvmlDeviceGetMigMode", "handle": "nvmlDeviceGetHandleByIndex", "count": "nvmlDeviceGetMaxMigDeviceCount",
+    "pcie_max_link_generation": "nvmlDeviceGetMaxPcieLinkGeneration", "pcie_max_link_width": "nvmlDeviceGetMaxPcieLinkWidth",
     "mig_handle": "nvmlDeviceGetMigDeviceHandleByIndex",
     "gpu_instance_id": "nvmlDeviceGetGpuInstanceId", "compute_instance_id": "nvmlDeviceGetComputeInstanceId",
     "driver_version": "nvmlSystemGetDriverVersion", "cuda_driver_version": "nvmlSystemGetCudaDriverVersion_v2",
@@ -88,6 +89,10 @@ def _device(pynvml, handle) -> dict:
         "max_memory_clock_mhz": lambda h: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM),
         "mig_mode": lambda h: list(pynvml.nvmlDeviceGetMigMode(h)),
         "power_limit_mw": lambda h: pynvml.nvmlDeviceGetEnforcedPowerLimit(h),
+        # "the maximum PCIe link generation / width possible with this device and system" (NVML reference): an x16
+        # card in an x8 slot reads 8, a PCIe 4.0 card on a 3.0 board 3. The current link drops while the GPU idles.
+        "pcie_max_link_generation": lambda h: pynvml.nvmlDeviceGetMaxPcieLinkGeneration(h),
+        "pcie_max_link_width": lambda h: pynvml.nvmlDeviceGetMaxPcieLinkWidth(h),
     }
     device = _fields(pynvml, handle, getters)
     if (device.get("mig_mode") or [0])[0] == pynvml.NVML_DEVICE_MIG_ENABLE:

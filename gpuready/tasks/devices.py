@@ -101,6 +101,24 @@ class Device:
     host_platform: str | None = None
     # GPU: its architecture as catalog/gpus.toml names it ("Xe-LP (Gen12)", "Ada Lovelace"), where the table has it.
     architecture: str | None = None
+    # GPU: its PCIe link to the host as the driver reports it (GPU.pcie_link_*): GT/s a lane and lanes; None unknown.
+    pcie_link_gt_s: float | None = None
+    pcie_link_width: int | None = None
+
+    @property
+    def pcie_link_bytes_per_s(self) -> float | None:
+        """The PCIe link's bytes a second one way (link_bytes_per_s), where the driver reported the link."""
+        if not self.pcie_link_gt_s or not self.pcie_link_width:
+            return None
+        return link_bytes_per_s(self.pcie_link_gt_s, self.pcie_link_width)
+
+    @property
+    def pcie_link_words(self) -> str | None:
+        """'PCIe 4.0 x16' for the link the driver reported, None where unknown."""
+        if not self.pcie_link_gt_s or not self.pcie_link_width:
+            return None
+        generation = {2.5: "1.0", 5.0: "2.0", 8.0: "3.0", 16.0: "4.0", 32.0: "5.0", 64.0: "6.0"}.get(self.pcie_link_gt_s)
+        return f"PCIe {generation} x{self.pcie_link_width}" if generation else f"{self.pcie_link_gt_s:g} GT/s x{self.pcie_link_width}"
 
     @property
     def unpack_flops(self) -> float | None:
@@ -292,6 +310,13 @@ def usable_now(gpu: GPU, hardware: Hardware) -> int | None:
     return group_usable_bytes([gpu], hardware) if own is not None and gpu.vendor == "apple" else own
 
 
+def link_bytes_per_s(gt_s: float, width: int) -> float:
+    """A PCIe link's bytes a second in one direction: GT/s x lanes x the line code's share / 8 (PCI-SIG: 8b/10b up to
+    5 GT/s, 128b/130b for 8 to 32 GT/s, 242/256 of a FLIT for PCIe 6.0's 64 GT/s PAM4)."""
+    code = 0.8 if gt_s <= 5.0 else (242 / 256 if gt_s >= 64.0 else 128 / 130)
+    return gt_s * 1e9 * width * code / 8
+
+
 def gpu_device(hardware: Hardware) -> Device | None:
     """The best GPU for a model: the group of identical accelerators with the most usable memory."""
     groups: dict[tuple, list[GPU]] = {}
@@ -331,6 +356,8 @@ def gpu_device(hardware: Hardware) -> Device | None:
             flops_detail=flops_detail(first.flops_source),
             host_platform=hardware.platform,
             architecture=spec.architecture if spec else None,
+            pcie_link_gt_s=first.pcie_link_gt_s,
+            pcie_link_width=first.pcie_link_width,
         )
         if best is None or (device.usable_memory_bytes or 0) > (best.usable_memory_bytes or 0):
             best = device

@@ -278,6 +278,17 @@ HOST_TO_GPU_BYTES_PER_S = 12.88e9
 # the GPU backend's pinned host buffer): 23.85 GB/s at 16 MiB in the same measurement. Used by the validation rows
 # that state --no-mmap (benchmarks/score_estimator.py); a verdict assumes the default, memory-mapped file.
 HOST_TO_GPU_PINNED_BYTES_PER_S = 23.85e9
+# The pinned copy's share of its PCIe 4.0 x16 link (23.85 of 31.5 GB/s). Where the driver reports a narrower or older
+# link (NVML: an x8 card, an x16 card in an x8 slot, a PCIe 3.0 board, a laptop's x4), copies run at most this share
+# of it: pageable copies stay at HOST_TO_GPU_BYTES_PER_S, and none runs faster than its link allows.
+LINK_COPY_SHARE = HOST_TO_GPU_PINNED_BYTES_PER_S / 31.5e9
+
+
+def host_copy_bytes_per_s(gpu: Device) -> float:
+    """How fast llama.cpp copies system-memory weights to this GPU: HOST_TO_GPU_BYTES_PER_S, at most LINK_COPY_SHARE
+    of the PCIe link the driver reported."""
+    link = gpu.pcie_link_bytes_per_s
+    return min(HOST_TO_GPU_BYTES_PER_S, link * LINK_COPY_SHARE) if link else HOST_TO_GPU_BYTES_PER_S
 
 
 def quant_family(quant_id: str) -> str:
@@ -757,15 +768,16 @@ def host_weight_copy_bytes(model: LanguageModel, weights_bytes: float, cpu_weigh
 
 def host_prompt_seconds(model: LanguageModel, weights_bytes: float, gpu: Device | None, cpu_weights_share: float,
                         cpu_expert_layers: int = 0, family: str = "k-quant", bf16: bool = False,
-                        ubatch: int = UBATCH_TOKENS, copy_bytes_per_s: float = HOST_TO_GPU_BYTES_PER_S) -> float | None:
+                        ubatch: int = UBATCH_TOKENS, copy_bytes_per_s: float | None = None) -> float | None:
     """Seconds a prompt token takes on a split model whose GPU offloads host weights' products (offloads_host_weights):
     the GPU computes every layer, plus each micro-batch's copy of the system-memory weights (host_weight_copy_bytes)
-    over PCIe (HOST_TO_GPU_BYTES_PER_S) shared by its ``ubatch`` tokens. None where nothing is in system memory or
-    the GPU does not offload."""
+    over PCIe (host_copy_bytes_per_s, unless ``copy_bytes_per_s`` is given) shared by its ``ubatch`` tokens. None where
+    nothing is in system memory or the GPU does not offload."""
     if cpu_weights_share <= 0 or not offloads_host_weights(gpu):
         return None
     copied = host_weight_copy_bytes(model, weights_bytes, cpu_weights_share, cpu_expert_layers, ubatch)
-    return _prompt_seconds_per_token(model, gpu, family, bf16) + copied / copy_bytes_per_s / ubatch
+    rate = copy_bytes_per_s or host_copy_bytes_per_s(gpu)
+    return _prompt_seconds_per_token(model, gpu, family, bf16) + copied / rate / ubatch
 
 
 def speed_band(classes: list[str], sources: list[str], measured_spreads: tuple[float, ...] = (),
@@ -1009,7 +1021,11 @@ def host_prompt_basis(model: LanguageModel, gpu: Device, cpu_weights_share: floa
     experts = (" (every expert a uniform router would use; llama.cpp copies only those a micro-batch uses, and "
                "llama-bench's gpt-oss-120b prompts ran 2-3x faster than this: benchmarks/ACCURACY.md)"
                if routed_expert_params(model) else "")
+    rate = host_copy_bytes_per_s(gpu)
+    link = (f"its {gpu.pcie_link_words} link as the driver reports it" if gpu.pcie_link_words
+            else "a PCIe 4.0 x16 link assumed: the driver did not report it")
+    limited = " (the link's limit)" if rate < HOST_TO_GPU_BYTES_PER_S else ""
     return (f"prompt: llama.cpp's {gpu.backend} backend runs every layer's products on {gpu.name} for batches of 32 "
             f"tokens or more (op offload): {what} are copied to it for every {UBATCH_TOKENS}-token micro-batch at "
-            f"{HOST_TO_GPU_BYTES_PER_S / 1e9:.1f} GB/s (pageable memory over PCIe 4.0 x16; a slower link or "
-            f"--no-op-offload is slower, --no-mmap (pinned) or a larger -ub faster){experts}")
+            f"{rate / 1e9:.1f} GB/s{limited} (pageable memory, {link}; --no-op-offload is slower, --no-mmap (pinned) "
+            f"or a larger -ub faster){experts}")
