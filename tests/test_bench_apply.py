@@ -232,6 +232,11 @@ def test_a_llama_bench_result_replaces_the_estimate_for_that_model_and_quant(cat
         ({"backends": "CUDA", "n_gpu_layers": 99}, "gpu"),
         ({"backends": "Metal,BLAS", "n_gpu_layers": -1}, "gpu"),
         ({"backends": "Vulkan", "n_gpu_layers": 20}, "split"),
+        # every layer on the GPU, experts in system memory (--n-cpu-moe, or -ot as llama-bench prints it)
+        ({"backends": "CUDA", "n_gpu_layers": 99, "n_cpu_moe": 26}, "split"),
+        ({"backends": "CUDA", "n_gpu_layers": 99, "tensor_buft_overrides": "blk\\.1[0-9]\\.ffn_.*_exps=CPU"}, "split"),
+        ({"backends": "CUDA", "n_gpu_layers": 99, "n_cpu_moe": 0, "tensor_buft_overrides": "none"}, "gpu"),
+        ({"backends": "CUDA", "n_gpu_layers": 99, "n_cpu_moe": True}, "gpu"),  # not a count
     ],
 )
 def test_llama_bench_placement_follows_its_backend_and_offloaded_layers(row, expected):

@@ -9,6 +9,7 @@ where it ran (llama.cpp tools/llama-bench/README.md, "Output formats").
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,8 +46,18 @@ def placement(row: dict, layers: int) -> str:
     if backends <= CPU_BACKENDS or layers_on_gpu == 0:
         return "cpu"
     if layers_on_gpu < 0 or layers_on_gpu >= layers:
+        # Every layer on the GPU, but weights kept in system memory by --n-cpu-moe or an -ot ...=CPU override: the
+        # split placement gpuready estimates for a mixture of experts too big for the GPU.
+        overrides = str(row.get("tensor_buft_overrides") or "")
+        if _count(row.get("n_cpu_moe")) > 0 or re.search(r"=CPU\b", overrides):
+            return "split"
         return "gpu"
     return "split"
+
+
+def _count(value) -> int:
+    """An integer field of llama-bench's JSON, 0 where absent or not an integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def parse(text: str) -> tuple[dict, dict | None]:
