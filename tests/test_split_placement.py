@@ -30,7 +30,8 @@ TOY = replace(LLAMA, id="toy-moe", name="Toy MoE", params=10e9, active_params=4e
               experts_per_token=2, tied_embeddings=None)
 WEIGHTS = 5 * 10**9
 MEMORY = est.MemoryBreakdown(WEIGHTS, 200_000_000, 100_000_000, 200_000_000)  # 5.5 GB in all, 1.5 GB not experts
-GPU = devices.Device(kind="gpu", name="Toy GPU", backend="cuda", usable_memory_bytes=3 * 10**9,
+# 3 GB free for the model once llama.cpp's --fit margin (1 GiB) is kept.
+GPU = devices.Device(kind="gpu", name="Toy GPU", backend="cuda", usable_memory_bytes=3 * 10**9 + devices.FIT_MARGIN_BYTES,
                      bandwidth_bytes_per_s=1e12, flops=100e12)
 CPU = devices.Device(kind="cpu", name="Toy CPU", backend="cpu", usable_memory_bytes=64 * 10**9,
                      bandwidth_bytes_per_s=1e11, flops=1e12)
@@ -47,7 +48,9 @@ def test_the_experts_that_do_not_fit_go_to_system_memory_a_layer_at_a_time():
 
 def test_no_expert_split_for_a_dense_model_a_dense_part_too_big_or_too_little_system_memory():
     assert est.expert_split(LLAMA, MEMORY, GPU, None) is None
-    assert est.expert_split(TOY, MEMORY, replace(GPU, usable_memory_bytes=1_400_000_000), None) is None
+    assert est.expert_split(TOY, MEMORY, replace(GPU, usable_memory_bytes=1_400_000_000 + devices.FIT_MARGIN_BYTES), None) is None
+    # The margin is kept: 1.5 GB free is room for the dense part alone, and a layer's experts short of it.
+    assert est.expert_split(TOY, MEMORY, replace(GPU, usable_memory_bytes=1_500_000_000 + devices.FIT_MARGIN_BYTES), None)[0] == 10
     assert est.expert_split(TOY, MEMORY, GPU, 2 * 10**9) is None  # the 2.8 GB of experts left over do not fit
     assert est.expert_split(replace(TOY, experts=None), MEMORY, GPU, None) is None  # expert counts unknown
 

@@ -44,6 +44,10 @@ RUNTIME_OVERHEAD_BYTES = {
 # per device for --fit option, default: 1024"); gpuready keeps the same. Apple silicon's usable
 # figure is Metal's working-set limit, which already leaves a quarter to a third to the system.
 UNIFIED_MEMORY_MARGIN_BYTES = 1024 * MIB
+# The same margin where llama.cpp's planner splits a model too big for a discrete GPU (text_estimate.estimate): it
+# fills the GPU to 1024 MiB short of its free memory ("cannot fulfill margin of 1024 MiB, need to reduce device
+# memory by ...", tools/fit-params/README.md), so the layers or experts it places there leave that free.
+FIT_MARGIN_BYTES = UNIFIED_MEMORY_MARGIN_BYTES
 
 
 @dataclass(frozen=True)

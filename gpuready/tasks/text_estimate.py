@@ -17,7 +17,7 @@ from typing import Any
 
 from gpuready.catalog.loader import Quant
 from gpuready.tasks.base import Headline
-from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device
+from gpuready.tasks.devices import FIT_MARGIN_BYTES, RUNTIME_OVERHEAD_BYTES, Device
 
 # llama.cpp's default micro-batch (n_ubatch = 512): compute buffers scale with it.
 UBATCH_TOKENS = 512
@@ -889,8 +889,8 @@ def estimate(
             on_cpu, gpu_part, system_part = experts
             basis.append(
                 f"all {model.layers} layers on {gpu.name}, the routed experts of {on_cpu} in system memory (llama.cpp's "
-                "--fit and --n-cpu-moe placement: attention, shared weights and KV cache stay on the GPU; each token's "
-                "time is the sum of both parts)"
+                "--fit and --n-cpu-moe placement: attention, shared weights and KV cache stay on the GPU, and --fit's "
+                f"{FIT_MARGIN_BYTES / 2**30:g} GiB margin free; each token's time is the sum of both parts)"
             )
             return Estimate(model.id, quant.id, context_tokens, "split", memory, 1.0, gpu_part, system_part,
                             speed(model, memory, context_tokens, gpu, cpu, 1.0, quant.id, on_cpu),
@@ -898,7 +898,7 @@ def estimate(
                             layers=model.layers)
         if not gpu.unified:
             layer_bytes = memory.weights_bytes + memory.kv_cache_bytes
-            room = gpu.usable_memory_bytes - memory.compute_bytes - memory.overhead_bytes
+            room = gpu.usable_memory_bytes - FIT_MARGIN_BYTES - memory.compute_bytes - memory.overhead_bytes
             fraction = max(0.0, min(1.0, room / layer_bytes)) if layer_bytes else 0.0
             # Whole layers only: llama.cpp offloads an integer number of layers (-ngl).
             fraction = int(fraction * model.layers) / model.layers
@@ -907,7 +907,8 @@ def estimate(
                 gpu_part = int(layer_bytes * fraction) + memory.compute_bytes + memory.overhead_bytes
                 basis.append(
                     f"{int(fraction * model.layers)} of {model.layers} layers on {gpu.name}, the rest in system memory "
-                    "(each token's time is the sum of both parts)"
+                    f"(as llama.cpp's --fit places them, leaving its {FIT_MARGIN_BYTES / 2**30:g} GiB margin free on the "
+                    "GPU; each token's time is the sum of both parts)"
                 )
                 return Estimate(model.id, quant.id, context_tokens, "split", memory, fraction, gpu_part, system_part,
                                 speed(model, memory, context_tokens, gpu, cpu, fraction, quant.id), _with_speed_basis(basis, model, gpu, cpu, fraction, quant.id),
@@ -924,7 +925,8 @@ def expert_split(model: LanguageModel, memory: MemoryBreakdown, gpu: Device,
     """llama.cpp's placement of a mixture of experts that does not fit the GPU (llama_params_fit, on by default since
     late 2025; tools/fit-params/README.md: "with only dense weights in device memory there is a total surplus ...
     -ngl 48 -ot blk.14.ffn_(up|down|gate)_(ch|)exps=CPU,..."): every layer on the GPU, the routed experts of as few
-    layers as needed in system memory. (layers whose experts are in system memory, GPU bytes, system bytes), or None
+    layers as needed in system memory, leaving its 1 GiB margin free on the GPU (FIT_MARGIN_BYTES). (layers whose
+    experts are in system memory, GPU bytes, system bytes), or None
     where the model has no expert counts, the dense part alone does not fit the GPU, or the experts left over do not
     fit system memory. Expert bytes are the file's share of the expert parameters (the same bits a weight as the rest:
     files that keep attention at higher precision have a slightly larger dense part)."""
@@ -934,7 +936,7 @@ def expert_split(model: LanguageModel, memory: MemoryBreakdown, gpu: Device,
     experts_bytes = memory.weights_bytes * routed / model.params
     per_layer = experts_bytes / model.layers
     dense = memory.total_bytes - experts_bytes
-    room = gpu.usable_memory_bytes - dense
+    room = gpu.usable_memory_bytes - FIT_MARGIN_BYTES - dense
     if room < 0:
         return None
     on_gpu = min(model.layers - 1, int(room // per_layer))
