@@ -236,3 +236,15 @@ def test_a_recorded_pcie_3_x8_link_slows_a_split_prompt_and_is_named_in_the_basi
 def machine_at(path):
     found, _ = probe_hardware(ReplayHost(path))
     return found
+
+
+def test_a_whole_gpu_fit_inside_llama_cpps_margin_says_how_to_keep_it_there():
+    hardware = machine("nvidia-rtx4090")
+    tight = judge_model(CATALOG.get("qwen3-30b-a3b"), CATALOG, hardware, Options(quant="Q5_K_M"))
+    spare = tight.estimate and (tight.memory_available_bytes - tight.estimate.gpu_memory_bytes)
+    assert tight.placement == "gpu" and 0 < spare < devices.FIT_MARGIN_BYTES
+    fits = [reason for reason in tight.reasons if reason.startswith("fits in")]
+    assert fits and fits[0].endswith("pass -ngl 99 (or --fit off) to keep it all on the GPU")
+    roomy = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options(quant="Q4_K_M"))
+    assert [reason for reason in roomy.reasons if reason.startswith("fits in") and "--fit" not in reason]
+    assert not replace(tight.estimate, quant="AWQ-4bit").placed_by_llama_cpp  # vLLM's weights: no --fit

@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuready.hardware import Hardware
 from gpuready.tasks.base import Task, band_words
-from gpuready.tasks.devices import Device, cpu_device, gpu_device, memory_word, one_card
+from gpuready.tasks.devices import FIT_MARGIN_BYTES, Device, cpu_device, gpu_device, memory_word, one_card
 from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, RUNNABLE, Options, VariantVerdict, Verdict, level_words, quality_adjusted
 from gpuready.units import fmt_gb
 
@@ -40,7 +40,11 @@ def placement_reason(estimate, gpu: Device | None, cpu: Device) -> str | None:
     """Where the estimate puts the model, in words."""
     if estimate.placement == "gpu":
         spare = gpu.usable_memory_bytes - estimate.gpu_memory_bytes
-        return f"fits in {fmt_gb(gpu.usable_memory_bytes)} {memory_word(gpu)} with {fmt_gb(spare)} to spare"
+        tight = (spare < FIT_MARGIN_BYTES and not gpu.unified and getattr(estimate, "placed_by_llama_cpp", False))
+        return (f"fits in {fmt_gb(gpu.usable_memory_bytes)} {memory_word(gpu)} with {fmt_gb(spare)} to spare"
+                + (f", under the {fmt_gb(FIT_MARGIN_BYTES)} llama.cpp's --fit keeps free: left to choose the layers "
+                   "(-ngl unset), it moves some to system memory; pass -ngl 99 (or --fit off) to keep it all on the GPU"
+                   if tight else ""))
     if estimate.placement == "split":
         return (
             f"needs {fmt_gb(estimate.memory.total_bytes)}, {'GPUs have' if gpu.count > 1 else 'GPU has'} "

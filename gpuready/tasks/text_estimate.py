@@ -406,6 +406,12 @@ class Estimate:
     layers: int = 0
 
     @property
+    def placed_by_llama_cpp(self) -> bool:
+        """Whether llama.cpp runs this variant (a GGUF quantisation; not MLX, AWQ or FP8 weights), so that its --fit
+        planner, on by default, decides where the layers go."""
+        return quant_family(self.quant) != "other"
+
+    @property
     def split_words(self) -> str:
         """Where a split placement puts the model, in words: "13 of 36 layers on GPU" or "all 36 layers on GPU, the
         experts of 23 in system memory"; "" for any other placement."""
