@@ -22,6 +22,7 @@ from gpuready.hardware import (
     to_dict,
 )
 from gpuready.probes import GPU_PROBES, GPU_PROBLEM_PROBES
+from gpuready.probes.pci import PCIE_GENERATION_GT_S, parse_link_width
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.verdict import LEVELS, RUNNABLE, Options, Verdict, level_words
@@ -279,6 +280,15 @@ def load_hardware_json(text: str, where: str) -> Hardware:
             raise HardwareFormatError(f"{where}: {label}: the total must be positive (null where unknown), got {total}")
         if total is not None and part is not None and part > total:
             raise HardwareFormatError(f"{where}: {label}: {part_name} ({part:,}) is larger than the total ({total:,})")
+    for i, gpu in enumerate(hardware.gpus):
+        # A PCIe link is one of PCIe's rates and widths, or unknown (null): a split prompt's copies are timed over it.
+        if gpu.pcie_link_gt_s is not None and gpu.pcie_link_gt_s not in PCIE_GENERATION_GT_S.values():
+            raise HardwareFormatError(f"{where}: gpus[{i}]: pcie_link_gt_s must be a PCIe rate "
+                                      f"({', '.join(f'{r:g}' for r in PCIE_GENERATION_GT_S.values())} GT/s) or null, "
+                                      f"got {gpu.pcie_link_gt_s:g}")
+        if gpu.pcie_link_width is not None and parse_link_width(str(gpu.pcie_link_width)) is None:
+            raise HardwareFormatError(f"{where}: gpus[{i}]: pcie_link_width must be a PCIe width (1, 2, 4, 8, 12, 16 or 32 "
+                                      f"lanes) or null, got {gpu.pcie_link_width}")
     return hardware
 
 

@@ -243,6 +243,24 @@ def test_a_hardware_file_whose_memory_cannot_be_is_a_usage_error(capsys, tmp_pat
     assert (code, out) == (2, "") and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("pcie_link_gt_s", -5, "gpus[0]: pcie_link_gt_s must be a PCIe rate (2.5, 5, 8, 16, 32, 64 GT/s) or null, got -5"),
+    ("pcie_link_gt_s", 12.0, "gpus[0]: pcie_link_gt_s must be a PCIe rate"),
+    ("pcie_link_width", 3, "gpus[0]: pcie_link_width must be a PCIe width (1, 2, 4, 8, 12, 16 or 32 lanes) or null, got 3"),
+    ("pcie_link_width", 0, "gpus[0]: pcie_link_width must be a PCIe width"),
+])
+def test_a_hardware_file_whose_pcie_link_cannot_be_is_a_usage_error(capsys, tmp_path, key, value, message):
+    # A link of -5 GT/s timed a split prompt at -38 tokens/s.
+    _, out, _ = run(capsys, "report", "--json", "--machine", str(FIXTURES / "nvidia-rtx4090"))
+    hardware = json.loads(out)["hardware"]
+    hardware["gpus"][0].update(pcie_link_gt_s=16.0, pcie_link_width=16, pcie_link_source="nvml")
+    hardware["gpus"][0][key] = value
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(hardware))
+    code, out, err = run(capsys, "estimate", "gpt-oss-120b", "--hardware", str(path))
+    assert (code, out) == (2, "") and message in err and err.count("\n") == 1
+
+
 def test_a_hardware_file_round_trips_through_the_report(capsys, tmp_path):
     _, out, _ = run(capsys, "report", "--json", "--machine", CPU_DESKTOP)
     path = tmp_path / "hw.json"

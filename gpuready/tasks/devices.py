@@ -112,7 +112,7 @@ class Device:
     @property
     def pcie_link_bytes_per_s(self) -> float | None:
         """The PCIe link's bytes a second one way (link_bytes_per_s), where the driver reported the link."""
-        if not self.pcie_link_gt_s or not self.pcie_link_width:
+        if not self.pcie_link_gt_s or not self.pcie_link_width or self.pcie_link_gt_s < 0 or self.pcie_link_width < 0:
             return None
         return link_bytes_per_s(self.pcie_link_gt_s, self.pcie_link_width)
 
