@@ -271,8 +271,9 @@ OP_OFFLOAD_BACKENDS = ("cuda", "rocm", "sycl", "vulkan")
 # Host-to-GPU copies from pageable memory over PCIe 4.0 x16 (31.5 GB/s a direction, PCI-SIG): an RTX 4090 measured
 # 13.73, 17.07, 18.42 and 12.88 GB/s for 1, 4, 16 and 64 MiB pageable copies (23.9 GB/s pinned), NVlabs/cuda-oxide
 # PR #976. The 64 MiB figure, the largest measured, is taken: a layer's weight tensors are tens to hundreds of MiB
-# (Llama 3 70B's Q4_K_M feed-forward matrices about 130 MB, Qwen3-30B-A3B's expert tensors about 110 MB). The link a
-# machine really has (PCIe 3.0 boards, x8 cards, x4 laptop links, WSL) is not probed: such machines copy slower.
+# (Llama 3 70B's Q4_K_M feed-forward matrices about 130 MB, Qwen3-30B-A3B's expert tensors about 110 MB). A slower
+# link than PCIe 4.0 x16 caps it where NVML reports the link (LINK_COPY_SHARE); elsewhere (AMD, Intel, WSL's copies)
+# a slower machine is not seen.
 HOST_TO_GPU_BYTES_PER_S = 12.88e9
 # The same copies from page-locked memory, where llama.cpp runs with --no-mmap (the system-memory weights then sit in
 # the GPU backend's pinned host buffer): 23.85 GB/s at 16 MiB in the same measurement. Used by the validation rows
@@ -585,7 +586,7 @@ CPU_UNPACK_FAMILIES = ("float", "i-quant", "i-quant-low", "k-quant", "k-quant-lo
 
 def device_unpack_ops(family: str, device: Device) -> float:
     """unpack_ops_per_weight on this device: on a CPU, a family outside CPU_UNPACK_FAMILIES at the K-quants' cost."""
-    if device.kind == "cpu" and family not in CPU_UNPACK_FAMILIES and family != "float":
+    if device.kind == "cpu" and family not in CPU_UNPACK_FAMILIES:
         return unpack_ops_per_weight("k-quant")
     return unpack_ops_per_weight(family)
 
@@ -1030,10 +1031,13 @@ def host_prompt_basis(model: LanguageModel, gpu: Device, cpu_weights_share: floa
                "llama-bench's gpt-oss-120b prompts ran 2-3x faster than this: benchmarks/ACCURACY.md)"
                if routed_expert_params(model) else "")
     rate = host_copy_bytes_per_s(gpu)
-    link = (f"its {gpu.pcie_link_words} link as the driver reports it" if gpu.pcie_link_words
-            else "a PCIe 4.0 x16 link assumed: the driver did not report it")
-    limited = " (the link's limit)" if rate < HOST_TO_GPU_BYTES_PER_S else ""
+    if not gpu.pcie_link_words:
+        how = "pageable memory over a PCIe 4.0 x16 link, assumed: the driver did not report the link"
+    elif rate < HOST_TO_GPU_BYTES_PER_S:
+        how = f"the most its {gpu.pcie_link_words} link as the driver reports it allows"
+    else:
+        how = f"pageable memory over its {gpu.pcie_link_words} link as the driver reports it"
     return (f"prompt: llama.cpp's {gpu.backend} backend runs every layer's products on {gpu.name} for batches of 32 "
             f"tokens or more (op offload): {what} are copied to it for every {UBATCH_TOKENS}-token micro-batch at "
-            f"{rate / 1e9:.1f} GB/s{limited} (pageable memory, {link}; --no-op-offload is slower, --no-mmap (pinned) "
-            f"or a larger -ub faster){experts}")
+            f"{rate / 1e9:.1f} GB/s ({how}; --no-op-offload is slower, --no-mmap (pinned memory) or a larger -ub "
+            f"faster){experts}")
