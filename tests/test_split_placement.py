@@ -250,3 +250,12 @@ def test_a_whole_gpu_fit_inside_llama_cpps_margin_says_how_to_keep_it_there():
     roomy = judge_model(CATALOG.get("llama-3.1-8b"), CATALOG, hardware, Options(quant="Q4_K_M"))
     assert [reason for reason in roomy.reasons if reason.startswith("fits in") and "--fit" not in reason]
     assert not replace(tight.estimate, quant="AWQ-4bit").placed_by_llama_cpp  # vLLM's weights: no --fit
+
+
+def test_a_prompt_the_gpu_computes_alone_carries_the_gpus_band_not_the_cpus():
+    offloaded = est.speed(LLAMA, MEMORY, 0, GPU, CPU, 0.25, "Q4_K_M")
+    assert offloaded.prompt_uncertainty == pytest.approx(est.PROMPT_BAND["cuda"] * est.PROMPT_FAMILY_BAND["k-quant"])
+    # Where each device computes its own part (no op offload), the wider of the two bands.
+    metal = est.speed(LLAMA, MEMORY, 0, replace(GPU, backend="metal"), CPU, 0.25, "Q4_K_M")
+    assert metal.prompt_uncertainty == pytest.approx(max(est.PROMPT_BAND["metal"], est.PROMPT_BAND["cpu"])
+                                                     * est.PROMPT_FAMILY_BAND["k-quant"])

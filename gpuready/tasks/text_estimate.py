@@ -849,7 +849,9 @@ def speed(
         prompt_tokens_per_s=(1.0 / prompt) if prompt else None,
         uncertainty=uncertainty,
         time_to_first_token_s=(TTFT_PROMPT_TOKENS * prompt + empty) if prompt else None,
-        prompt_uncertainty=(max(PROMPT_BAND.get(speed_class(device, PROMPT_BAND), PROMPT_BAND["sycl"]) for device in used)
+        # The prompt's band is that of the devices that compute it: the GPU alone where it offloads the CPU's part.
+        prompt_uncertainty=(max(PROMPT_BAND.get(speed_class(device, PROMPT_BAND), PROMPT_BAND["sycl"])
+                                for device in ([gpu] if host is not None else used))
                             * PROMPT_FAMILY_BAND.get(prompt_family(model, family), 1.0)) if prompt else None,
     )
 
