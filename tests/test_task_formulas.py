@@ -6,6 +6,8 @@ constant or formula shows up as a changed product, not a silently shifted total.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gpuready.tasks import devices
@@ -107,7 +109,12 @@ def test_seconds_per_image_is_steps_plus_text_encoding_and_vae_decode_plus_offlo
     assert on_gpu.speed == pytest.approx(50 * step + vae + text)
     offloaded = image.estimate(flux, "bf16", 1024, 1024, 50, gpu(24 * 1024**3), CPU)
     moved = 24_000_000_000 + 9_766_000_000 + 167_600_000
-    assert offloaded.speed == pytest.approx(50 * step + vae + text + moved / 31.5e9)
+    # moved once per image from pageable memory: 12.88 GB/s over an unreported link (PCIe 4.0 x16 assumed)
+    assert offloaded.speed == pytest.approx(50 * step + vae + text + moved / 12.88e9)
+    # a PCIe 3.0 x8 link the driver reports caps it: 8 GT/s x 8 x 128/130 / 8 bytes x 23.85/31.5
+    narrow = image.estimate(flux, "bf16", 1024, 1024, 50, replace(gpu(24 * 1024**3), pcie_link_gt_s=8.0, pcie_link_width=8), CPU)
+    assert narrow.speed == pytest.approx(50 * step + vae + text + moved / (8e9 * 8 * 128 / 130 / 8 * 23.85 / 31.5))
+    assert any("(the most its PCIe 3.0 x8 link as the driver reports it allows)" in line for line in narrow.basis)
 
 
 # --- speech ---------------------------------------------------------------------------

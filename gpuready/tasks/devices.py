@@ -117,6 +117,15 @@ class Device:
         return link_bytes_per_s(self.pcie_link_gt_s, self.pcie_link_width)
 
     @property
+    def copy_words(self) -> str:
+        """How host_copy_bytes_per_s came about, in words."""
+        if not self.pcie_link_words:
+            return "pageable memory over a PCIe 4.0 x16 link, assumed: the driver did not report the link"
+        if host_copy_bytes_per_s(self) < HOST_TO_GPU_BYTES_PER_S:
+            return f"the most its {self.pcie_link_words} link as the driver reports it allows"
+        return f"pageable memory over its {self.pcie_link_words} link as the driver reports it"
+
+    @property
     def pcie_link_words(self) -> str | None:
         """'PCIe 4.0 x16' for the link the driver reported, None where unknown."""
         if not self.pcie_link_gt_s or not self.pcie_link_width:
@@ -312,6 +321,31 @@ def usable_now(gpu: GPU, hardware: Hardware) -> int | None:
     at most what the system has free now (group_usable_bytes), since Metal's working-set limit is not what is free."""
     own = gpu.memory_usable_bytes if gpu.memory_usable_bytes is not None else gpu.memory_free_bytes
     return group_usable_bytes([gpu], hardware) if own is not None and gpu.vendor == "apple" else own
+
+
+# Host-to-GPU copies of weights (llama.cpp's op offload of a split model, diffusers' model offload), from pageable
+# memory over PCIe 4.0 x16 (31.5 GB/s a direction, PCI-SIG): an RTX 4090 measured
+# 13.73, 17.07, 18.42 and 12.88 GB/s for 1, 4, 16 and 64 MiB pageable copies (23.9 GB/s pinned), NVlabs/cuda-oxide
+# PR #976. The 64 MiB figure, the largest measured, is taken: a layer's weight tensors are tens to hundreds of MiB
+# (Llama 3 70B's Q4_K_M feed-forward matrices about 130 MB, Qwen3-30B-A3B's expert tensors about 110 MB). A slower
+# link than PCIe 4.0 x16 caps it where NVML reports the link (LINK_COPY_SHARE); elsewhere (AMD, Intel, WSL's copies)
+# a slower machine is not seen.
+HOST_TO_GPU_BYTES_PER_S = 12.88e9
+# The same copies from page-locked memory, where llama.cpp runs with --no-mmap (the system-memory weights then sit in
+# the GPU backend's pinned host buffer): 23.85 GB/s at 16 MiB in the same measurement. Used by the validation rows
+# that state --no-mmap (benchmarks/score_estimator.py); a verdict assumes the default, memory-mapped file.
+HOST_TO_GPU_PINNED_BYTES_PER_S = 23.85e9
+# The pinned copy's share of its PCIe 4.0 x16 link (23.85 of 31.5 GB/s). Where the driver reports a narrower or older
+# link (NVML: an x8 card, an x16 card in an x8 slot, a PCIe 3.0 board, a laptop's x4), copies run at most this share
+# of it: pageable copies stay at HOST_TO_GPU_BYTES_PER_S, and none runs faster than its link allows.
+LINK_COPY_SHARE = HOST_TO_GPU_PINNED_BYTES_PER_S / 31.5e9
+
+
+def host_copy_bytes_per_s(gpu: Device) -> float:
+    """How fast weights in pageable system memory copy to this GPU: HOST_TO_GPU_BYTES_PER_S, at most LINK_COPY_SHARE
+    of the PCIe link the driver reported."""
+    link = gpu.pcie_link_bytes_per_s
+    return min(HOST_TO_GPU_BYTES_PER_S, link * LINK_COPY_SHARE) if link else HOST_TO_GPU_BYTES_PER_S
 
 
 def link_bytes_per_s(gt_s: float, width: int) -> float:

@@ -21,7 +21,7 @@ from typing import Mapping
 
 from gpuready.catalog.loader import CatalogError, Entry
 from gpuready.tasks.base import MemoryPart, MemoryParts, ModelEntry, Task, TaskEstimate, bits_quality, level_at_most, listed_variants
-from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device, one_card, pytorch_drives
+from gpuready.tasks.devices import RUNTIME_OVERHEAD_BYTES, Device, host_copy_bytes_per_s, one_card, pytorch_drives
 from gpuready.tasks.encoders import device_flops_basis, encoder_efficiency
 from gpuready.tasks.text_estimate import is_geforce_rtx
 from gpuready.units import fmt_figures, fmt_gb
@@ -46,9 +46,8 @@ VAE_DOWNSAMPLE = 8
 # such fp16 maps are live at once (input, residual, output). DERIVED, not measured.
 VAE_CHANNELS = 128
 VAE_LIVE_MAPS = 3
-# PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction (PCI-SIG); model
-# offload moves every component to the GPU once per image.
-PCIE_BYTES_PER_S = 31.5e9
+# Model offload moves every component to the GPU once per image, at devices.host_copy_bytes_per_s: PyTorch copies a
+# module's pageable CPU tensors (Module.to), so the pageable rate, at most what the PCIe link the driver reports allows.
 
 # VAE decoder work per output pixel: NVIDIA's FLOP count for the Stable Diffusion VAE decoder,
 # 2.53933e12 FLOPs for a 512x512 image (NVIDIA TensorRT Stable Diffusion talk, "Floating point
@@ -495,9 +494,11 @@ def estimate(
         basis.append(why_once)
         seconds = steps * step_s + once
         if placement == "offload":
-            transfer = total / PCIE_BYTES_PER_S
+            rate = host_copy_bytes_per_s(device)
+            transfer = total / rate
             seconds += transfer
-            basis.append(f"offload moves {total / 1e9:.1f} GB over PCIe 4.0 x16 (31.5 GB/s) once per image: +{transfer:.1f} s")
+            basis.append(f"offload moves {total / 1e9:.1f} GB to the GPU once per image at {rate / 1e9:.1f} GB/s "
+                         f"({device.copy_words}): +{transfer:.1f} s")
     details = (("seconds_per_step", step_s or 0.0), ("steps", float(steps)), ("offload_transfer_s", transfer),
                ("encode_decode_s", once))
     band = SPEED_UNCERTAINTY_BY_BACKEND.get(device.backend, SPEED_UNCERTAINTY) if placement != "cpu" else SPEED_UNCERTAINTY

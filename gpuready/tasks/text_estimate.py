@@ -17,7 +17,8 @@ from typing import Any
 
 from gpuready.catalog.loader import Quant
 from gpuready.tasks.base import Headline
-from gpuready.tasks.devices import FIT_MARGIN_BYTES, RUNTIME_OVERHEAD_BYTES, Device
+from gpuready.tasks.devices import (FIT_MARGIN_BYTES, HOST_TO_GPU_BYTES_PER_S, HOST_TO_GPU_PINNED_BYTES_PER_S,  # noqa: F401
+                                    LINK_COPY_SHARE, RUNTIME_OVERHEAD_BYTES, Device, host_copy_bytes_per_s)
 
 # llama.cpp's default micro-batch (n_ubatch = 512): compute buffers scale with it.
 UBATCH_TOKENS = 512
@@ -268,28 +269,7 @@ TTFT_PROMPT_TOKENS = 512
 # prompt token on a split model costs the GPU's compute for every layer plus 1/UBATCH_TOKENS of the system-memory
 # weights over PCIe; --no-op-offload (PR #13386) turns it off. Metal shares memory with the CPU and is never split.
 OP_OFFLOAD_BACKENDS = ("cuda", "rocm", "sycl", "vulkan")
-# Host-to-GPU copies from pageable memory over PCIe 4.0 x16 (31.5 GB/s a direction, PCI-SIG): an RTX 4090 measured
-# 13.73, 17.07, 18.42 and 12.88 GB/s for 1, 4, 16 and 64 MiB pageable copies (23.9 GB/s pinned), NVlabs/cuda-oxide
-# PR #976. The 64 MiB figure, the largest measured, is taken: a layer's weight tensors are tens to hundreds of MiB
-# (Llama 3 70B's Q4_K_M feed-forward matrices about 130 MB, Qwen3-30B-A3B's expert tensors about 110 MB). A slower
-# link than PCIe 4.0 x16 caps it where NVML reports the link (LINK_COPY_SHARE); elsewhere (AMD, Intel, WSL's copies)
-# a slower machine is not seen.
-HOST_TO_GPU_BYTES_PER_S = 12.88e9
-# The same copies from page-locked memory, where llama.cpp runs with --no-mmap (the system-memory weights then sit in
-# the GPU backend's pinned host buffer): 23.85 GB/s at 16 MiB in the same measurement. Used by the validation rows
-# that state --no-mmap (benchmarks/score_estimator.py); a verdict assumes the default, memory-mapped file.
-HOST_TO_GPU_PINNED_BYTES_PER_S = 23.85e9
-# The pinned copy's share of its PCIe 4.0 x16 link (23.85 of 31.5 GB/s). Where the driver reports a narrower or older
-# link (NVML: an x8 card, an x16 card in an x8 slot, a PCIe 3.0 board, a laptop's x4), copies run at most this share
-# of it: pageable copies stay at HOST_TO_GPU_BYTES_PER_S, and none runs faster than its link allows.
-LINK_COPY_SHARE = HOST_TO_GPU_PINNED_BYTES_PER_S / 31.5e9
-
-
-def host_copy_bytes_per_s(gpu: Device) -> float:
-    """How fast llama.cpp copies system-memory weights to this GPU: HOST_TO_GPU_BYTES_PER_S, at most LINK_COPY_SHARE
-    of the PCIe link the driver reported."""
-    link = gpu.pcie_link_bytes_per_s
-    return min(HOST_TO_GPU_BYTES_PER_S, link * LINK_COPY_SHARE) if link else HOST_TO_GPU_BYTES_PER_S
+# The copies' rate: devices.HOST_TO_GPU_BYTES_PER_S and devices.host_copy_bytes_per_s (shared with image offload).
 
 
 def quant_family(quant_id: str) -> str:
@@ -1032,14 +1012,7 @@ def host_prompt_basis(model: LanguageModel, gpu: Device, cpu_weights_share: floa
     experts = (" (every expert a uniform router would use; llama.cpp copies only those a micro-batch uses, and "
                "llama-bench's gpt-oss-120b prompts ran 2-3x faster than this: benchmarks/ACCURACY.md)"
                if routed_expert_params(model) else "")
-    rate = host_copy_bytes_per_s(gpu)
-    if not gpu.pcie_link_words:
-        how = "pageable memory over a PCIe 4.0 x16 link, assumed: the driver did not report the link"
-    elif rate < HOST_TO_GPU_BYTES_PER_S:
-        how = f"the most its {gpu.pcie_link_words} link as the driver reports it allows"
-    else:
-        how = f"pageable memory over its {gpu.pcie_link_words} link as the driver reports it"
     return (f"prompt: llama.cpp's {gpu.backend} backend runs every layer's products on {gpu.name} for batches of 32 "
             f"tokens or more (op offload): {what} are copied to it for every {UBATCH_TOKENS}-token micro-batch at "
-            f"{rate / 1e9:.1f} GB/s ({how}; --no-op-offload is slower, --no-mmap (pinned memory) or a larger -ub "
-            f"faster){experts}")
+            f"{host_copy_bytes_per_s(gpu) / 1e9:.1f} GB/s ({gpu.copy_words}; --no-op-offload is slower, --no-mmap "
+            f"(pinned memory) or a larger -ub faster){experts}")
