@@ -171,3 +171,31 @@ def test_bench_show_json_with_nothing_kept_prints_json(capsys, tmp_path, monkeyp
     monkeypatch.setenv("GPUREADY_CACHE_DIR", str(tmp_path))
     assert main(["bench", "--show", "--json"]) == 1
     assert json.loads(capsys.readouterr().out) == {"measurements": None, "problems": []}
+
+
+def test_llama_bench_is_placed_as_gpuready_places_the_model():
+    from dataclasses import replace as _replace
+
+    from gpuready.bench.llama import placement_arguments
+    from gpuready.host import ReplayHost
+    from gpuready.probes import probe_hardware
+    from gpuready.tasks import devices
+    from gpuready.tasks import text_estimate as est
+    from gpuready.tasks.registry import load_catalog
+
+    hardware, _ = probe_hardware(ReplayHost(Path(__file__).parent / "fixtures" / "machines" / "nvidia-rtx4090"))
+    gpu, cpu = devices.gpu_device(hardware), devices.cpu_device(hardware)
+    catalog = load_catalog()
+
+    def placed(model_id, quant):
+        found = est.estimate(catalog.get(model_id), catalog.quants[quant], 640, gpu, cpu, cpu.usable_memory_bytes)
+        return found, placement_arguments(found)
+
+    moe, args = placed("gpt-oss-120b", "MXFP4")  # experts of some layers in system memory
+    assert args == ("-ngl", "999", "-ncmoe", str(moe.cpu_expert_layers)) and 0 < moe.cpu_expert_layers < 36
+    dense, args = placed("llama-3.3-70b", "Q4_K_M")  # whole layers
+    assert args == ("-ngl", str(round(dense.gpu_fraction * 80))) and 0 < dense.gpu_fraction < 1
+    whole, args = placed("llama-3.1-8b", "Q4_K_M")
+    assert (whole.placement, args) == ("gpu", ())  # llama-bench's default puts it all on the GPU
+    assert placement_arguments(_replace(whole, placement="cpu")) == ()  # no GPU: llama-bench's default again
+    assert placement_arguments(None) == ()

@@ -200,7 +200,7 @@ def _llama_bench(args, hardware, kept) -> int:
         raise UsageError(f"--llama-bench {path}: not a .gguf file")
     try:
         with progress_bar(1, f"llama-bench {path.name} (pp512, tg128)") as advance:
-            speed = measure_model(path, quick=args.quick)
+            speed = measure_model(path, quick=args.quick, hardware=hardware)
             advance()
     except LlamaBenchError as error:
         raise UsageError(str(error)) from None

@@ -95,14 +95,28 @@ def model_speed(text: str, model, quant: str) -> ModelSpeed:
     )
 
 
+def placement_arguments(estimate) -> tuple[str, ...]:
+    """llama-bench's placement flags for where gpuready's estimate puts the model, so that a model too big for the GPU
+    is measured split as llama.cpp's --fit would run it (llama-bench does not fit on its own): every layer on the GPU
+    and the experts of some layers in system memory (-ngl 999 -ncmoe N), or -ngl layers on the GPU (llama.cpp counts
+    the output layer as one). Nothing for a model wholly on the GPU, or on a machine without one: llama-bench's
+    default runs there."""
+    if estimate is None or estimate.placement != "split":
+        return ()
+    if estimate.cpu_expert_layers:
+        return ("-ngl", "999", "-ncmoe", str(estimate.cpu_expert_layers))
+    return ("-ngl", str(max(1, round(estimate.gpu_fraction * estimate.layers))))
+
+
 def run_llama_bench(gguf: Path, quick: bool = False, executable: str | None = None,
-                    timeout_s: float = TIMEOUT_S) -> str:
-    """Run llama-bench on one model file (pp512, tg128) and return its JSON output."""
+                    timeout_s: float = TIMEOUT_S, placement: tuple[str, ...] = ()) -> str:
+    """Run llama-bench on one model file (pp512, tg128), placed by ``placement`` (placement_arguments), and return its
+    JSON output."""
     executable = executable or shutil.which("llama-bench")
     if not executable:
         raise LlamaBenchError("llama-bench (llama.cpp) is not on PATH")
     argv = [executable, "-m", str(gguf), "-p", str(PROMPT_TOKENS), "-n", str(GENERATED_TOKENS),
-            "-r", "2" if quick else "5", "-o", "json"]
+            "-r", "2" if quick else "5", *placement, "-o", "json"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
@@ -116,13 +130,31 @@ def run_llama_bench(gguf: Path, quick: bool = False, executable: str | None = No
     return done.stdout
 
 
-def measure_model(gguf: Path, quick: bool = False, executable: str | None = None) -> ModelSpeed:
-    """Read the model's shape from the GGUF header, run llama-bench on it, and combine the two."""
+def measure_model(gguf: Path, quick: bool = False, executable: str | None = None, hardware=None) -> ModelSpeed:
+    """Read the model's shape from the GGUF header, run llama-bench on it (placed as gpuready places it on
+    ``hardware``, where given: planned_placement), and combine the two."""
     from gpuready.modelfiles.gguf import GGUFError
     from gpuready.modelfiles.localmodel import QUANT_ALIASES, gguf_language_model, read_gguf_parts
 
     try:
         model, quant = gguf_language_model(read_gguf_parts(gguf), gguf)
+        placement = planned_placement(gguf, hardware) if hardware is not None else ()
     except (GGUFError, OSError) as error:
         raise LlamaBenchError(str(error)) from None
-    return model_speed(run_llama_bench(gguf, quick, executable), model, QUANT_ALIASES.get(quant, quant))
+    return model_speed(run_llama_bench(gguf, quick, executable, placement=placement), model,
+                       QUANT_ALIASES.get(quant, quant))
+
+
+def planned_placement(gguf: Path, hardware) -> tuple[str, ...]:
+    """placement_arguments for this file on this machine, at llama-bench's own context (its prompt and generated
+    tokens): gpuready's estimate of the file as `gpuready estimate FILE.gguf` makes it."""
+    from gpuready.modelfiles.localmodel import load_gguf
+    from gpuready.tasks import text_estimate
+    from gpuready.tasks.devices import cpu_device, gpu_device
+    from gpuready.tasks.registry import load_catalog
+
+    model, catalog = load_gguf(gguf, load_catalog())
+    cpu = cpu_device(hardware)
+    found = text_estimate.estimate(model, catalog.quants[model.quants[0]], PROMPT_TOKENS + GENERATED_TOKENS,
+                                   gpu_device(hardware), cpu, cpu.usable_memory_bytes)
+    return placement_arguments(found)
