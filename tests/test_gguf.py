@@ -299,6 +299,9 @@ def test_a_mixture_of_experts_file_counts_only_the_used_experts_as_active(tmp_pa
     experts = 3 * 8 * 256 * 256  # 1,572,864
     assert (model.params, model.active_params) == (experts + 2_048.0, experts * 2 / 8 + 2_048.0)
     assert (model.experts, model.experts_per_token, model.head_dim) == (8, 2, 128)
+    # The experts' bytes as stored (Q8_0: 34 bytes a block of 32), beside the F32 router's 8 x 256 x 4:
+    assert model.expert_bytes == 3 * 8 * 256 * 256 // 32 * 34
+    assert model.gguf_sizes["Q8_0"] == model.expert_bytes + 8 * 256 * 4
 
 
 @pytest.mark.parametrize(

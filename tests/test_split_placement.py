@@ -259,3 +259,15 @@ def test_a_prompt_the_gpu_computes_alone_carries_the_gpus_band_not_the_cpus():
     metal = est.speed(LLAMA, MEMORY, 0, replace(GPU, backend="metal"), CPU, 0.25, "Q4_K_M")
     assert metal.prompt_uncertainty == pytest.approx(max(est.PROMPT_BAND["metal"], est.PROMPT_BAND["cpu"])
                                                      * est.PROMPT_FAMILY_BAND["k-quant"])
+
+
+def test_a_files_own_expert_bytes_decide_how_many_layers_experts_fit():
+    # The same toy, its experts stored in 3.5 of its 5 GB (fewer bits than the rest): the dense part is 2.0 GB with the
+    # cache and buffers, leaving 1.0 GB for 0.35 GB a layer's experts: 2 layers' on the GPU, 8 in system memory.
+    stored = replace(TOY, expert_bytes=3.5e9)
+    on_cpu, gpu_part, system_part = est.expert_split(stored, MEMORY, GPU, 64 * 10**9)
+    assert (on_cpu, gpu_part) == (8, int(2_000_000_000 + 2 * 350_000_000))
+    assert system_part == int(8 * 350_000_000) + devices.RUNTIME_OVERHEAD_BYTES["cpu"]
+    used = 1 - (1 - 2 / 8) ** est.UBATCH_TOKENS
+    assert est.host_weight_copy_bytes(stored, WEIGHTS, 1.0, 8) == pytest.approx(3.5e9 * used * 8 / 10)
+    assert est.expert_file_bytes(TOY, WEIGHTS) == pytest.approx(4e9)  # not read from a file: the parameters' share

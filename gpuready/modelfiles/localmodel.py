@@ -132,10 +132,15 @@ def gguf_language_model(header: GGUFHeader, path: Path) -> tuple[LanguageModel, 
         vocab = embedding.shape[1]
     params = header.params
     active = params
+    expert_bytes = None
     if experts and experts_used and experts_used < experts:
         # Routed expert tensors (blk.N.ffn_{gate,up,down}_exps) hold every expert; a token reads experts_used of them.
-        expert_elements = sum(t.n_elements for t in header.tensors if "_exps" in t.name)
+        expert_tensors = [t for t in header.tensors if "_exps" in t.name]
+        expert_elements = sum(t.n_elements for t in expert_tensors)
         active = params - expert_elements * (experts - experts_used) // experts
+        # Their bytes as stored: a file may keep its experts at fewer bits than the rest (gpt-oss: MXFP4 experts,
+        # BF16 attention), which decides how many layers' experts fit the GPU.
+        expert_bytes = float(sum(t.n_bytes for t in expert_tensors)) or None
     window, window_layers = _window(header, arch, layers)
     quant = _quant_name(header)
     types = Counter(t.type_name for t in header.tensors)
@@ -162,6 +167,7 @@ def gguf_language_model(header: GGUFHeader, path: Path) -> tuple[LanguageModel, 
         sliding_window_layers=window_layers,
         experts=experts,
         experts_per_token=experts_used,
+        expert_bytes=expert_bytes,
         gguf_sizes={},
         gguf_source=f"tensor table of {path.name}",
         notes=f"{len(header.tensors)} tensors: " + ", ".join(f"{n} {t}" for t, n in sorted(types.items(), key=lambda i: -i[1])),

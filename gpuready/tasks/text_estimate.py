@@ -328,6 +328,9 @@ class LanguageModel:
     sliding_window_layers: int = 0
     experts: int | None = None
     experts_per_token: int | None = None
+    # Bytes of the routed expert tensors in the model's file, where a file was read (a local GGUF); None: the
+    # experts' share of the parameters is taken as their share of the bytes (expert_file_bytes).
+    expert_bytes: float | None = None
     gguf_sizes: Mapping[str, float] = field(default_factory=dict)
     gguf_source: str | None = None
     mlx: bool = False
@@ -659,6 +662,14 @@ def expert_params(model: LanguageModel) -> float:
     return routed / model.experts_per_token * model.experts if routed else 0.0
 
 
+def expert_file_bytes(model: LanguageModel, weights_bytes: float) -> float:
+    """Bytes of all the routed experts in a file of ``weights_bytes``: as the file stores them where it was read
+    (LanguageModel.expert_bytes), else the experts' share of the parameters (expert_params) of the bytes."""
+    if model.expert_bytes:
+        return min(model.expert_bytes, weights_bytes)
+    return weights_bytes * expert_params(model) / model.params if model.params else 0.0
+
+
 def padded_expert_seconds(model: LanguageModel, device: Device, bf16: bool) -> float:
     """Seconds a generated token spends in BF16 expert products that llama.cpp's Vulkan backend pads to a
     tile: its matrix-vector path for a mixture of experts takes F32, F16 and quantised weights only
@@ -749,7 +760,7 @@ def host_weight_copy_bytes(model: LanguageModel, weights_bytes: float, cpu_weigh
     routed = routed_expert_params(model)
     used = 1.0 - (1.0 - (model.experts_per_token or 0) / (model.experts or 1)) ** ubatch if routed else 0.0
     if cpu_expert_layers and model.layers:
-        return expert_params(model) * used * per_param * cpu_expert_layers / model.layers
+        return expert_file_bytes(model, weights_bytes) * used * cpu_expert_layers / model.layers
     return (prompt_params(model) - routed + expert_params(model) * used) * per_param * cpu_weights_share
 
 
@@ -917,12 +928,12 @@ def expert_split(model: LanguageModel, memory: MemoryBreakdown, gpu: Device,
     layers as needed in system memory, leaving its 1 GiB margin free on the GPU (FIT_MARGIN_BYTES). (layers whose
     experts are in system memory, GPU bytes, system bytes), or None
     where the model has no expert counts, the dense part alone does not fit the GPU, or the experts left over do not
-    fit system memory. Expert bytes are the file's share of the expert parameters (the same bits a weight as the rest:
-    files that keep attention at higher precision have a slightly larger dense part)."""
+    fit system memory. Expert bytes are the file's own where it was read, else their share of the parameters
+    (expert_file_bytes; a file that keeps attention at higher precision then has a larger dense part than that)."""
     routed = expert_params(model)
     if not model.is_moe or not routed or not model.layers or not gpu.usable_memory_bytes:
         return None
-    experts_bytes = memory.weights_bytes * routed / model.params
+    experts_bytes = expert_file_bytes(model, memory.weights_bytes)
     per_layer = experts_bytes / model.layers
     dense = memory.total_bytes - experts_bytes
     room = gpu.usable_memory_bytes - FIT_MARGIN_BYTES - dense
