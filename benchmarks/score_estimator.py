@@ -87,6 +87,9 @@ CPU_SPECS = {
     # 16 cores, Zen 5 with AVX-512 (AMD product page).
     "Intel Core i5-12600K": ("12th Gen Intel(R) Core(TM) i5-12600K", 10, ("avx2", "fma")),
     "AMD Ryzen 9 9950X3D": ("AMD Ryzen 9 9950X3D 16-Core Processor", 16, ("avx2", "avx512f", "fma")),
+    # GoodOlClint/homelab's llama-bench host: "6 P-cores" of an Intel hybrid CPU whose model the file does not name
+    # (P-cores: Alder Lake or later, AVX2 without AVX-512); its rows ran 6 threads.
+    "Intel Core, 6 P-cores (model not stated)": ("Intel Core (6 P-cores)", 6, ("avx2", "fma")),
     "AMD EPYC 7763 (4 vCPUs)": ("AMD EPYC 7763 64-Core Processor", 64, ("avx2", "fma")),
     # Xeon Platinum 8272CL: Cascade Lake (Xeon Scalable 2nd gen, AVX-512 with two FMA units as on the Platinum
     # 8280, Intel ARK); a cloud SKU not on ARK, 26 cores. Its text-to-speech rows ran on 4 cores of it (threads = 4).
@@ -564,10 +567,15 @@ def split_placements(catalog, out: list[str]) -> None:
             inside = sum(hit for _, hit in found)
             out.append(f"| {kind} | {len(found)} | {len(devices_seen)} | {statistics.median(misses):.1f}% | "
                        f"{max(misses):.0f}% | {inside} of {len(found)} |")
-    out += ["", "Generation lands within a few percent on both machines whose CPU and memory are stated. A dense "
+    out += ["", "Generation: gpt-oss-120b lands within 3% on both machines that ran it; Qwen3-30B-A3B comes out 26-41% "
+            "slow on the Quadro RTX 5000 machine, and there the faster memory clock raised the measured speed 16-21% "
+            "but gpuready's only 5-8%: a CPU layer holding only experts is charged a whole CPU layer's fixed cost and "
+            "unpacking (fitted on CPU-only rows), which the measurements there do not bear out. A dense "
             "model's prompt split by layers lands within 8 to 21% on two GPUs (Qwen2.5 32B, ik_llama.cpp rows: the "
-            "fork's offload rule for dense layers is mainline's). A mixture of experts' prompt "
-            "comes out 2-3x slow at 256 to 2,048-token micro-batches: gpuready copies every expert a uniform router "
+            "fork's offload rule for dense layers is mainline's). The Quadro's prompts come out 50-81% fast: its "
+            "PCIe 3.0 x16 link (not in its table row) copies slower than the PCIe 4.0 rate assumed, and the rest "
+            "of the gap is the GPU's own prompt compute. A mixture of experts' prompt "
+            "(gpt-oss-120b) comes out 2-3x slow at 256 to 2,048-token micro-batches: gpuready copies every expert a uniform router "
             "would use (practically all of them from 256 tokens on), and llama.cpp copies only the experts the "
             "micro-batch used (PR #15346). At the copy rates above these rows imply a third to two thirds of "
             "gpt-oss-120b's experts a micro-batch, for llama-bench's prompts of random token ids. The prompt figures "
