@@ -271,3 +271,18 @@ def test_a_files_own_expert_bytes_decide_how_many_layers_experts_fit():
     used = 1 - (1 - 2 / 8) ** est.UBATCH_TOKENS
     assert est.host_weight_copy_bytes(stored, WEIGHTS, 1.0, 8) == pytest.approx(3.5e9 * used * 8 / 10)
     assert est.expert_file_bytes(TOY, WEIGHTS) == pytest.approx(4e9)  # not read from a file: the parameters' share
+
+
+def test_the_text_summary_names_the_pcie_link_the_driver_reported(tmp_path, capsys):
+    recording = tmp_path / "rtx4090-on-x8"
+    shutil.copytree(FIXTURES / "nvidia-rtx4090", recording)
+    nvml = recording / "libraries" / "nvml.json"
+    readout = json.loads(nvml.read_text())
+    readout["devices"][0].update(pcie_max_link_generation=4, pcie_max_link_width=8)
+    nvml.write_text(json.dumps(readout))
+    assert main(["--machine", str(recording), "report", "--task", "speech"]) == 0
+    gpu_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("GPUs"))
+    assert "NVIDIA GeForce RTX 4090" in gpu_line and " · PCIe 4.0 x8 · driver 550.54.14" in gpu_line
+    assert main(["--machine", str(FIXTURES / "nvidia-rtx4090"), "report", "--task", "speech"]) == 0
+    assert "PCIe" not in next(line for line in capsys.readouterr().out.splitlines() if line.startswith("GPUs"))
+    assert devices.pcie_words(32.0, 16) == "PCIe 5.0 x16" and devices.pcie_words(None, 16) is None

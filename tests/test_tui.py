@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -925,3 +926,14 @@ def test_tokens_a_second_in_a_cell_never_read_zero(value, shown):
 def test_the_details_screens_token_rates_stay_in_their_column_and_never_read_zero(value, decimals, shown):
     assert fmt.detail_tokens(value, decimals) == shown
 
+
+
+def test_the_hardware_pane_names_the_pcie_link_nvml_reported(tmp_path):
+    recording = tmp_path / "rtx4090-on-x8"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "machines" / "nvidia-rtx4090", recording)
+    nvml = recording / "libraries" / "nvml.json"
+    readout = json.loads(nvml.read_text())
+    readout["devices"][0].update(pcie_max_link_generation=4, pcie_max_link_width=8)
+    nvml.write_text(json.dumps(readout))
+    (text,) = hardware_pane(str(recording), 200)
+    assert "discrete · 1008 GB/s (nvml) · cuda · PCIe 4.0 x8 · driver 550.54.14" in text

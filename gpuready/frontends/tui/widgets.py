@@ -18,6 +18,7 @@ from gpuready.frontends.text import describe_cores
 from gpuready.hardware import Hardware, Problem
 from gpuready.report import TaskSummary
 from gpuready.tasks import registry
+from gpuready.tasks.devices import pcie_words
 from gpuready.frontends.tui import format as fmt
 from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, PLACEMENT_WORDS, RUNNABLE, Verdict
 
@@ -110,6 +111,8 @@ def hardware_text(
             facts.append(f"{gpu.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({gpu.bandwidth_source})")
         if gpu.backends:
             facts.append(", ".join(gpu.backends))
+        if pcie_words(gpu.pcie_link_gt_s, gpu.pcie_link_width):
+            facts.append(pcie_words(gpu.pcie_link_gt_s, gpu.pcie_link_width))
         if gpu.driver_version:
             facts.append(f"driver {gpu.driver_version}")
         line(" · ".join(facts), muted)
