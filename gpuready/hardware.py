@@ -76,6 +76,20 @@ class Memory:
         return min(values) if values else None
 
 
+# PCIe generations by their transfer rate a lane (PCI-SIG), and the widths a link trains to: what GPU.pcie_link_gt_s and
+# GPU.pcie_link_width may hold.
+PCIE_GENERATION_GT_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+PCIE_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
+
+
+def pcie_words(gt_s: float | None, width: int | None) -> str | None:
+    """'PCIe 4.0 x16' for a link's rate a lane and lanes, None where either is unknown."""
+    if not gt_s or not width:
+        return None
+    generation = next((g for g, rate in PCIE_GENERATION_GT_S.items() if rate == gt_s), None)
+    return f"PCIe {generation}.0 x{width}" if generation else f"{gt_s:g} GT/s x{width}"
+
+
 @dataclass(frozen=True)
 class GPU:
     vendor: str  # nvidia | amd | intel | apple

@@ -15,6 +15,8 @@ from pathlib import Path
 from gpuready import __version__
 from gpuready.catalog.loader import Catalog
 from gpuready.hardware import (
+    PCIE_GENERATION_GT_S,
+    PCIE_WIDTHS,
     Hardware,
     HardwareFormatError,
     Problem,
@@ -22,7 +24,6 @@ from gpuready.hardware import (
     to_dict,
 )
 from gpuready.probes import GPU_PROBES, GPU_PROBLEM_PROBES
-from gpuready.probes.pci import PCIE_GENERATION_GT_S, parse_link_width
 from gpuready.tasks import registry
 from gpuready.tasks.devices import gpu_device
 from gpuready.tasks.verdict import LEVELS, RUNNABLE, Options, Verdict, level_words
@@ -286,9 +287,10 @@ def load_hardware_json(text: str, where: str) -> Hardware:
             raise HardwareFormatError(f"{where}: gpus[{i}]: pcie_link_gt_s must be a PCIe rate "
                                       f"({', '.join(f'{r:g}' for r in PCIE_GENERATION_GT_S.values())} GT/s) or null, "
                                       f"got {gpu.pcie_link_gt_s:g}")
-        if gpu.pcie_link_width is not None and parse_link_width(str(gpu.pcie_link_width)) is None:
-            raise HardwareFormatError(f"{where}: gpus[{i}]: pcie_link_width must be a PCIe width (1, 2, 4, 8, 12, 16 or 32 "
-                                      f"lanes) or null, got {gpu.pcie_link_width}")
+        if gpu.pcie_link_width is not None and gpu.pcie_link_width not in PCIE_WIDTHS:
+            raise HardwareFormatError(f"{where}: gpus[{i}]: pcie_link_width must be a PCIe width "
+                                      f"({', '.join(str(w) for w in PCIE_WIDTHS[:-1])} or {PCIE_WIDTHS[-1]} lanes) "
+                                      f"or null, got {gpu.pcie_link_width}")
     return hardware
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gpuready.hardware import CPU, GPU, Hardware
+from gpuready.hardware import CPU, GPU, Hardware, pcie_words
 from gpuready.report import Report
 from gpuready.tasks import registry
 from gpuready.tasks.base import band_words
-from gpuready.tasks.devices import pcie_words, usable_now
+from gpuready.tasks.devices import usable_now
 from gpuready.tasks.judge import lowered_level
 from gpuready.tasks.energy import low_high
 from gpuready.tasks.text_estimate import TTFT_PROMPT_TOKENS
@@ -89,8 +89,9 @@ def describe_gpu(gpu: GPU, hardware: Hardware) -> str:
             text += f" ({fmt_gb(now)} usable)"
     if gpu.bandwidth_bytes_per_s:
         text += f" · {gpu.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({gpu.bandwidth_source})"
-    if pcie_words(gpu.pcie_link_gt_s, gpu.pcie_link_width):
-        text += f" · {pcie_words(gpu.pcie_link_gt_s, gpu.pcie_link_width)}"
+    link = pcie_words(gpu.pcie_link_gt_s, gpu.pcie_link_width)
+    if link:
+        text += f" · {link}"
     if gpu.driver_version:
         text += f" · driver {gpu.driver_version}"
     if not gpu.counted:

@@ -18,9 +18,9 @@ import dataclasses
 import re
 
 from gpuready.catalog import tables
-from gpuready.hardware import GPU, Problem
+from gpuready.hardware import GPU, PCIE_GENERATION_GT_S, PCIE_WIDTHS, Problem
 from gpuready.host import Host
-from gpuready.probes import fields, pci
+from gpuready.probes import fields
 from gpuready.probes.memory import parse_meminfo
 from gpuready.probes.nvidia_common import (  # noqa: F401 - also this module's names, as tests and callers use them
     CONTAINER_HINT,
@@ -201,9 +201,10 @@ def pcie_link(device: dict) -> tuple[float | None, int | None]:
     """The PCIe link NVML reports possible with this GPU and this machine: (GT/s a lane, lanes), both None unless both
     are read and are a PCIe generation and width."""
     generation, width = device.get("pcie_max_link_generation"), device.get("pcie_max_link_width")
-    gt_s = pci.PCIE_GENERATION_GT_S.get(generation) if isinstance(generation, int) and not isinstance(generation, bool) else None
-    lanes = pci.parse_link_width(str(width)) if isinstance(width, int) and not isinstance(width, bool) else None
-    return (gt_s, lanes) if gt_s and lanes else (None, None)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (generation, width)) or width not in PCIE_WIDTHS:
+        return None, None
+    gt_s = PCIE_GENERATION_GT_S.get(generation)
+    return (gt_s, width) if gt_s else (None, None)
 
 
 FAILED_CALL_HINT = ("What NVML could not say comes from the GPU table where it lists this GPU, or stays unknown; "

@@ -75,20 +75,6 @@ def _device(host: Host, directory: str, address: str) -> PCIDevice | None:
     )
 
 
-# PCIe generations by their transfer rate a lane (PCI-SIG); tasks/devices.py link_bytes_per_s turns a link into bytes.
-PCIE_GENERATION_GT_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
-
-
-def parse_link_width(text: str | None) -> int | None:
-    """A link width as a driver reports it ('16', '8'): lanes, or None for 0 (no link trained) and anything that is
-    not a PCIe width."""
-    value = (text or "").strip()
-    if not value.isdigit():
-        return None
-    width = int(value)
-    return width if width in (1, 2, 4, 8, 12, 16, 32) else None
-
-
 def display_devices(host: Host, vendor: str) -> list[PCIDevice]:
     """PCI display controllers (class 03xxxx) of one vendor, in bus order."""
     wanted = VENDOR_IDS[vendor]

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from gpuready.catalog.tables import SYSTEM_MEMORY, CPUPlatform, match_cpu
-from gpuready.hardware import GPU, Hardware
+from gpuready.hardware import GPU, Hardware, pcie_words
 
 MIB = 1024**2
 
@@ -343,14 +343,6 @@ def host_copy_bytes_per_s(gpu: Device) -> float:
     of the PCIe link the driver reported."""
     link = gpu.pcie_link_bytes_per_s
     return min(HOST_TO_GPU_BYTES_PER_S, link * LINK_COPY_SHARE) if link else HOST_TO_GPU_BYTES_PER_S
-
-
-def pcie_words(gt_s: float | None, width: int | None) -> str | None:
-    """'PCIe 4.0 x16' for a link's rate a lane and lanes, None where either is unknown."""
-    if not gt_s or not width:
-        return None
-    generation = {2.5: "1.0", 5.0: "2.0", 8.0: "3.0", 16.0: "4.0", 32.0: "5.0", 64.0: "6.0"}.get(gt_s)
-    return f"PCIe {generation} x{width}" if generation else f"{gt_s:g} GT/s x{width}"
 
 
 def link_bytes_per_s(gt_s: float, width: int) -> float:

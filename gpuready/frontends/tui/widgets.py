@@ -15,10 +15,9 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from gpuready.frontends.text import describe_cores
-from gpuready.hardware import Hardware, Problem
+from gpuready.hardware import Hardware, Problem, pcie_words
 from gpuready.report import TaskSummary
 from gpuready.tasks import registry
-from gpuready.tasks.devices import pcie_words
 from gpuready.frontends.tui import format as fmt
 from gpuready.tasks.verdict import LEVELS, PLACEMENT_ORDER, PLACEMENT_WORDS, RUNNABLE, Verdict
 
@@ -111,8 +110,9 @@ def hardware_text(
             facts.append(f"{gpu.bandwidth_bytes_per_s / 1e9:.0f} GB/s ({gpu.bandwidth_source})")
         if gpu.backends:
             facts.append(", ".join(gpu.backends))
-        if pcie_words(gpu.pcie_link_gt_s, gpu.pcie_link_width):
-            facts.append(pcie_words(gpu.pcie_link_gt_s, gpu.pcie_link_width))
+        link = pcie_words(gpu.pcie_link_gt_s, gpu.pcie_link_width)
+        if link:
+            facts.append(link)
         if gpu.driver_version:
             facts.append(f"driver {gpu.driver_version}")
         line(" · ".join(facts), muted)
