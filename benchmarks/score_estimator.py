@@ -496,7 +496,7 @@ def split_prediction(row: dict, catalog) -> tuple[float, float] | None:
     on_gpu = split_gpu_fraction(row, model)
     memory = est.MemoryBreakdown(int(weights), 0, 0, 0)
     if row["test"].startswith("pp"):
-        rate = est.HOST_TO_GPU_PINNED_BYTES_PER_S if row["host_copy"] == "pinned" else est.HOST_TO_GPU_BYTES_PER_S
+        rate = devices.HOST_TO_GPU_PINNED_BYTES_PER_S if row["host_copy"] == "pinned" else devices.HOST_TO_GPU_BYTES_PER_S
         seconds = est.host_prompt_seconds(model, weights, gpu, 1.0 if layers else 1.0 - on_gpu, layers,
                                           est.quant_family(row["quant"]), ubatch=row["ubatch"], copy_bytes_per_s=rate)
         band = est.speed(model, memory, 0, gpu, cpu_placeholder(), on_gpu, row["quant"], layers).prompt_uncertainty

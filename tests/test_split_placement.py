@@ -5,17 +5,16 @@ system memory run on the GPU, the weights copied over PCIe once per micro-batch 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from replay_support import replayed_hardware, with_pcie_link
 
 from gpuready.frontends.cli import main
 from gpuready.frontends.tui import format as fmt
-from gpuready.host import ReplayHost
-from gpuready.probes import probe_hardware
+from gpuready.hardware import pcie_words
 from gpuready.tasks import concurrency, devices
 from gpuready.tasks import text_estimate as est
 from gpuready.tasks.registry import judge_model, load_catalog
@@ -88,12 +87,12 @@ def test_a_split_prompt_runs_on_the_gpu_plus_copying_the_system_memory_weights_o
     speed = est.speed(TOY, MEMORY, 0, GPU, CPU, 1.0, "Q4_K_M", 7)
     used = 1 - (1 - 2 / 8) ** est.UBATCH_TOKENS  # practically every expert, at 512 tokens
     copied = 8e9 * 0.5 * 7 / 10 * used  # 2.8 GB of experts
-    expected = est._prompt_seconds_per_token(TOY, GPU) + copied / est.HOST_TO_GPU_BYTES_PER_S / est.UBATCH_TOKENS
+    expected = est._prompt_seconds_per_token(TOY, GPU) + copied / devices.HOST_TO_GPU_BYTES_PER_S / est.UBATCH_TOKENS
     assert 1 / speed.prompt_tokens_per_s == pytest.approx(expected)
     # Layers split: the prompt's matrix weights of the CPU's layers are copied.
     layers = est.speed(LLAMA, MEMORY, 0, GPU, CPU, 0.25, "Q4_K_M")
     copied = est.prompt_params(LLAMA) * WEIGHTS / LLAMA.params * 0.75
-    expected = est._prompt_seconds_per_token(LLAMA, GPU) + copied / est.HOST_TO_GPU_BYTES_PER_S / est.UBATCH_TOKENS
+    expected = est._prompt_seconds_per_token(LLAMA, GPU) + copied / devices.HOST_TO_GPU_BYTES_PER_S / est.UBATCH_TOKENS
     assert 1 / layers.prompt_tokens_per_s == pytest.approx(expected)
 
 
@@ -159,13 +158,8 @@ def test_the_cpu_unpacking_families_are_those_of_the_cpu_validation_rows():
     assert families == set(est.CPU_UNPACK_FAMILIES)
 
 
-def machine(name):
-    found, _ = probe_hardware(ReplayHost(FIXTURES / name))
-    return found
-
-
 def test_gpt_oss_120b_on_a_24_gb_card_keeps_its_layers_there_and_says_where_the_experts_are(capsys):
-    verdict = judge_model(CATALOG.get("gpt-oss-120b"), CATALOG, machine("nvidia-rtx4090"), Options())
+    verdict = judge_model(CATALOG.get("gpt-oss-120b"), CATALOG, replayed_hardware(FIXTURES / "nvidia-rtx4090"), Options())
     estimate = verdict.estimate
     assert estimate.placement == "split" and estimate.gpu_fraction == 1.0 and estimate.layers == 36
     assert 0 < estimate.cpu_expert_layers < 36
@@ -202,11 +196,11 @@ def test_a_pcie_links_bytes_a_second(gt_s, width, expected):
 
 
 def test_copies_run_at_the_pageable_rate_unless_the_link_the_driver_reports_is_slower():
-    assert est.host_copy_bytes_per_s(GPU) == est.HOST_TO_GPU_BYTES_PER_S  # link not reported: PCIe 4.0 x16 assumed
-    assert est.host_copy_bytes_per_s(replace(GPU, pcie_link_gt_s=16.0, pcie_link_width=16)) == est.HOST_TO_GPU_BYTES_PER_S
-    assert est.host_copy_bytes_per_s(replace(GPU, pcie_link_gt_s=32.0, pcie_link_width=16)) == est.HOST_TO_GPU_BYTES_PER_S
+    assert devices.host_copy_bytes_per_s(GPU) == devices.HOST_TO_GPU_BYTES_PER_S  # link not reported: PCIe 4.0 x16 assumed
+    assert devices.host_copy_bytes_per_s(replace(GPU, pcie_link_gt_s=16.0, pcie_link_width=16)) == devices.HOST_TO_GPU_BYTES_PER_S
+    assert devices.host_copy_bytes_per_s(replace(GPU, pcie_link_gt_s=32.0, pcie_link_width=16)) == devices.HOST_TO_GPU_BYTES_PER_S
     x8 = replace(GPU, pcie_link_gt_s=8.0, pcie_link_width=8)  # a PCIe 3.0 board, an x8 slot
-    assert est.host_copy_bytes_per_s(x8) == pytest.approx(8e9 * 8 * 128 / 130 / 8 * 23.85 / 31.5)
+    assert devices.host_copy_bytes_per_s(x8) == pytest.approx(8e9 * 8 * 128 / 130 / 8 * 23.85 / 31.5)
     slow = est.speed(TOY, MEMORY, 0, x8, CPU, 1.0, "Q4_K_M", 7)
     fast = est.speed(TOY, MEMORY, 0, GPU, CPU, 1.0, "Q4_K_M", 7)
     assert slow.prompt_tokens_per_s < fast.prompt_tokens_per_s
@@ -214,16 +208,11 @@ def test_copies_run_at_the_pageable_rate_unless_the_link_the_driver_reports_is_s
 
 
 def test_a_recorded_pcie_3_x8_link_slows_a_split_prompt_and_is_named_in_the_basis(tmp_path, capsys):
-    recording = tmp_path / "rtx4090-on-pcie3-x8"
-    shutil.copytree(FIXTURES / "nvidia-rtx4090", recording)
-    nvml = recording / "libraries" / "nvml.json"
-    readout = json.loads(nvml.read_text())
-    readout["devices"][0].update(pcie_max_link_generation=3, pcie_max_link_width=8)
-    nvml.write_text(json.dumps(readout))
-    hardware = machine_at(recording)
+    recording = with_pcie_link(FIXTURES / "nvidia-rtx4090", tmp_path / "rtx4090-on-pcie3-x8", 3, 8)
+    hardware = replayed_hardware(recording)
     assert (hardware.gpus[0].pcie_link_gt_s, hardware.gpus[0].pcie_link_width, hardware.gpus[0].pcie_link_source) == (8.0, 8, "nvml")
     slow = judge_model(CATALOG.get("gpt-oss-120b"), CATALOG, hardware, Options()).estimate
-    fast = judge_model(CATALOG.get("gpt-oss-120b"), CATALOG, machine("nvidia-rtx4090"), Options()).estimate
+    fast = judge_model(CATALOG.get("gpt-oss-120b"), CATALOG, replayed_hardware(FIXTURES / "nvidia-rtx4090"), Options()).estimate
     assert slow.speed.prompt_tokens_per_s < 0.6 * fast.speed.prompt_tokens_per_s
     assert slow.speed.generation_tokens_per_s == fast.speed.generation_tokens_per_s
     assert any("at 6.0 GB/s (the most its PCIe 3.0 x8 link as the driver reports it allows;" in line
@@ -235,13 +224,8 @@ def test_a_recorded_pcie_3_x8_link_slows_a_split_prompt_and_is_named_in_the_basi
     assert (gpu["pcie_link_gt_s"], gpu["pcie_link_width"], gpu["pcie_link_source"]) == (8.0, 8, "nvml")
 
 
-def machine_at(path):
-    found, _ = probe_hardware(ReplayHost(path))
-    return found
-
-
 def test_a_whole_gpu_fit_inside_llama_cpps_margin_says_how_to_keep_it_there():
-    hardware = machine("nvidia-rtx4090")
+    hardware = replayed_hardware(FIXTURES / "nvidia-rtx4090")
     tight = judge_model(CATALOG.get("qwen3-30b-a3b"), CATALOG, hardware, Options(quant="Q5_K_M"))
     spare = tight.estimate and (tight.memory_available_bytes - tight.estimate.gpu_memory_bytes)
     assert tight.placement == "gpu" and 0 < spare < devices.FIT_MARGIN_BYTES
@@ -274,15 +258,10 @@ def test_a_files_own_expert_bytes_decide_how_many_layers_experts_fit():
 
 
 def test_the_text_summary_names_the_pcie_link_the_driver_reported(tmp_path, capsys):
-    recording = tmp_path / "rtx4090-on-x8"
-    shutil.copytree(FIXTURES / "nvidia-rtx4090", recording)
-    nvml = recording / "libraries" / "nvml.json"
-    readout = json.loads(nvml.read_text())
-    readout["devices"][0].update(pcie_max_link_generation=4, pcie_max_link_width=8)
-    nvml.write_text(json.dumps(readout))
+    recording = with_pcie_link(FIXTURES / "nvidia-rtx4090", tmp_path / "rtx4090-on-x8", 4, 8)
     assert main(["--machine", str(recording), "report", "--task", "speech"]) == 0
     gpu_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("GPUs"))
     assert "NVIDIA GeForce RTX 4090" in gpu_line and " · PCIe 4.0 x8 · driver 550.54.14" in gpu_line
     assert main(["--machine", str(FIXTURES / "nvidia-rtx4090"), "report", "--task", "speech"]) == 0
     assert "PCIe" not in next(line for line in capsys.readouterr().out.splitlines() if line.startswith("GPUs"))
-    assert devices.pcie_words(32.0, 16) == "PCIe 5.0 x16" and devices.pcie_words(None, 16) is None
+    assert pcie_words(32.0, 16) == "PCIe 5.0 x16" and pcie_words(None, 16) is None

@@ -10,7 +10,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -18,10 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from replay_support import with_pcie_link
 from tui_support import (
     CPU_ONLY,
     GARBLED,
     MAC,
+    MACHINES,
     NVIDIA_DESKTOP,
     app_for,
     inputs,
@@ -929,11 +930,6 @@ def test_the_details_screens_token_rates_stay_in_their_column_and_never_read_zer
 
 
 def test_the_hardware_pane_names_the_pcie_link_nvml_reported(tmp_path):
-    recording = tmp_path / "rtx4090-on-x8"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "machines" / "nvidia-rtx4090", recording)
-    nvml = recording / "libraries" / "nvml.json"
-    readout = json.loads(nvml.read_text())
-    readout["devices"][0].update(pcie_max_link_generation=4, pcie_max_link_width=8)
-    nvml.write_text(json.dumps(readout))
+    recording = with_pcie_link(MACHINES / "nvidia-rtx4090", tmp_path / "rtx4090-on-x8", 4, 8)
     (text,) = hardware_pane(str(recording), 200)
     assert "discrete · 1008 GB/s (nvml) · cuda · PCIe 4.0 x8 · driver 550.54.14" in text

@@ -74,14 +74,12 @@ def step_weights_read_bytes(model: LanguageModel, weights_bytes: float, users: i
 
 
 def step_seconds(model: LanguageModel, weights_read: float, kv_bytes_per_user: float, users: int,
-                 device: Device, share: float | text_estimate.Share, family: str = "k-quant",
+                 device: Device, share: text_estimate.Share, family: str = "k-quant",
                  bf16: bool = False) -> tuple[float, str]:
-    """One decoding step's time on one device doing ``share`` of it (a text_estimate.Share, or a fraction of the
-    layers): the single-user step (text_estimate.step_seconds: bytes, fixed per-layer cost, unpacking) with the
-    step's weights (``weights_read``: step_weights_read_bytes, unpacked once) and every user's cache read, or the
-    matrix work of ``users`` tokens, whichever is longer."""
-    if not isinstance(share, text_estimate.Share):
-        share = text_estimate.Share(share, share, model.layers * share)
+    """One decoding step's time on one device doing ``share`` of it (text_estimate.device_shares): the single-user
+    step (text_estimate.step_seconds: bytes, fixed per-layer cost, unpacking) with the step's weights
+    (``weights_read``: step_weights_read_bytes, unpacked once) and every user's cache read, or the matrix work of
+    ``users`` tokens, whichever is longer."""
     cache_read = users * kv_bytes_per_user * AVERAGE_CACHE_FILL
     memory_time = text_estimate.step_seconds(model, weights_read + cache_read, device, share, family, bf16,
                                              step_params_read(model, users), kv_bytes=cache_read)

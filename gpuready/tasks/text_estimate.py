@@ -17,8 +17,7 @@ from typing import Any
 
 from gpuready.catalog.loader import Quant
 from gpuready.tasks.base import Headline
-from gpuready.tasks.devices import (FIT_MARGIN_BYTES, HOST_TO_GPU_BYTES_PER_S, HOST_TO_GPU_PINNED_BYTES_PER_S,  # noqa: F401
-                                    LINK_COPY_SHARE, RUNTIME_OVERHEAD_BYTES, Device, host_copy_bytes_per_s)
+from gpuready.tasks.devices import FIT_MARGIN_BYTES, RUNTIME_OVERHEAD_BYTES, Device, host_copy_bytes_per_s
 
 # llama.cpp's default micro-batch (n_ubatch = 512): compute buffers scale with it.
 UBATCH_TOKENS = 512
@@ -623,17 +622,15 @@ def device_shares(model: LanguageModel, gpu_fraction: float, cpu_expert_layers: 
             Share(1.0 - gpu_fraction, 1.0 - gpu_fraction, layers * (1.0 - gpu_fraction)))
 
 
-def step_seconds(model: LanguageModel, bytes_read: float, device: Device, share: float | Share, family: str = "k-quant",
+def step_seconds(model: LanguageModel, bytes_read: float, device: Device, share: Share, family: str = "k-quant",
                  bf16: bool = False, params_read: float | None = None, kv_bytes: float = 0.0) -> float:
-    """One decoding step on a device doing ``share`` of it (a Share, or a fraction of the layers): its share of
+    """One decoding step on a device doing ``share`` of it (device_shares): its share of
     ``bytes_read`` over effective bandwidth (``kv_bytes`` of them, the KV cache's, also at KV_READ_EXTRA), plus its
     layers' fixed cost, plus unpacking its share of the quantised weights, plus the padded
     expert products of BF16 experts on Vulkan (padded_expert_seconds). A batched step of several users costs the
     same, with every user's KV cache in ``bytes_read`` and, for a mixture of experts, the parameters the step
     reads (``params_read``: more experts than one token's) unpacked (gpuready.tasks.concurrency).
     ``params_read`` defaults to one token's, matmul_params."""
-    if not isinstance(share, Share):
-        share = Share(share, share, model.layers * share)
     layers = share.layers * (MOE_LAYER_FACTOR if model.is_moe else 1.0)
     params = matmul_params(model) if params_read is None else params_read
     weights = bytes_read - kv_bytes
@@ -818,18 +815,17 @@ def speed(
     devices = [(gpu, shares[0]), (cpu, shares[1])]
     if any(share.weights > 0 and (device is None or not device.bandwidth_bytes_per_s) for device, share in devices):
         return None
-    empty = full = prompt = 0.0
+    host = host_prompt_seconds(model, memory.weights_bytes, gpu, shares[1].weights, cpu_expert_layers, family, bf16)
+    empty = full = 0.0
+    prompt = host or 0.0
     for device, share in devices:
         if share.weights <= 0:
             continue
         empty += step_seconds(model, weights_read, device, share, family, bf16)
         full += step_seconds(model, weights_read + memory.kv_cache_bytes, device, share, family, bf16,
                              kv_bytes=memory.kv_cache_bytes)
-        if device.flops:
+        if device.flops and host is None:
             prompt += _prompt_seconds_per_token(model, device, family, bf16) * share.weights
-    host = host_prompt_seconds(model, memory.weights_bytes, gpu, shares[1].weights, cpu_expert_layers, family, bf16)
-    if host is not None:
-        prompt = host
     used = [device for device, share in devices if share.weights > 0]
     uncertainty = speed_band([speed_class(device, SPEED_BAND) for device in used], [device.bandwidth_source for device in used],
                              tuple(device.bandwidth_spread or 0.0 for device in used if device.bandwidth_source == "this-machine"),
